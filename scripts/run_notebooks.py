@@ -1,0 +1,164 @@
+"""Execute the numbered notebooks (``notebooks/[0-9]*.ipynb``) with papermill.
+
+Notebooks run in sorted order with ``notebooks/`` as working directory. Every
+notebook receives the parameter ``profile`` plus whatever ``-f params.yaml`` and
+``-p key value`` add (later sources win: --profile < -f < -p).
+
+For the ``tiny`` profile the notebooks are executed in place (the committed
+notebooks hold tiny-profile outputs); any other profile writes to
+``results/<profile>/notebooks/<name>.ipynb``. Afterwards papermill's per-run
+metadata (timings, status) is stripped so that re-runs do not produce git diffs.
+
+Exit status: 0 if every notebook ran, 1 if any failed (the others still run),
+2 if nothing matched.
+
+Examples::
+
+    python scripts/run_notebooks.py                      # all, tiny profile, in place
+    python scripts/run_notebooks.py --only 00_           # just notebooks/00_*.ipynb
+    python scripts/run_notebooks.py --profile paper -p seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import papermill
+import yaml
+from papermill.exceptions import PapermillExecutionError
+
+ROOT = Path(__file__).resolve().parent.parent
+IN_PLACE_PROFILE = "tiny"
+
+
+def parse_value(text: str):
+    """Type a ``-p`` value: JSON literals (3, 0.5, 1e-3, true, null, [1, 2]) or else a string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"True": True, "False": False, "None": None}.get(text, text)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="tiny", help="value of the `profile` parameter (default: tiny)")
+    ap.add_argument("--kernel", default="specdec", help="Jupyter kernel name (default: specdec)")
+    ap.add_argument("--only", metavar="PATTERN",
+                    help="run only notebooks whose file name contains PATTERN (glob allowed), e.g. 00_")
+    ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                    help="extra notebook parameter (repeatable)")
+    ap.add_argument("-f", "--parameters-file", type=Path, metavar="YAML",
+                    help="YAML mapping of extra notebook parameters")
+    ap.add_argument("--notebooks-dir", type=Path, default=ROOT / "notebooks",
+                    help="directory holding the notebooks (default: <repo>/notebooks)")
+    ap.add_argument("--output-dir", type=Path,
+                    help="where executed notebooks go (default: in place for the tiny profile, "
+                         "else <repo>/results/<profile>/notebooks)")
+    return ap.parse_args(argv)
+
+
+def build_parameters(args: argparse.Namespace) -> dict:
+    params = {"profile": args.profile}
+    if args.parameters_file:
+        loaded = yaml.safe_load(args.parameters_file.read_text()) or {}
+        if not isinstance(loaded, dict):
+            sys.exit(f"{args.parameters_file}: expected a YAML mapping of parameters")
+        params.update(loaded)
+    params.update((key, parse_value(value)) for key, value in args.parameter)
+    return params
+
+
+def select_notebooks(nb_dir: Path, only: str | None) -> list[Path]:
+    notebooks = sorted(nb_dir.glob("[0-9]*.ipynb"))
+    if only:
+        notebooks = [nb for nb in notebooks if fnmatch.fnmatch(nb.name, f"*{only}*")]
+    return notebooks
+
+
+def kernel_display_name(kernel: str) -> str | None:
+    try:
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        return KernelSpecManager().get_kernel_spec(kernel).display_name
+    except Exception:  # kernel not installed: papermill reports that itself
+        return None
+
+
+def strip_run_metadata(path: Path, kernel: str, display_name: str | None) -> None:
+    """Drop papermill/nbclient per-run metadata and pin the kernelspec to `kernel`."""
+    nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    nb.metadata.pop("papermill", None)
+    kernelspec = nb.metadata.setdefault("kernelspec", {})
+    kernelspec["name"] = kernel
+    if display_name:
+        kernelspec["display_name"] = display_name
+    kernelspec.setdefault("display_name", kernel)
+    kernelspec.setdefault("language", "python")
+    for cell in nb.cells:
+        for key in ("papermill", "execution", "ExecuteTime"):
+            cell.metadata.pop(key, None)
+        tags = cell.metadata.get("tags")
+        if tags == []:  # papermill adds empty tag lists
+            del cell.metadata["tags"]
+        elif tags and "injected-parameters" in tags:
+            cell.id = "injected-parameters"  # papermill draws a random id on every run
+    nbformat.write(nb, path)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    params = build_parameters(args)
+    profile = params["profile"]  # -f / -p may override --profile; outputs follow the effective one
+
+    notebooks = select_notebooks(args.notebooks_dir, args.only)
+    if not notebooks:
+        print(f"no notebooks matching {args.only or '[0-9]*.ipynb'!r} in {args.notebooks_dir}", file=sys.stderr)
+        return 2
+
+    out_dir = args.output_dir
+    if out_dir is None and profile != IN_PLACE_PROFILE:
+        out_dir = ROOT / "results" / str(profile) / "notebooks"
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    display_name = kernel_display_name(args.kernel)
+
+    failed = []
+    for nb_path in notebooks:
+        out_path = nb_path if out_dir is None else out_dir / nb_path.name
+        start = time.perf_counter()
+        status = "ok"
+        try:
+            papermill.execute_notebook(
+                str(nb_path),
+                str(out_path),
+                parameters=params,
+                kernel_name=args.kernel,
+                language="python",
+                cwd=str(args.notebooks_dir),
+                progress_bar=False,
+                log_output=False,
+            )
+        except PapermillExecutionError as exc:
+            status = f"FAILED in cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
+        except Exception as exc:  # kernel died, timeout, missing kernel, ...
+            status = f"FAILED: {type(exc).__name__}: {exc}"
+        if status != "ok":
+            failed.append(nb_path.name)
+        if out_path.exists():
+            strip_run_metadata(out_path, args.kernel, display_name)
+        print(f"{nb_path.name}: {status} ({time.perf_counter() - start:.1f} s)", flush=True)
+
+    if failed:
+        print(f"{len(failed)} of {len(notebooks)} notebook(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Latency and speedup: T(B, S, γ), the draft-to-target ratio, TABED Eq. (1) and engine efficiency.
+
+Conventions (``../shared/papers/formulas.md``): ``T(B, S, γ)`` is the wall time of one forward call that
+feeds ``γ`` new tokens per row to a model whose KV cache already holds ``S`` positions, at batch size
+``B``; it is the median over ``repeats`` after ``warmup`` calls, synchronised on CUDA.
+``T_q/T_p = T_draft(1, S, 1) / T_target(1, S, 1)``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+from tqdm.auto import tqdm
+
+from specdec.cache import crop_cache
+
+
+def expected_block_efficiency(alpha: float, gamma: int) -> float:
+    """τ for i.i.d. acceptance α: ``(1 − α^(γ+1)) / (1 − α)``, counting the bonus token."""
+    if alpha >= 1:
+        return gamma + 1.0
+    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
+
+
+def expected_speedup(block_efficiency: float, gamma: int, latency_ratio: float) -> float:
+    """TABED Eq. (1): expected walltime speedup ``τ / (γ · T_q/T_p + 1)`` over autoregressive decoding."""
+    return block_efficiency / (gamma * latency_ratio + 1)
+
+
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@torch.no_grad()
+def forward_latency(model, batch_size: int = 1, context: int = 128, new_tokens: int = 1, repeats: int = 10,
+                    warmup: int = 2, seed: int = 0) -> float:
+    """Median seconds of T(B=batch_size, S=context, γ=new_tokens) for ``model`` (random token ids)."""
+    from transformers import DynamicCache
+
+    device = next(model.parameters()).device
+    vocab = model.get_output_embeddings().weight.shape[0]
+    g = torch.Generator().manual_seed(seed)
+    prefix = torch.randint(3, vocab, (batch_size, context), generator=g).to(device)
+    block = torch.randint(3, vocab, (batch_size, new_tokens), generator=g).to(device)
+    cache = DynamicCache(config=model.config)
+    if context:
+        model(input_ids=prefix, past_key_values=cache, use_cache=True)
+    times = []
+    for i in range(warmup + repeats):
+        _sync(device)
+        t0 = time.perf_counter()
+        model(input_ids=block, past_key_values=cache, use_cache=True)
+        _sync(device)
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+        crop_cache(cache, context)
+    return statistics.median(times)
+
+
+def latency_grid(model, batch_sizes=(1,), contexts=(128,), new_tokens=(1,), repeats: int = 10,
+                 name: str = "model", device_name: str | None = None) -> list[dict]:
+    """Tidy rows ``{model, device, B, S, gamma, seconds}`` over the grid (median of ``repeats``)."""
+    device_name = device_name or describe_device(next(model.parameters()).device)
+    grid = [(b, s, k) for b in batch_sizes for s in contexts for k in new_tokens]
+    rows = []
+    for b, s, k in tqdm(grid, desc=f"T(B,S,γ) {name}", leave=False):
+        rows.append({"model": name, "device": device_name, "B": b, "S": s, "gamma": k,
+                     "seconds": forward_latency(model, b, s, k, repeats=repeats)})
+    return rows
+
+
+def latency_ratio(target, draft, context: int = 128, repeats: int = 20) -> float:
+    """``T_q / T_p``: one draft call over one target call, both at B = 1, one new token, ``S = context``."""
+    return forward_latency(draft, 1, context, 1, repeats) / forward_latency(target, 1, context, 1, repeats)
+
+
+def describe_device(device) -> str:
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    import platform
+    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def speedup_rows(target, drafter, prompts, *, gamma: int = 5, max_new_tokens: int = 64, sampling=None,
+                 repeats: int = 3, eos_token_id=None, seed: int = 0, desc: str = "SD vs AR") -> list[dict]:
+    """Run autoregressive and speculative decoding side by side on each prompt, ``repeats`` times,
+    alternating them so machine noise hits both alike. One tidy row per (prompt, repeat, method)."""
+    from specdec.engine import generate
+
+    rows = []
+    for i, prompt_ids in enumerate(tqdm(prompts, desc=desc, leave=False)):
+        for rep in range(repeats):
+            for method, d in (("autoregressive", None), ("speculative", drafter)):
+                res = generate(target, prompt_ids, d, gamma=gamma, max_new_tokens=max_new_tokens,
+                               sampling=sampling, eos_token_id=eos_token_id, seed=seed + i)
+                rows.append({"prompt": i, "repeat": rep, "method": method, **res.summary()})
+    return rows
+
+
+def summarize_speedup(rows: list[dict], gamma: int, latency_ratio_value: float) -> dict:
+    """Measured walltime speedup (median over prompts of per-prompt median times), Eq. (1) prediction from
+    the measured τ and ``T_q/T_p``, and their ratio (engine efficiency)."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    per_prompt = df.groupby(["prompt", "method"]).agg(total_time=("total_time", "median"),
+                                                      new_tokens=("new_tokens", "median"),
+                                                      target_calls=("target_calls", "median")).unstack("method")
+    ar_time = per_prompt[("total_time", "autoregressive")].sum()
+    sd_time = per_prompt[("total_time", "speculative")].sum()
+    sd = df[df.method == "speculative"]
+    tau = sd.new_tokens.sum() / sd.target_calls.sum()
+    measured = float(ar_time / sd_time)
+    predicted = expected_speedup(tau, gamma, latency_ratio_value)
+    return {"gamma": gamma, "block_efficiency": float(tau), "latency_ratio": latency_ratio_value,
+            "expected_speedup_eq1": predicted, "measured_speedup": measured,
+            "engine_efficiency": measured / predicted}

@@ -1,0 +1,133 @@
+"""A causal LM together with its KV cache, fed incrementally and rolled back by cropping.
+
+``CachedLM`` holds ``m`` rows (the target uses one; TABED-style drafters use several prompt variants).
+Each row has its own prompt (rows are left-padded to one length) and all rows share the generated
+continuation, so rolling back is one crop of the whole batch. The cache never holds a token twice and is
+never rebuilt: ``tokens_fed`` counts every token position sent through the model, which the tests use to
+prove that no re-prefill happens.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def crop_cache(cache, length: int) -> None:
+    """Shorten a transformers ``Cache`` to ``length`` positions (works across the 4.x/5.x crop APIs)."""
+    extra = cache.get_seq_length() - length
+    if extra > 0:
+        cache.crop(-extra)
+
+
+class CachedLM:
+    """Wrap a ``*ForCausalLM`` (or LLaVA) model for incremental decoding with rollback.
+
+    Invariant after ``prefill``: the cache holds every prompt position but the last; the last prompt token
+    of each row and every generated token not yet seen are *pending* and are fed by the next ``extend``.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.device = next(model.parameters()).device
+        self.cache = None
+        self.tokens_fed = 0  # token positions sent through the model (padding excluded)
+        self.calls = 0
+
+    @property
+    def vocab_size(self) -> int:
+        return self.model.get_output_embeddings().weight.shape[0]
+
+    @torch.no_grad()
+    def prefill(self, prompt_rows: list[torch.Tensor], **model_inputs) -> None:
+        """Start a new sequence. ``prompt_rows``: ``m`` LongTensors ``[L_i]`` (``L_i >= 1``).
+
+        ``model_inputs`` (e.g. ``pixel_values``) go to the prefill call only.
+        """
+        from transformers import DynamicCache
+
+        self.m = len(prompt_rows)
+        lengths = [len(r) for r in prompt_rows]
+        width = max(lengths)
+        pad = 0
+        ids = torch.full((self.m, width), pad, dtype=torch.long)
+        mask = torch.zeros((self.m, width), dtype=torch.long)
+        for i, row in enumerate(prompt_rows):
+            ids[i, width - len(row):] = row
+            mask[i, width - len(row):] = 1
+        self.padded = bool((mask == 0).any())
+        self.mask = mask.to(self.device)
+        self.prompt_lengths = torch.tensor(lengths, device=self.device)
+        self.last_prompt_tokens = ids[:, -1].to(self.device)
+        self.width = width
+        self.prompt_last_fed = False
+        self.generated: list[int] = []  # generated tokens that are in the cache (shared by all rows)
+        self.cache = DynamicCache(config=self.model.config)
+        self.tokens_fed = 0
+        self.calls = 0
+        if width > 1:
+            self._forward(ids[:, :-1].to(self.device), positions_from=0, **model_inputs)
+            self.tokens_fed += sum(lengths) - self.m
+        elif model_inputs:
+            raise ValueError("a one-token prompt cannot carry extra model inputs such as images")
+
+    @property
+    def cached_length(self) -> int:
+        return self.cache.get_seq_length()
+
+    @torch.no_grad()
+    def extend(self, sequence: list[int]) -> torch.Tensor:
+        """Feed whatever of the generated ``sequence`` is pending; return logits ``[m, k, V]`` (float32)
+        for the ``k`` fed positions, position ``j`` predicting the token after the ``j``-th fed token.
+
+        The first call after ``prefill`` also feeds each row's last prompt token.
+        """
+        n_known = len(self.generated)
+        if list(sequence[:n_known]) != self.generated:
+            raise RuntimeError("rollback() must be called before extending with a different continuation")
+        new = torch.tensor(list(sequence[n_known:]), dtype=torch.long, device=self.device)
+        new = new.unsqueeze(0).expand(self.m, -1)
+        if not self.prompt_last_fed:
+            new = torch.cat([self.last_prompt_tokens[:, None], new], dim=1)
+            self.prompt_last_fed = True
+        if new.shape[1] == 0:
+            raise ValueError("extend() needs at least one pending token")
+        logits = self._forward(new, positions_from=self.cached_length)
+        self.tokens_fed += new.numel()
+        self.generated = list(sequence)
+        return logits
+
+    def rollback(self, sequence: list[int]) -> None:
+        """Keep the cached positions that ``sequence`` (the generated tokens kept) still agrees with.
+
+        The last token of ``sequence`` always stays pending, so the next ``extend`` has something to feed
+        and returns the logits that follow it.
+        """
+        if not self.prompt_last_fed:
+            return
+        if len(sequence) == 0:
+            crop_cache(self.cache, self.width - 1)
+            self.generated, self.prompt_last_fed = [], False
+            return
+        keep = 0
+        for a, b in zip(self.generated, sequence):
+            if a != b:
+                break
+            keep += 1
+        keep = min(keep, len(sequence) - 1)
+        self.generated = self.generated[:keep]
+        crop_cache(self.cache, self.width + keep)
+
+    def _forward(self, ids: torch.Tensor, positions_from: int, **model_inputs) -> torch.Tensor:
+        k = ids.shape[1]
+        self.calls += 1
+        kwargs = dict(input_ids=ids, past_key_values=self.cache, use_cache=True, **model_inputs)
+        if self.padded:
+            # Left padding: every row counts its positions from its own first real token.
+            total = positions_from + k
+            mask = torch.cat([self.mask, torch.ones((self.m, max(0, total - self.mask.shape[1])),
+                                                    dtype=torch.long, device=self.device)], dim=1)[:, :total]
+            pad = (self.mask == 0).sum(1, keepdim=True)
+            kwargs["attention_mask"] = mask
+            kwargs["position_ids"] = torch.arange(positions_from, total, device=self.device)[None, :] - pad
+        out = self.model(**kwargs)
+        return out.logits.float()

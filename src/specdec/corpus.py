@@ -1,0 +1,182 @@
+"""The embedded text corpus: real text taken from files that installed packages ship.
+
+Three kinds of documents, all offline and versioned by the packages they come from:
+
+- ``prose``: English reference prose (``pydoc_data.topics``) and module docstrings of the stdlib;
+- ``code``: Python sources of the stdlib (comments and docstrings kept, as in real code);
+- ``translation``: English ``msgid`` / translated ``msgstr`` pairs from Django's gettext catalogs
+  (de, fr, ru, ja, zh_Hans), rendered as ``"English: …\\nGerman: …"`` lines.
+
+Documents are split train / held-out by a hash of their name, so the split never depends on the order
+in which files are found. ``build_corpus`` returns plain dicts; ``write_corpus`` saves them as JSONL.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.metadata
+import json
+import pathlib
+import platform
+import sysconfig
+
+LANGUAGES = {"de": "German", "fr": "French", "ru": "Russian", "ja": "Japanese", "zh_Hans": "Chinese"}
+
+# Stdlib modules whose sources and docstrings go into the corpus (sorted, fixed, so the corpus is stable).
+STDLIB_MODULES = [
+    "argparse", "ast", "asyncio/base_events", "asyncio/tasks", "bisect", "calendar", "collections/__init__",
+    "configparser", "contextlib", "csv", "dataclasses", "datetime", "decimal", "difflib", "email/message",
+    "enum", "fractions", "ftplib", "functools", "gettext", "glob", "gzip", "heapq", "html/parser",
+    "http/client", "http/server", "imaplib", "inspect", "ipaddress", "json/decoder", "json/encoder",
+    "logging/__init__", "logging/handlers", "mailbox", "operator", "optparse", "os", "pathlib", "pdb",
+    "pickle", "pprint", "queue", "random", "re/_parser", "sched", "secrets", "selectors", "shlex",
+    "shutil", "smtplib", "socket", "socketserver", "statistics", "string", "subprocess", "tarfile",
+    "tempfile", "textwrap", "threading", "timeit", "tokenize", "traceback", "turtle", "typing",
+    "unittest/case", "urllib/parse", "urllib/request", "uuid", "warnings", "wave", "weakref",
+    "xml/dom/minidom", "zipfile", "zoneinfo/_zoneinfo",
+]
+
+
+def _is_heldout(name: str, heldout_fraction: float) -> bool:
+    digest = hashlib.sha256(name.encode()).digest()
+    return int.from_bytes(digest[:4], "little") / 2**32 < heldout_fraction
+
+
+def read_po(path: str | pathlib.Path) -> list[tuple[str, str]]:
+    """Read a gettext ``.po`` file and return ``[(msgid, msgstr), ...]`` of translated entries.
+
+    Skips the header, fuzzy entries, plural forms, untranslated entries and entries whose text is only
+    placeholders or punctuation. Raises ``ValueError`` naming the file and line on malformed input.
+    """
+    path = pathlib.Path(path)
+    pairs: list[tuple[str, str]] = []
+    entry: dict[str, str] = {}
+    flags: set[str] = set()
+    field = None
+
+    def flush():
+        nonlocal entry, flags, field
+        msgid, msgstr = entry.get("msgid", ""), entry.get("msgstr", "")
+        keep = msgid and msgstr and "fuzzy" not in flags and "msgid_plural" not in entry
+        if keep and _has_words(msgid) and _has_words(msgstr):
+            pairs.append((msgid, msgstr))
+        entry, flags, field = {}, set(), None
+
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            flush()
+        elif line.startswith("#,"):
+            flags.update(f.strip() for f in line[2:].split(","))
+        elif line.startswith("#"):
+            continue
+        elif line.startswith('"'):
+            if field is None:
+                raise ValueError(f"{path}:{lineno}: string continuation outside an entry: {raw!r}")
+            entry[field] += _unquote(line, path, lineno)
+        else:
+            key, _, rest = line.partition(" ")
+            if key not in {"msgctxt", "msgid", "msgid_plural", "msgstr"} and not key.startswith("msgstr["):
+                raise ValueError(f"{path}:{lineno}: unknown keyword {key!r}; is this a gettext .po file?")
+            if key == "msgid" and "msgid" in entry:
+                flush()
+            field = key
+            entry[key] = _unquote(rest.strip(), path, lineno)
+    flush()
+    return pairs
+
+
+def _unquote(token: str, path, lineno) -> str:
+    if len(token) < 2 or token[0] != '"' or token[-1] != '"':
+        raise ValueError(f"{path}:{lineno}: expected a quoted string, got {token!r}")
+    try:
+        return ast.literal_eval(token)
+    except (SyntaxError, ValueError) as err:
+        raise ValueError(f"{path}:{lineno}: bad string literal {token!r} ({err})") from None
+
+
+def _has_words(text: str) -> bool:
+    stripped = text
+    for placeholder in ("%s", "%d", "%(", ")s", ")d", "{", "}"):
+        stripped = stripped.replace(placeholder, "")
+    return sum(ch.isalpha() for ch in stripped) >= 2
+
+
+def _django_catalogs(lang: str) -> list[pathlib.Path]:
+    import django
+
+    root = pathlib.Path(django.__file__).parent
+    files = [root / "conf/locale" / lang / "LC_MESSAGES/django.po"]
+    files += sorted(root.glob(f"contrib/*/locale/{lang}/LC_MESSAGES/django.po"))
+    return [f for f in files if f.exists()]
+
+
+def build_corpus(heldout_fraction: float = 0.1) -> list[dict]:
+    """Return the corpus as a list of ``{"name", "kind", "split", "text"}`` documents."""
+    import pydoc_data.topics
+
+    docs = []
+    for topic, text in sorted(pydoc_data.topics.topics.items()):
+        docs.append({"name": f"pydoc:{topic}", "kind": "prose", "text": text.strip()})
+
+    stdlib = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    for module in STDLIB_MODULES:
+        source = (stdlib / f"{module}.py").read_text(encoding="utf-8")
+        docs.append({"name": f"code:{module}", "kind": "code", "text": source})
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node)
+                if doc and len(doc) > 200:  # short docstrings are mostly "Return x."
+                    name = getattr(node, "name", "<module>")
+                    docs.append({"name": f"doc:{module}.{name}", "kind": "prose", "text": doc})
+
+    for lang, language in LANGUAGES.items():
+        for po in _django_catalogs(lang):
+            app = po.parts[-5] if "contrib" in po.parts else "core"
+            pairs = read_po(po)
+            # Group pairs in chunks of 8 lines so each document is a short "phrasebook" page.
+            for start in range(0, len(pairs), 8):
+                lines = [f"English: {en}\n{language}: {tr}" for en, tr in pairs[start:start + 8]]
+                docs.append({"name": f"po:{lang}:{app}:{start}", "kind": "translation", "text": "\n\n".join(lines)})
+
+    seen = set()
+    unique = []
+    for doc in docs:  # drop exact duplicates (same docstring inherited in several places)
+        key = hashlib.sha256(doc["text"].encode()).hexdigest()
+        if key not in seen:
+            seen.add(key)
+            doc["split"] = "heldout" if _is_heldout(doc["name"], heldout_fraction) else "train"
+            unique.append(doc)
+    return unique
+
+
+def source_versions() -> dict[str, str]:
+    return {
+        "python": platform.python_version(),
+        "django": importlib.metadata.version("django"),
+    }
+
+
+def write_corpus(docs: list[dict], path: str | pathlib.Path) -> None:
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for doc in docs:
+            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+
+
+def read_corpus(path: str | pathlib.Path) -> list[dict]:
+    with pathlib.Path(path).open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def corpus_stats(docs: list[dict]) -> list[dict]:
+    """Tidy rows ``{kind, split, documents, characters}`` for the data card."""
+    rows: dict[tuple, dict] = {}
+    for doc in docs:
+        row = rows.setdefault((doc["kind"], doc["split"]), {"kind": doc["kind"], "split": doc["split"],
+                                                            "documents": 0, "characters": 0})
+        row["documents"] += 1
+        row["characters"] += len(doc["text"])
+    return [rows[k] for k in sorted(rows)]

@@ -1,0 +1,101 @@
+"""Drafters: anything that proposes ``γ`` tokens given the tokens generated so far.
+
+The decode loop (``specdec.engine``) talks to a drafter through three calls::
+
+    drafter.prefill(prompt_ids, **inputs)            # start a sequence
+    tokens, probs = drafter.propose(generated, γ, sampling, generator)
+        # tokens: LongTensor[γ]; probs: Tensor[γ, V], the distribution each token was drawn from
+    drafter.rollback(generated)                      # the engine kept ``generated``; forget the rest
+
+and reads ``drafter.calls`` / ``drafter.tokens_fed``. ``ModelDrafter`` is the standard small-LM
+drafter; it runs ``m`` drafting inputs as one batch and mixes their distributions with ``weights``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from specdec.cache import CachedLM
+from specdec.sampling import SamplingConfig, logits_to_probs, sample
+
+
+class ModelDrafter:
+    """Draft with a causal LM (the draft model) from ``m`` drafting inputs that share its weights.
+
+    make_rows: ``prompt_ids -> list of m LongTensor rows`` (default: the prompt itself, ``m = 1``);
+        TABED-style drafters build several prompt variants here. The rows are left-padded into one batch.
+    weights: mixture weights over the ``m`` rows (``q = Σ_k w_k q_k``), non-negative, summing to one;
+        default uniform. ``set_weights`` may change them between blocks (test-time adaptation).
+    """
+
+    def __init__(self, model, make_rows: Callable | None = None, weights=None):
+        self.lm = CachedLM(model)
+        self.make_rows = make_rows or (lambda prompt_ids: [prompt_ids])
+        self.weights = None if weights is None else _check_weights(weights)
+        self.last_row_probs = None  # [γ, m, V] distributions of each row for the last block (for adaptation)
+
+    @property
+    def model(self):
+        return self.lm.model
+
+    @property
+    def vocab_size(self) -> int:
+        return self.lm.vocab_size
+
+    @property
+    def calls(self) -> int:
+        return self.lm.calls
+
+    @property
+    def tokens_fed(self) -> int:
+        return self.lm.tokens_fed
+
+    def set_weights(self, weights) -> None:
+        self.weights = _check_weights(weights)
+
+    def prefill(self, prompt_ids: torch.Tensor, **model_inputs) -> None:
+        rows = self.make_rows(prompt_ids)
+        if self.weights is not None and len(self.weights) != len(rows):
+            raise ValueError(f"got {len(self.weights)} mixture weights for {len(rows)} drafting inputs")
+        self.lm.prefill(rows, **model_inputs)
+
+    @torch.no_grad()
+    def propose(self, generated: list[int], gamma: int, sampling: SamplingConfig,
+                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        tokens, probs, row_probs = [], [], []
+        sequence = list(generated)
+        for _ in range(gamma):
+            logits = self.lm.extend(sequence)[:, -1]  # [m, V]
+            # Rows are mixed as probabilities; under greedy decoding they are mixed at temperature 1.
+            per_row = logits.softmax(-1) if sampling.greedy else logits_to_probs(logits, sampling)
+            mixed = self._mix(per_row)
+            token = int(mixed.argmax()) if sampling.greedy else int(sample(mixed, generator))
+            tokens.append(token)
+            probs.append(mixed)
+            row_probs.append(per_row)
+            sequence.append(token)
+        self.last_row_probs = torch.stack(row_probs) if row_probs else None
+        device = self.lm.device
+        vocab = self.vocab_size
+        draft_probs = torch.stack(probs) if probs else torch.zeros((0, vocab), device=device)
+        return torch.tensor(tokens, dtype=torch.long, device=device), draft_probs
+
+    def rollback(self, generated: list[int]) -> None:
+        self.lm.rollback(generated)
+
+    def _mix(self, per_row: torch.Tensor) -> torch.Tensor:
+        if per_row.shape[0] == 1:
+            return per_row[0]
+        weights = self.weights
+        if weights is None:
+            weights = torch.full((per_row.shape[0],), 1.0 / per_row.shape[0])
+        return (weights.to(per_row.device, per_row.dtype)[:, None] * per_row).sum(0)
+
+
+def _check_weights(weights) -> torch.Tensor:
+    weights = torch.as_tensor(weights, dtype=torch.float32).flatten()
+    if len(weights) == 0 or bool((weights < 0).any()) or abs(float(weights.sum()) - 1.0) > 1e-4:
+        raise ValueError(f"mixture weights must be non-negative and sum to one, got {weights.tolist()}")
+    return weights

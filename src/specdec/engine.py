@@ -1,0 +1,210 @@
+"""The decode loop: draft γ tokens, verify them in one target call, accept, roll both caches back.
+
+``generate(target, prompt_ids, drafter)`` runs speculative decoding; with ``drafter=None`` the same loop
+is plain autoregressive decoding (one target call per token), which is the baseline every speedup is
+measured against. Everything the loop observed comes back as a ``GenerationResult``.
+
+Cache invariant (both models): the cache holds the prompt and every kept token except the last one; the
+last kept token is fed first in the next call, so no position is ever computed twice.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from specdec import verify
+from specdec.cache import CachedLM
+from specdec.drafters import ModelDrafter
+from specdec.sampling import SamplingConfig, logits_to_probs, sample
+
+
+@dataclass
+class GenerationResult:
+    """Output and statistics of one generation.
+
+    ``block_efficiency`` τ counts the corrected / bonus token: new tokens per target decode call
+    (``1 ≤ τ ≤ γ + 1``). ``acceptance_rate`` α = accepted draft tokens / drafted tokens.
+    ``from_draft[i]`` says whether new token ``i`` was a draft token the target accepted.
+    """
+
+    prompt_ids: list[int]
+    output_ids: list[int]
+    gamma: int
+    target_calls: int = 0  # decode calls (the prefill call is not counted)
+    draft_calls: int = 0
+    accepted_per_block: list[int] = field(default_factory=list)
+    drafted_per_block: list[int] = field(default_factory=list)
+    from_draft: list[bool] = field(default_factory=list)
+    target_tokens_fed: int = 0
+    draft_tokens_fed: int = 0
+    prefill_time: float = 0.0
+    draft_time: float = 0.0
+    verify_time: float = 0.0
+    total_time: float = 0.0
+    stop_reason: str = ""
+
+    @property
+    def new_tokens(self) -> int:
+        return len(self.output_ids)
+
+    @property
+    def block_efficiency(self) -> float:
+        return self.new_tokens / self.target_calls if self.target_calls else float("nan")
+
+    @property
+    def acceptance_rate(self) -> float:
+        drafted = sum(self.drafted_per_block)
+        return sum(self.accepted_per_block) / drafted if drafted else float("nan")
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.new_tokens / self.total_time if self.total_time else float("nan")
+
+    def summary(self) -> dict:
+        """One flat dict of the scalar statistics (a tidy results row)."""
+        row = {k: v for k, v in asdict(self).items()
+               if not isinstance(v, list)}
+        row.update(new_tokens=self.new_tokens, block_efficiency=self.block_efficiency,
+                   acceptance_rate=self.acceptance_rate, tokens_per_second=self.tokens_per_second)
+        return row
+
+
+def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens: int = 128,
+             sampling: SamplingConfig | None = None, eos_token_id=None, stop_strings=None, tokenizer=None,
+             seed: int = 0, verifier=None, target_inputs: dict | None = None,
+             draft_inputs: dict | None = None) -> GenerationResult:
+    """Generate up to ``max_new_tokens`` tokens after ``prompt_ids`` (``LongTensor[L]``, batch size 1).
+
+    target: a transformers causal LM (or LLaVA) model. drafter: ``None`` (autoregressive baseline), a
+    draft model (wrapped in ``ModelDrafter``) or any object with the drafter protocol
+    (``specdec.drafters``). gamma: draft length γ ≥ 1. sampling: temperature 0 (default) is greedy.
+    eos_token_id: int or list (default: the target's ``generation_config``); stop_strings need ``tokenizer``.
+    verifier: ``f(draft_tokens, draft_probs, target_logits, sampling, generator) -> (n_accepted, next)``;
+    default ``verify.greedy`` / ``verify.stochastic`` on the warped target distribution.
+    target_inputs / draft_inputs: extra prefill inputs (e.g. ``pixel_values``) for each model.
+    """
+    sampling = sampling or SamplingConfig()
+    prompt_ids = _check_prompt(prompt_ids)
+    _check_int("gamma", gamma, minimum=1, hint="draft at least one token per block")
+    _check_int("max_new_tokens", max_new_tokens, minimum=0)
+    if stop_strings and tokenizer is None:
+        raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
+    if drafter is not None and not hasattr(drafter, "propose"):
+        drafter = ModelDrafter(drafter)
+    target_lm = CachedLM(target)
+    if drafter is not None and getattr(drafter, "vocab_size", target_lm.vocab_size) != target_lm.vocab_size:
+        raise ValueError(f"draft vocabulary ({drafter.vocab_size}) differs from the target's "
+                         f"({target_lm.vocab_size}); speculative decoding needs one shared tokenizer")
+    eos_ids = _eos_ids(target, eos_token_id)
+    verifier = verifier or _default_verifier
+    device = target_lm.device
+    draft_gen = torch.Generator(device=device).manual_seed(seed)
+    verify_gen = torch.Generator(device=device).manual_seed(seed + 1)
+
+    result = GenerationResult(prompt_ids=prompt_ids.tolist(), output_ids=[], gamma=gamma if drafter else 0)
+    t_start = _now(device)
+    target_lm.prefill([prompt_ids.to(device)], **(target_inputs or {}))
+    if drafter is not None:
+        drafter.prefill(prompt_ids.to(device), **(draft_inputs or {}))
+    result.prefill_time = _now(device) - t_start
+    out: list[int] = []
+    while len(out) < max_new_tokens:
+        block = 0 if drafter is None else min(gamma, max_new_tokens - len(out) - 1)
+        t0 = _now(device)
+        if block > 0:
+            draft_tokens, draft_probs = drafter.propose(out, block, sampling, draft_gen)
+        else:
+            draft_tokens = torch.zeros(0, dtype=torch.long, device=device)
+            draft_probs = torch.zeros((0, target_lm.vocab_size), device=device)
+        t1 = _now(device)
+        target_logits = target_lm.extend(out + draft_tokens.tolist())[0, -(block + 1):]  # [block+1, V]
+        n_accepted, next_token = verifier(draft_tokens, draft_probs, target_logits, sampling, verify_gen)
+        new = draft_tokens[:n_accepted].tolist() + [next_token]
+        t2 = _now(device)
+        result.draft_time += t1 - t0
+        result.verify_time += t2 - t1
+        result.target_calls += 1
+        if block > 0:
+            result.accepted_per_block.append(n_accepted)
+            result.drafted_per_block.append(block)
+        result.from_draft += [True] * n_accepted + [False]
+        out += new
+        stop = _stop_index(out, len(out) - len(new), eos_ids, stop_strings, tokenizer)
+        if stop is not None:
+            del out[stop:], result.from_draft[stop:]
+            result.stop_reason = "eos" if out and out[-1] in eos_ids else "stop_string"
+            break
+        target_lm.rollback(out)
+        if drafter is not None:
+            drafter.rollback(out)
+    result.stop_reason = result.stop_reason or "max_new_tokens"
+    result.output_ids = out[:max_new_tokens]
+    result.from_draft = result.from_draft[:max_new_tokens]
+    result.total_time = _now(device) - t_start
+    result.target_tokens_fed = target_lm.tokens_fed
+    if drafter is not None:
+        result.draft_calls = drafter.calls
+        result.draft_tokens_fed = drafter.tokens_fed
+    return result
+
+
+def _default_verifier(draft_tokens, draft_probs, target_logits, sampling, generator):
+    if sampling.greedy:
+        return verify.greedy(draft_tokens, target_logits)
+    return verify.stochastic(draft_tokens, draft_probs, logits_to_probs(target_logits, sampling), generator)
+
+
+def autoregressive(target, prompt_ids, **kwargs) -> GenerationResult:
+    """Plain decoding, one target call per token: ``generate`` without a drafter."""
+    return generate(target, prompt_ids, drafter=None, **kwargs)
+
+
+def _stop_index(out, first_new, eos_ids, stop_strings, tokenizer):
+    """Length to truncate ``out`` to if it now contains EOS or a stop string, else ``None``."""
+    for i in range(first_new, len(out)):
+        if out[i] in eos_ids:
+            return i + 1
+    if stop_strings:
+        text = tokenizer.decode(out)
+        if any(s in text for s in stop_strings):
+            for k in range(max(1, first_new), len(out) + 1):
+                if any(s in tokenizer.decode(out[:k]) for s in stop_strings):
+                    return k
+    return None
+
+
+def _eos_ids(model, eos_token_id) -> set[int]:
+    if eos_token_id is None:
+        gen_config = getattr(model, "generation_config", None)
+        eos_token_id = getattr(gen_config, "eos_token_id", None)
+    if eos_token_id is None:
+        return set()
+    return {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
+
+
+def _check_prompt(prompt_ids) -> torch.Tensor:
+    prompt_ids = torch.as_tensor(prompt_ids)
+    if prompt_ids.dim() == 2 and prompt_ids.shape[0] == 1:
+        prompt_ids = prompt_ids[0]
+    if prompt_ids.dim() != 1:
+        raise ValueError(f"prompt_ids must be one sequence (LongTensor[L] or [1, L]); got shape "
+                         f"{list(prompt_ids.shape)}; the target runs at batch size 1")
+    if prompt_ids.numel() == 0:
+        raise ValueError("the prompt is empty: give at least one token (e.g. the BOS token)")
+    if prompt_ids.dtype not in (torch.long, torch.int32, torch.int64):
+        raise ValueError(f"prompt_ids must be integer token ids, got {prompt_ids.dtype}")
+    return prompt_ids.long()
+
+
+def _check_int(name, value, minimum, hint=""):
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}" + (f" ({hint})" if hint else ""))
+
+
+def _now(device) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()

@@ -1,0 +1,109 @@
+"""Loading models and tokenizers: the tiny zoo by name, hub ids or local paths, one function.
+
+``load("tiny-target")`` reads the shipped weights under ``data/models/``; ``load("lmsys/vicuna-7b-v1.3")``
+goes through the very same ``from_pretrained`` call, reading the local Hugging Face cache only when the
+hub is unreachable (this project runs offline: a missing model fails at once with instructions).
+Profiles (``data/profiles/<name>.yaml``) list which target/draft pairs each paper uses.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import torch
+
+from specdec import zoo
+
+PROFILES_DIR = zoo.DATA / "profiles"
+
+
+class ModelNotAvailableError(RuntimeError):
+    """The model is neither shipped, nor a local directory, nor in the local Hugging Face cache."""
+
+
+def resolve(name_or_path: str | os.PathLike) -> str:
+    """Map a zoo name to its shipped directory; leave hub ids and paths as they are."""
+    name = str(name_or_path)
+    if name in zoo.TINY_ZOO or (zoo.MODELS / name / "config.json").exists():
+        return str(zoo.model_dir(name))
+    return name
+
+
+def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu", dtype=None, kind: str = "causal_lm",
+         with_tokenizer: bool = True):
+    """Load ``(model, tokenizer)`` from a zoo name, a local directory or a hub id, in eval mode.
+
+    kind: ``"causal_lm"`` (``AutoModelForCausalLM``) or ``"llava"`` (``LlavaForConditionalGeneration``,
+    returning its processor instead of a tokenizer). dtype: e.g. ``torch.float16`` on a GPU (default: the
+    checkpoint's). Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
+    """
+    from transformers import AutoModelForCausalLM, AutoProcessor, AutoTokenizer
+
+    source = resolve(name_or_path)
+    local = pathlib.Path(source)
+    if local.exists() and not (local / "config.json").exists():
+        raise ModelNotAvailableError(f"{local} exists but holds no config.json: not a saved model directory "
+                                     "(save one with model.save_pretrained(path))")
+    if not local.exists() and (source.startswith((".", "/", "~")) or os.sep in source and source.count("/") > 1):
+        raise ModelNotAvailableError(f"no model directory at {source}")
+    model_cls = AutoModelForCausalLM
+    if kind == "llava":
+        from transformers import LlavaForConditionalGeneration
+        model_cls = LlavaForConditionalGeneration
+    elif kind != "causal_lm":
+        raise ValueError(f"kind must be 'causal_lm' or 'llava', got {kind!r}")
+    try:
+        model = model_cls.from_pretrained(source, dtype=dtype, local_files_only=_offline(local))
+        tokenizer = None
+        if with_tokenizer:
+            tok_cls = AutoProcessor if kind == "llava" else AutoTokenizer
+            tokenizer = tok_cls.from_pretrained(source, local_files_only=_offline(local))
+    except OSError as err:
+        raise ModelNotAvailableError(
+            f"cannot load {source!r} offline ({type(err).__name__}). This machine does not download from the "
+            f"Hugging Face hub. On a machine with internet run `huggingface-cli download {source}` (or "
+            f"`hf download {source}`), then copy the cache (HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}) "
+            "here, or pass a local directory saved with save_pretrained()."
+        ) from None
+    return model.to(device).eval(), tokenizer
+
+
+def _offline(local: pathlib.Path) -> bool:
+    if local.exists():
+        return True
+    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False") or \
+        os.environ.get("TRANSFORMERS_OFFLINE", "0") not in ("0", "", "false", "False")
+
+
+def check_same_vocabulary(target_tokenizer, draft_tokenizer) -> None:
+    """Raise ``ValueError`` unless both tokenizers map the same strings to the same ids."""
+    if target_tokenizer is draft_tokenizer:
+        return
+    tv, dv = target_tokenizer.get_vocab(), draft_tokenizer.get_vocab()
+    if tv != dv:
+        only_t = len(set(tv) - set(dv))
+        only_d = len(set(dv) - set(tv))
+        raise ValueError(f"target and draft tokenizers differ ({len(tv)} vs {len(dv)} entries; {only_t} only in "
+                         f"the target, {only_d} only in the draft). Speculative decoding needs one shared "
+                         "vocabulary: pick a draft trained with the target's tokenizer.")
+
+
+def load_profile(name: str) -> dict:
+    """Read ``data/profiles/<name>.yaml`` (``tiny`` or ``paper``): which models each paper uses."""
+    import yaml
+
+    path = PROFILES_DIR / f"{name}.yaml"
+    if not path.exists():
+        known = sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+        raise ValueError(f"unknown profile {name!r}; known profiles: {known}")
+    return yaml.safe_load(path.read_text())
+
+
+def load_pair(profile: str = "tiny", pair: str = "default", device="cpu", dtype=None):
+    """Load the target and draft of a profile's pair: ``(target, draft, tokenizer)``; checks the vocabularies."""
+    spec = load_profile(profile)["pairs"][pair]
+    target, tokenizer = load(spec["target"], device=device, dtype=dtype)
+    draft, draft_tokenizer = load(spec["draft"], device=device, dtype=dtype)
+    check_same_vocabulary(tokenizer, draft_tokenizer)
+    return target, draft, tokenizer

@@ -1,0 +1,171 @@
+"""Training the tiny zoo: a byte-level BPE tokenizer and Llama models, with fixed seeds.
+
+``python -m specdec.training`` (what ``make models`` runs) rebuilds the corpus, the tokenizer, the
+held-out prompts and every model of ``specdec.zoo.TINY_ZOO``, and writes a data card. The weights it
+writes are the ones shipped under ``data/models/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import random
+import time
+
+import torch
+
+from specdec import corpus as corpus_lib
+from specdec import zoo
+
+SPECIAL_TOKENS = ["<pad>", "<s>", "</s>"]  # ids 0, 1, 2
+# Sampling weight of each kind of document when drawing training windows.
+KIND_WEIGHTS = {"prose": 0.45, "code": 0.35, "translation": 0.20}
+
+
+def train_tokenizer(texts: list[str], vocab_size: int = zoo.VOCAB_SIZE):
+    """Train a byte-level BPE tokenizer and wrap it as a ``PreTrainedTokenizerFast``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                   model_max_length=zoo.MAX_POSITIONS)
+
+
+def token_streams(docs: list[dict], tokenizer, split: str) -> dict[str, torch.Tensor]:
+    """Concatenate ``<s> doc </s>`` per kind of document: ``{kind: LongTensor[n_tokens]}``."""
+    streams: dict[str, list[int]] = {}
+    for doc in docs:
+        if doc["split"] == split:
+            ids = tokenizer(doc["text"], add_special_tokens=False)["input_ids"]
+            streams.setdefault(doc["kind"], []).extend([tokenizer.bos_token_id, *ids, tokenizer.eos_token_id])
+    return {kind: torch.tensor(ids) for kind, ids in sorted(streams.items())}
+
+
+def sample_batch(streams: dict[str, torch.Tensor], batch_size: int, seq_len: int, generator: torch.Generator):
+    """Draw ``batch_size`` windows of ``seq_len + 1`` tokens, kinds weighted by ``KIND_WEIGHTS``."""
+    kinds = list(streams)
+    weights = torch.tensor([KIND_WEIGHTS.get(k, 1.0) for k in kinds])
+    picks = torch.multinomial(weights, batch_size, replacement=True, generator=generator)
+    rows = []
+    for k in picks.tolist():
+        stream = streams[kinds[k]]
+        start = torch.randint(0, len(stream) - seq_len - 1, (1,), generator=generator).item()
+        rows.append(stream[start:start + seq_len + 1])
+    return torch.stack(rows)
+
+
+@torch.no_grad()
+def heldout_loss(model, streams, seq_len: int = 128, n_windows: int = 64, seed: int = 1234) -> float:
+    """Mean next-token cross-entropy (nats) on fixed held-out windows."""
+    model.eval()
+    g = torch.Generator().manual_seed(seed)
+    batch = sample_batch(streams, n_windows, seq_len, g)
+    losses = []
+    for chunk in batch.split(16):
+        out = model(input_ids=chunk[:, :-1], labels=chunk[:, :-1].clone())
+        logits = out.logits
+        losses.append(torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1)).item())
+    return sum(losses) / len(losses)
+
+
+def train_model(name: str, train_streams, heldout_streams, steps: int, batch_size: int = 32,
+                seq_len: int = 128, lr: float = 3e-3, seed: int = 0, log_every: int = 100):
+    """Train one zoo model from scratch (AdamW, linear warm-up, cosine decay). Returns (model, log rows)."""
+    from tqdm.auto import tqdm
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(zoo.llama_config(name))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1)
+    warmup = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    g = torch.Generator().manual_seed(seed + 1)
+    log = []
+    t0 = time.perf_counter()
+    for step in tqdm(range(steps), desc=f"train {name}", mininterval=10):
+        model.train()
+        batch = sample_batch(train_streams, batch_size, seq_len, g)
+        logits = model(input_ids=batch[:, :-1]).logits
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if (step + 1) % log_every == 0 or step + 1 == steps:
+            row = {"model": name, "step": step + 1, "train_loss": round(loss.item(), 4),
+                   "seconds": round(time.perf_counter() - t0, 1)}
+            if (step + 1) % (log_every * 5) == 0 or step + 1 == steps:
+                row["heldout_loss"] = round(heldout_loss(model, heldout_streams), 4)
+            log.append(row)
+            print(json.dumps(row), flush=True)
+    model.eval()
+    return model, log
+
+
+def make_prompts(docs: list[dict], tokenizer, per_kind: int = 40, prompt_tokens: int = 32, seed: int = 0):
+    """Held-out prompts: ``prompt_tokens`` tokens cut at a random place of a held-out document."""
+    rng = random.Random(seed)
+    prompts = []
+    for kind in sorted({d["kind"] for d in docs}):
+        pool = [d for d in docs if d["split"] == "heldout" and d["kind"] == kind]
+        for i in range(per_kind):
+            doc = pool[i % len(pool)]
+            ids = tokenizer(doc["text"], add_special_tokens=False)["input_ids"]
+            start = rng.randrange(0, max(1, len(ids) - prompt_tokens - 64))
+            text = tokenizer.decode(ids[start:start + prompt_tokens])
+            prompts.append({"id": f"{kind}-{i:03d}", "kind": kind, "source": doc["name"], "prompt": text})
+    return prompts
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Rebuild the tiny zoo (tokenizer, prompts, models).")
+    parser.add_argument("--models", nargs="*", default=list(zoo.TINY_ZOO), help="which models to train")
+    parser.add_argument("--steps-scale", type=float, default=1.0, help="multiply every model's steps (CI smoke)")
+    parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
+    parser.add_argument("--skip-tokenizer", action="store_true", help="reuse the shipped tokenizer")
+    parser.add_argument("--threads", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    docs = corpus_lib.build_corpus()
+    tok_dir = args.out / "tokenizer"
+    if args.skip_tokenizer:
+        from transformers import AutoTokenizer
+        tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+    else:
+        tokenizer = train_tokenizer([d["text"] for d in docs if d["split"] == "train"])
+        tokenizer.save_pretrained(tok_dir)
+        prompts = make_prompts(docs, tokenizer)
+        zoo.PROMPTS.parent.mkdir(parents=True, exist_ok=True)
+        with zoo.PROMPTS.open("w", encoding="utf-8") as f:
+            for p in prompts:
+                f.write(json.dumps(p, ensure_ascii=False) + "\n")
+        card = {"sources": corpus_lib.source_versions(), "stats": corpus_lib.corpus_stats(docs),
+                "vocab_size": len(tokenizer)}
+        (args.out / "corpus_stats.json").write_text(json.dumps(card, indent=1) + "\n")
+
+    train = token_streams(docs, tokenizer, "train")
+    heldout = token_streams(docs, tokenizer, "heldout")
+    print({k: len(v) for k, v in train.items()}, {k: len(v) for k, v in heldout.items()})
+    for name in args.models:
+        steps = max(1, int(zoo.TRAIN_STEPS[name] * args.steps_scale))
+        model, log = train_model(name, train, heldout, steps=steps, seed=zoo.list_seed(name))
+        model.save_pretrained(args.out / name)
+        tokenizer.save_pretrained(args.out / name)
+        (args.out / name / "training_log.json").write_text(json.dumps(log, indent=0) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Pure verification rules: given a drafted block and the target's scores, how much to keep.
+
+Conventions: ``γ = len(draft_tokens)``; row ``i`` of the target's scores is its distribution for the
+position of ``draft_tokens[i]``; row ``γ`` is the bonus position after the whole block. Both rules
+return ``(n_accepted, next_token)``: keep ``draft_tokens[:n_accepted]`` and append ``next_token`` (the
+correction at the first rejection, or the bonus token when all ``γ`` were accepted).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from specdec.sampling import sample
+
+_SUM_TOLERANCE = 1e-3
+
+
+def greedy(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> tuple[int, int]:
+    """Accept while the draft token equals the target's argmax.
+
+    draft_tokens: ``LongTensor[γ]``; target_logits: ``Tensor[γ+1, V]``.
+    """
+    gamma = _check_block(draft_tokens, target_logits, "target_logits")
+    target_tokens = target_logits.argmax(-1)
+    mismatch = (draft_tokens.to(target_tokens.device) != target_tokens[:gamma]).nonzero()
+    n_accepted = int(mismatch[0, 0]) if len(mismatch) else gamma
+    return n_accepted, int(target_tokens[n_accepted])
+
+
+def stochastic(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
+               generator: torch.Generator | None = None) -> tuple[int, int]:
+    """Speculative sampling (Leviathan et al. / Chen et al.): the output follows ``target_probs`` exactly.
+
+    draft_tokens: ``LongTensor[γ]``; draft_probs: ``[γ, V]`` (q); target_probs: ``[γ+1, V]`` (p).
+    Token ``i`` is accepted with probability ``min(1, p_i(x)/q_i(x))`` (tested as ``u·q < p``, so a zero
+    ``q`` is never divided by); at the first rejection the replacement is drawn from
+    ``norm(max(0, p_i − q_i))``, or from ``p_i`` if that residual is all zero; if all ``γ`` are accepted the
+    bonus token is drawn from ``p_γ``. ``generator`` must live on the probabilities' device.
+    """
+    gamma = _check_block(draft_tokens, target_probs, "target_probs")
+    if draft_probs.shape != (gamma, target_probs.shape[-1]):
+        raise ValueError(f"draft_probs must have shape [γ, V] = [{gamma}, {target_probs.shape[-1]}], "
+                         f"got {list(draft_probs.shape)}")
+    check_probs(draft_probs, "draft_probs")
+    check_probs(target_probs, "target_probs")
+    if gamma == 0:
+        return 0, int(sample(target_probs[0], generator))
+    rows = torch.arange(gamma, device=target_probs.device)
+    tokens = draft_tokens.to(target_probs.device)
+    p = target_probs[rows, tokens]
+    q = draft_probs[rows, tokens].to(p.dtype)
+    u = torch.rand(gamma, generator=generator, device=p.device, dtype=p.dtype)
+    rejected = (u * q >= p).nonzero()
+    if len(rejected) == 0:
+        return gamma, int(sample(target_probs[gamma], generator))
+    i = int(rejected[0, 0])
+    residual = (target_probs[i] - draft_probs[i].to(target_probs.dtype)).clamp_min(0)
+    total = residual.sum()
+    dist = residual / total if total > 0 else target_probs[i]
+    return i, int(sample(dist, generator))
+
+
+def check_probs(probs: torch.Tensor, name: str = "probs") -> None:
+    """Raise ``ValueError`` unless every row of ``probs`` is non-negative and sums to one."""
+    if not torch.is_floating_point(probs):
+        raise ValueError(f"{name} must be a floating-point tensor of probabilities, got {probs.dtype}")
+    if probs.numel() == 0:
+        return
+    if bool((probs < 0).any()) or not bool(torch.isfinite(probs).all()):
+        raise ValueError(f"{name} has negative or non-finite entries; pass probabilities (softmax), not logits")
+    sums = probs.sum(-1)
+    worst = float((sums - 1).abs().max())
+    if worst > _SUM_TOLERANCE:
+        raise ValueError(f"{name} rows must sum to one (a row sums to {float(sums.flatten()[(sums - 1).abs().argmax()]):.4f}); "
+                         "pass probabilities (softmax), not logits")
+
+
+def _check_block(draft_tokens: torch.Tensor, target_scores: torch.Tensor, name: str) -> int:
+    if draft_tokens.dim() != 1:
+        raise ValueError(f"draft_tokens must be a 1-D LongTensor[γ], got shape {list(draft_tokens.shape)}")
+    gamma = draft_tokens.shape[0]
+    if target_scores.dim() != 2 or target_scores.shape[0] != gamma + 1:
+        raise ValueError(f"{name} must have shape [γ+1, V] = [{gamma + 1}, V], got {list(target_scores.shape)}")
+    if gamma and (int(draft_tokens.min()) < 0 or int(draft_tokens.max()) >= target_scores.shape[-1]):
+        raise ValueError(f"draft token ids must lie in [0, {target_scores.shape[-1]}); do the draft and target "
+                         "share a vocabulary?")
+    return gamma

@@ -1,0 +1,51 @@
+"""The tiny model zoo: names, configurations and where the shipped weights live.
+
+Every model is a transformers ``LlamaForCausalLM`` built from a config and trained by
+``specdec.training`` on the embedded corpus; all share one BPE tokenizer (``data/models/tokenizer``).
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+MODELS = DATA / "models"
+TOKENIZER_DIR = MODELS / "tokenizer"
+PROMPTS = DATA / "prompts" / "heldout.jsonl"
+
+VOCAB_SIZE = 4096
+MAX_POSITIONS = 1024
+
+# name -> LlamaConfig overrides. The target has ~2.6 M parameters; the drafts are ~7x and ~17x smaller
+# (most draft parameters are the tied embedding of the shared 4096-token vocabulary).
+TINY_ZOO: dict[str, dict] = {
+    "tiny-target": dict(hidden_size=192, intermediate_size=512, num_hidden_layers=4,
+                        num_attention_heads=6, num_key_value_heads=6),
+    "tiny-draft-s": dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=4),
+    "tiny-draft-xs": dict(hidden_size=32, intermediate_size=96, num_hidden_layers=1,
+                          num_attention_heads=2, num_key_value_heads=2),
+}
+
+# How long each model trains (optimizer steps of batch x seq_len tokens); fixed for determinism.
+TRAIN_STEPS = {"tiny-target": 1100, "tiny-draft-s": 900, "tiny-draft-xs": 900}
+
+
+def llama_config(name: str):
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=VOCAB_SIZE, max_position_embeddings=MAX_POSITIONS, rms_norm_eps=1e-5,
+        tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        **TINY_ZOO[name],
+    )
+
+
+def model_dir(name: str) -> pathlib.Path:
+    return MODELS / name
+
+
+def list_seed(name: str) -> int:
+    """A fixed training seed per model (its position in the zoo)."""
+    return list(TINY_ZOO).index(name)
