@@ -119,3 +119,36 @@ def summarize_speedup(rows: list[dict], gamma: int, latency_ratio_value: float) 
     return {"gamma": gamma, "block_efficiency": float(tau), "latency_ratio": latency_ratio_value,
             "expected_speedup_eq1": predicted, "measured_speedup": measured,
             "engine_efficiency": measured / predicted}
+
+
+def acceptance_sweep(target, drafts: dict, prompts, gammas=(1, 2, 3, 4, 6, 8), max_new_tokens: int = 48,
+                     sampling=None, seed: int = 0) -> list[dict]:
+    """Measured τ and α per draft and γ over ``prompts`` (pooled), beside the i.i.d. prediction from α.
+
+    ``drafts``: ``{name: model or drafter}``. Rows: draft, gamma, block_efficiency, acceptance_rate,
+    expected_block_efficiency, new_tokens, target_calls."""
+    from specdec.engine import generate
+
+    rows = []
+    for name, draft in drafts.items():
+        for gamma in tqdm(gammas, desc=f"γ sweep {name}", leave=False):
+            res = [generate(target, p, draft, gamma=gamma, max_new_tokens=max_new_tokens, sampling=sampling,
+                            eos_token_id=[], seed=seed + i) for i, p in enumerate(prompts)]
+            new = sum(r.new_tokens for r in res)
+            calls = sum(r.target_calls for r in res)
+            alpha = sum(sum(r.accepted_per_block) for r in res) / sum(sum(r.drafted_per_block) for r in res)
+            rows.append({"draft": name, "gamma": gamma, "block_efficiency": new / calls, "acceptance_rate": alpha,
+                         "expected_block_efficiency": expected_block_efficiency(alpha, gamma),
+                         "new_tokens": new, "target_calls": calls})
+    return rows
+
+
+def random_model(config: dict, dtype=None, device="cpu"):
+    """A randomly initialised Llama with the given sizes (latency only: weights do not change the cost)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    kwargs = dict(config)
+    kwargs.setdefault("num_key_value_heads", kwargs.get("num_attention_heads"))
+    with torch.device(device):
+        model = LlamaForCausalLM(LlamaConfig(**kwargs))
+    return model.to(dtype=dtype or torch.float32).eval()

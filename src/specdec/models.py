@@ -39,7 +39,9 @@ def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu",
     checkpoint's). Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
     """
     from transformers import AutoModelForCausalLM, AutoProcessor, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # per-tensor "Loading weights" bars drown the notebooks' own output
     source = resolve(name_or_path)
     local = pathlib.Path(source)
     if local.exists() and not (local / "config.json").exists():

@@ -1,0 +1,35 @@
+"""A peer implementation to compare against: transformers' assisted generation.
+
+``hf_assisted(target, draft, prompt_ids, ...)`` runs ``target.generate(assistant_model=draft)`` with a
+constant schedule of ``num_assistant_tokens = γ`` and confidence threshold 0 (so it drafts exactly γ tokens
+like specdec does), counting the target's forward calls with a hook to get its block efficiency.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+def hf_assisted(target, draft, prompt_ids, *, gamma: int = 5, max_new_tokens: int = 64, eos_token_id=None):
+    """Greedy assisted generation. Returns ``{output_ids, new_tokens, target_calls, block_efficiency,
+    total_time}``; ``target_calls`` counts every target forward (HF verifies its first block together with
+    the prompt, so there is no separate prefill call)."""
+    calls = [0]
+    handle = target.register_forward_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    draft.generation_config.num_assistant_tokens = gamma
+    draft.generation_config.num_assistant_tokens_schedule = "constant"
+    draft.generation_config.assistant_confidence_threshold = 0.0
+    ids = torch.as_tensor(prompt_ids).reshape(1, -1).to(target.device)
+    try:
+        t0 = time.perf_counter()
+        out = target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=draft, do_sample=False,
+                              max_new_tokens=max_new_tokens, min_new_tokens=0,
+                              eos_token_id=eos_token_id, pad_token_id=0)
+        elapsed = time.perf_counter() - t0
+    finally:
+        handle.remove()
+    new = out[0, ids.shape[1]:].tolist()
+    return {"output_ids": new, "new_tokens": len(new), "target_calls": calls[0],
+            "block_efficiency": len(new) / calls[0] if calls[0] else float("nan"), "total_time": elapsed}
