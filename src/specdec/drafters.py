@@ -99,3 +99,45 @@ def _check_weights(weights) -> torch.Tensor:
     if len(weights) == 0 or bool((weights < 0).any()) or abs(float(weights.sum()) - 1.0) > 1e-4:
         raise ValueError(f"mixture weights must be non-negative and sum to one, got {weights.tolist()}")
     return weights
+
+
+class PromptLookupDrafter:
+    """Prompt lookup decoding (PLD): no model; propose the tokens that followed the most recent earlier
+    occurrence of the context's last n-gram (n from ``max_ngram`` down to ``min_ngram``).
+
+    It may propose fewer than γ tokens (none when no n-gram matches); its ``probs`` are one-hot, so
+    stochastic verification accepts token x with probability p(x) and stays exact.
+    """
+
+    def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
+        if not 1 <= min_ngram <= max_ngram:
+            raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
+        self.max_ngram, self.min_ngram = max_ngram, min_ngram
+        self.calls = 0
+        self.tokens_fed = 0
+
+    def prefill(self, prompt_ids: torch.Tensor, **_) -> None:
+        self.prompt = prompt_ids.tolist()
+        self.device = prompt_ids.device
+
+    def propose(self, generated, gamma, sampling, generator=None):
+        context = self.prompt + list(generated)
+        tokens = lookup(context, gamma, self.max_ngram, self.min_ngram)
+        vocab = max(context + tokens) + 1
+        probs = torch.zeros((len(tokens), vocab), device=self.device)
+        if tokens:
+            probs[torch.arange(len(tokens)), torch.tensor(tokens)] = 1.0
+        return torch.tensor(tokens, dtype=torch.long, device=self.device), probs
+
+    def rollback(self, generated) -> None:
+        pass
+
+
+def lookup(context: list[int], gamma: int, max_ngram: int = 3, min_ngram: int = 1) -> list[int]:
+    """The (up to) γ tokens after the latest earlier match of ``context``'s last n-gram, longest n first."""
+    for n in range(min(max_ngram, len(context) - 1), min_ngram - 1, -1):
+        tail = context[-n:]
+        for start in range(len(context) - n - 1, -1, -1):
+            if context[start:start + n] == tail:
+                return context[start + n:start + n + gamma]
+    return []

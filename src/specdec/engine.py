@@ -116,6 +116,8 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
         t0 = _now(device)
         if block > 0:
             draft_tokens, draft_probs = drafter.propose(out, block, sampling, draft_gen)
+            block = len(draft_tokens)  # a drafter may propose fewer tokens (prompt lookup)
+            draft_probs = _pad_vocab(draft_probs, target_lm.vocab_size)
         else:
             draft_tokens = torch.zeros(0, dtype=torch.long, device=device)
             draft_probs = torch.zeros((0, target_lm.vocab_size), device=device)
@@ -149,6 +151,13 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
         result.draft_calls = drafter.calls
         result.draft_tokens_fed = drafter.tokens_fed
     return result
+
+
+def _pad_vocab(probs: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Model-free drafters return ``[γ, V']`` with ``V' ≤ V``; pad with zeros to the target's vocabulary."""
+    if probs.shape[-1] < vocab_size:
+        probs = torch.nn.functional.pad(probs, (0, vocab_size - probs.shape[-1]))
+    return probs
 
 
 def _default_verifier(draft_tokens, draft_probs, target_logits, sampling, generator):

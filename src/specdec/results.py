@@ -61,6 +61,18 @@ class ResultStore:
                 writer.writerow({k: _fmt(row.get(k, "")) for k in fields})
         self._done.update(self._key_of(r) for r in rows)
 
+    def run(self, keys: list[dict], compute, desc: str = "") -> None:
+        """Compute and append the rows of every key not done yet, one key at a time (resumable).
+
+        ``compute(**key)`` returns a row dict or a list of rows; the key columns are added to each row."""
+        from tqdm.auto import tqdm
+
+        missing = [k for k in keys if not self.done(**k)]
+        for key in tqdm(missing, desc=desc or self.path.stem, disable=not missing):
+            rows = compute(**key)
+            rows = [rows] if isinstance(rows, dict) else rows
+            self.append([{**key, **row} for row in rows])
+
     def _header(self) -> list[str]:
         with self.path.open(newline="") as f:
             return next(csv.reader(f))
