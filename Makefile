@@ -75,6 +75,7 @@ test: install
 
 models: install
 	$(VENV)/bin/python -m specdec.training
+	$(VENV)/bin/python -m specdec.quality
 
 lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

@@ -67,3 +67,13 @@ def test_paper_pair_offline_error_is_clear(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotAvailableError, match="hf download"):
         load_pair("paper", "default")
+
+
+def test_missing_hub_id_fails_fast_without_offline_flags(monkeypatch):
+    """Even when the user forgot HF_HUB_OFFLINE, an unreachable hub gives the clear error within seconds."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    t0 = time.perf_counter()
+    with pytest.raises(ModelNotAvailableError, match="download"):
+        load("specdec-tests/no-such-model")
+    assert time.perf_counter() - t0 < 15

@@ -72,10 +72,28 @@ def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu",
 
 
 def _offline(local: pathlib.Path) -> bool:
+    """Read local files only: for local directories, in offline mode, and when the hub is unreachable
+    (so a missing model fails at once instead of after minutes of retries)."""
     if local.exists():
         return True
-    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False") or \
-        os.environ.get("TRANSFORMERS_OFFLINE", "0") not in ("0", "", "false", "False")
+    flags = (os.environ.get(v, "0") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    if any(f not in ("0", "", "false", "False") for f in flags):
+        return True
+    return not _hub_reachable()
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    host = urlparse(constants.ENDPOINT).hostname
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
 
 
 def check_same_vocabulary(target_tokenizer, draft_tokenizer) -> None:

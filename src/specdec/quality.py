@@ -1,7 +1,7 @@
 """Quality gates of the tiny zoo: held-out loss, non-degenerate target text, held-out τ per draft.
 
-``python -m specdec.quality`` prints the report and writes ``results/tiny/zoo_quality.csv``; the
-notebook 00 and the closing notes quote it. Gates: distinct 8-gram fraction of the target's greedy
+``python -m specdec.quality`` prints the report and writes ``data/models/zoo_quality.csv`` beside the
+weights it describes; notebook 00 shows it. Gates: distinct 8-gram fraction of the target's greedy
 continuations ≥ 0.5 (greedy loops would inflate τ) and greedy τ at γ = 5 ≥ 2.0 for each draft.
 """
 
@@ -66,7 +66,6 @@ def main(argv=None):
     torch.set_num_threads(1)
     import pandas as pd
 
-    from specdec.results import RESULTS
     df = pd.DataFrame(zoo_report(args.n_per_kind, args.gamma, args.max_new_tokens))
     print(df.to_string(index=False))
     target = df[df.role == "target"].iloc[0]
@@ -75,9 +74,7 @@ def main(argv=None):
     for _, d in df[df.role == "draft"].iterrows():
         print(f"gate greedy tau >= {GREEDY_TAU_GATE} ({d.model}): {d.tau_greedy:.3f} "
               f"{'PASS' if d.tau_greedy >= GREEDY_TAU_GATE else 'FAIL'}")
-    out = RESULTS / "tiny" / "zoo_quality.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out, index=False)
+    df.to_csv(zoo.MODELS / "zoo_quality.csv", index=False)
 
 
 if __name__ == "__main__":
