@@ -9,7 +9,7 @@ from conftest import random_llama
 from specdec.cache import CachedLM
 from specdec.drafters import ModelDrafter
 from specdec.engine import autoregressive, generate
-from specdec.sampling import SamplingConfig
+from specdec.sampling import SamplingConfig, logits_to_probs
 
 
 def prompts(n, vocab, seed=0):
@@ -89,20 +89,24 @@ def test_two_identical_draft_rows_change_nothing(random_pair):
     assert one.accepted_per_block == two.accepted_per_block
 
 
-def _target_next_probs(target, ids):
+def _target_next_probs(target, ids, sampling):
     with torch.no_grad():
-        return target(ids[None]).logits[0, -1].float().softmax(-1)
+        return logits_to_probs(target(ids[None]).logits[0, -1], sampling)
 
 
-def test_stochastic_sd_first_two_tokens_follow_target(sharp_pair):
-    """Full SD runs at T=1: the first new token follows p(x1 | prompt), the second p(x2 | prompt)."""
+@pytest.mark.parametrize("sampling, runs", [(SamplingConfig(1.0), 1500),
+                                             (SamplingConfig(0.7, top_k=6, top_p=0.9), 800)])
+def test_stochastic_sd_first_two_tokens_follow_target(sharp_pair, sampling, runs):
+    """Full SD runs: the first new token follows p(x1 | prompt), the second p(x2 | prompt), where p is the
+    target's distribution after the same temperature / top-k / top-p warping as the draft's."""
     target, draft = sharp_pair
     prompt = torch.tensor([1, 5, 9])
-    p1 = _target_next_probs(target, prompt)
-    p2 = sum(p1[x] * _target_next_probs(target, torch.cat([prompt, torch.tensor([x])])) for x in range(16))
+    p1 = _target_next_probs(target, prompt, sampling)
+    p2 = sum(p1[x] * _target_next_probs(target, torch.cat([prompt, torch.tensor([x])]), sampling)
+             for x in range(16))
     firsts, seconds = [], []
-    for seed in range(1500):
-        res = generate(target, prompt, draft, gamma=2, max_new_tokens=3, sampling=SamplingConfig(1.0),
+    for seed in range(runs):
+        res = generate(target, prompt, draft, gamma=2, max_new_tokens=3, sampling=sampling,
                        eos_token_id=[], seed=seed)
         firsts.append(res.output_ids[0])
         seconds.append(res.output_ids[1])
