@@ -141,3 +141,39 @@ def lookup(context: list[int], gamma: int, max_ngram: int = 3, min_ngram: int = 
             if context[start:start + n] == tail:
                 return context[start + n:start + n + gamma]
     return []
+
+
+class AdaptiveEnsembleDrafter(ModelDrafter):
+    """``ModelDrafter`` whose mixture weights are re-chosen before every block from the verified history
+    (TABED's test-time adaptation). ``policy(history) -> weights [m]``, e.g.
+    ``functools.partial(specdec.ensemble.grid_weights, criterion="hard+kl", window=None)``.
+    ``weight_log`` keeps the weights used for each block."""
+
+    def __init__(self, model, make_rows, policy):
+        from specdec.ensemble import History
+
+        super().__init__(model, make_rows=make_rows)
+        self.policy = policy
+        self.history = History()
+        self.weight_log: list[list[float]] = []
+
+    def prefill(self, prompt_ids, **model_inputs):
+        from specdec.ensemble import History
+
+        self.history = History()
+        self.weight_log = []
+        self.weights = None
+        super().prefill(prompt_ids, **model_inputs)
+
+    def propose(self, generated, gamma, sampling, generator=None):
+        if len(self.history):
+            self.set_weights(self.policy(self.history))
+        m = self.lm.m
+        self.weight_log.append((self.weights if self.weights is not None else torch.full((m,), 1 / m)).tolist())
+        return super().propose(generated, gamma, sampling, generator)
+
+    def observe(self, target_logits: torch.Tensor, kept_tokens: list[int], sampling: SamplingConfig) -> None:
+        """Record the verified positions of the last block (the engine excludes the bonus position)."""
+        n = len(kept_tokens)
+        target_probs = target_logits.float().softmax(-1) if sampling.greedy else logits_to_probs(target_logits, sampling)
+        self.history.add(self.last_row_probs[:n].cpu(), target_probs[:n].cpu(), kept_tokens)

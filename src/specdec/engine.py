@@ -133,6 +133,9 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
             result.accepted_per_block.append(n_accepted)
             result.drafted_per_block.append(block)
         result.from_draft += [True] * n_accepted + [False]
+        if block > 0 and hasattr(drafter, "observe"):  # adaptive drafters learn from the verified positions
+            n_verified = min(n_accepted + 1, block)  # the bonus position has no draft distribution
+            drafter.observe(target_logits[:n_verified], new[:n_verified], sampling)
         out += new
         stop = _stop_index(out, len(out) - len(new), eos_ids, stop_strings, tokenizer)
         if stop is not None:

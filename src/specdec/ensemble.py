@@ -1,0 +1,98 @@
+"""Test-time adaptive ensemble weights (TABED, Sec. 4 and App. B.2; formulas.md "TABED").
+
+The history holds, for every *verified* draft position (the bonus position has no draft distribution and is
+never recorded): each drafting method's distribution ``q_k [m, V]``, the target's ``p [V]`` and the token the
+target kept there. Policies turn the last ``window`` positions into mixture weights ``w [m]``:
+
+- ``grid_weights`` (MT*): candidates ``[1 − j/n, j/n]``, j = 0..n (two methods); criterion ``"hard"``
+  (most argmax matches with the kept tokens), ``"kl"`` (least Σ KL(p ‖ q_w)), ``"tvd"`` (least Σ TV(p, q_w)),
+  or ``"hard+kl"`` (matches, KL breaking ties). Remaining ties go to the most balanced candidate.
+- ``softmax_weights`` (MTCP*): ``e_k = Σ D(p, q_k)``; ``w = softmax([1/e_1 … 1/e_m] / τ)``.
+
+With no history yet, both return uniform weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+_EPS = 1e-10
+
+
+@dataclass
+class History:
+    row_probs: list[torch.Tensor] = field(default_factory=list)     # each [m, V]
+    target_probs: list[torch.Tensor] = field(default_factory=list)  # each [V]
+    tokens: list[int] = field(default_factory=list)
+
+    def add(self, row_probs: torch.Tensor, target_probs: torch.Tensor, tokens: list[int]) -> None:
+        """Record ``n`` verified positions: ``row_probs [n, m, V]``, ``target_probs [n, V]``, ``tokens [n]``."""
+        if not (len(row_probs) == len(target_probs) == len(tokens)):
+            raise ValueError("row_probs, target_probs and tokens must cover the same verified positions")
+        self.row_probs += list(row_probs)
+        self.target_probs += list(target_probs)
+        self.tokens += list(tokens)
+
+    def window(self, h: int | None):
+        """The last ``h`` positions (all when ``h`` is None) as tensors ``[h, m, V]``, ``[h, V]``, ``[h]``."""
+        start = 0 if h is None else max(0, len(self.tokens) - h)
+        return (torch.stack(self.row_probs[start:]), torch.stack(self.target_probs[start:]),
+                torch.tensor(self.tokens[start:]))
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def divergence(p: torch.Tensor, q: torch.Tensor, kind: str = "kl") -> torch.Tensor:
+    """Row-wise ``KL(p ‖ q)`` or total variation ``½ Σ |p − q|`` over the last dimension."""
+    if kind == "kl":
+        return (p * ((p + _EPS).log() - (q + _EPS).log())).sum(-1)
+    if kind == "tvd":
+        return 0.5 * (p - q).abs().sum(-1)
+    raise ValueError(f"divergence must be 'kl' or 'tvd', got {kind!r}")
+
+
+def grid_candidates(n: int = 10) -> torch.Tensor:
+    """``[[1 − j/n, j/n] for j = 0..n]`` as ``[n+1, 2]``."""
+    j = torch.arange(n + 1, dtype=torch.float32) / n
+    return torch.stack([1 - j, j], dim=1)
+
+
+def grid_weights(history: History, n: int = 10, criterion: str = "hard+kl", window: int | None = None) -> torch.Tensor:
+    """The grid candidate that best explains the window (two drafting methods)."""
+    if criterion not in ("hard", "kl", "tvd", "hard+kl"):
+        raise ValueError(f"criterion must be 'hard', 'kl', 'tvd' or 'hard+kl', got {criterion!r}")
+    candidates = grid_candidates(n)
+    if len(history) == 0:
+        return torch.tensor([0.5, 0.5])
+    rows, p, tokens = history.window(window)
+    if rows.shape[1] != 2:
+        raise ValueError(f"the grid policy mixes two drafting methods, the history has {rows.shape[1]}")
+    mixed = torch.einsum("cm,tmv->ctv", candidates, rows.float())  # [candidates, h, V]
+    matches = (mixed.argmax(-1) == tokens).sum(-1).float()
+    errors = divergence(p.float()[None], mixed, "tvd" if criterion == "tvd" else "kl").sum(-1)
+    balance = (candidates[:, 0] - 0.5).abs()  # final tie-break: the most balanced candidate
+    if criterion == "hard":
+        score = [(-m, b) for m, b in zip(matches.tolist(), balance.tolist())]
+    elif criterion == "hard+kl":
+        score = [(-m, e, b) for m, e, b in zip(matches.tolist(), errors.tolist(), balance.tolist())]
+    else:
+        score = [(e, b) for e, b in zip(errors.tolist(), balance.tolist())]
+    best = min(range(len(score)), key=score.__getitem__)
+    return candidates[best]
+
+
+def softmax_weights(history: History, kind: str = "kl", temperature: float = 1.0,
+                    window: int | None = None, m: int | None = None) -> torch.Tensor:
+    """``softmax([1/e_1 … 1/e_m] / temperature)`` with ``e_k = Σ_window D(p, q_k)``."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if len(history) == 0:
+        if m is None:
+            raise ValueError("with an empty history, pass the number of drafting methods m")
+        return torch.full((m,), 1.0 / m)
+    rows, p, _ = history.window(window)
+    errors = divergence(p.float()[:, None], rows.float(), kind).sum(0)  # [m]
+    return (1.0 / (errors + _EPS) / temperature).softmax(-1)
