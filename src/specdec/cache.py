@@ -48,15 +48,13 @@ class CachedLM:
         self.m = len(prompt_rows)
         lengths = [len(r) for r in prompt_rows]
         width = max(lengths)
-        pad = 0
-        ids = torch.full((self.m, width), pad, dtype=torch.long)
+        ids = torch.zeros((self.m, width), dtype=torch.long)  # left padding with id 0, masked out
         mask = torch.zeros((self.m, width), dtype=torch.long)
         for i, row in enumerate(prompt_rows):
             ids[i, width - len(row):] = row
             mask[i, width - len(row):] = 1
         self.padded = bool((mask == 0).any())
         self.mask = mask.to(self.device)
-        self.prompt_lengths = torch.tensor(lengths, device=self.device)
         self.last_prompt_tokens = ids[:, -1].to(self.device)
         self.width = width
         self.prompt_last_fed = False
