@@ -30,7 +30,6 @@ export HF_HOME                        = $(CURDIR)/.cache/huggingface
 export HF_HUB_OFFLINE                 = 1
 export TRANSFORMERS_OFFLINE           = 1
 export HF_DATASETS_OFFLINE            = 1
-export MPLBACKEND                     = agg
 export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
@@ -69,9 +68,9 @@ reproduce: install
 # nbval runs the notebooks with results/ and figures/ redirected to an empty folder, so every checked
 # number is recomputed (not read back from the committed results) and must match the committed outputs.
 test: install
-	$(VENV)/bin/python -m pytest tests
+	MPLBACKEND=agg $(VENV)/bin/python -m pytest tests
 	rm -rf .cache/nbval-output
-	SPECDEC_OUTPUT_DIR=$(CURDIR)/.cache/nbval-output $(VENV)/bin/python -m pytest --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg --nbval-kernel-name $(KERNEL) --ignore-glob='notebooks/*.py' notebooks
+	SPECDEC_OUTPUT_DIR=$(CURDIR)/.cache/nbval-output MPLBACKEND=agg $(VENV)/bin/python -m pytest --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg --nbval-kernel-name $(KERNEL) --ignore-glob='notebooks/*.py' notebooks
 
 models: install
 	$(VENV)/bin/python -m specdec.training

@@ -38,3 +38,12 @@ def test_latency_measurement_runs():
     rows = bench.latency_grid(model, [1, 2], [8], [1, 3], repeats=2, name="r")
     assert len(rows) == 4 and all(r["seconds"] > 0 for r in rows)
     assert bench.latency_ratio(model, model, context=8, repeats=3) > 0
+
+
+def test_store_keys_match_after_a_round_trip(tmp_path):
+    """Floats are written with %g: a rerun asking for temperature 0.0 must find the stored "0"."""
+    store = ResultStore("tiny", "rt", key=["temperature", "gamma"], root=tmp_path)
+    store.append([{"temperature": 0.0, "gamma": 5, "tau": 2.5}])
+    again = ResultStore("tiny", "rt", key=["temperature", "gamma"], root=tmp_path)
+    assert again.done(temperature=0.0, gamma=5)
+    assert again.get(temperature=0.0, gamma=5)["tau"] == "2.5"

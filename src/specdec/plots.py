@@ -56,6 +56,7 @@ def latency_lines(df, ax=None, x: str = "gamma", hue: str = "S", title: str = ""
         ax.plot(part[x], part.seconds * 1e3, "o-", label=f"{hue}={value}")
     ax.set_xlabel(x)
     ax.set_ylabel("ms per forward call")
+    ax.set_ylim(bottom=0)
     ax.set_title(title)
     ax.legend(fontsize=7)
     return ax

@@ -36,10 +36,18 @@ class ResultStore:
         missing = [k for k in self.key if k not in row]
         if missing:
             raise KeyError(f"row lacks key columns {missing} of {self.path.name}")
-        return tuple(str(row[k]) for k in self.key)
+        return tuple(str(_fmt(row[k])) for k in self.key)  # formatted as written, so 0.0 matches "0"
 
     def done(self, **key) -> bool:
         return self._key_of(key) in self._done
+
+    def get(self, **key) -> dict:
+        """The stored row of ``key`` (values as strings, as read from the CSV)."""
+        wanted = self._key_of(key)
+        for row in self._read():
+            if self._key_of(row) == wanted:
+                return row
+        raise KeyError(f"no row {key} in {self.path}")
 
     def append(self, rows: list[dict]) -> None:
         """Append rows (all with the same columns as the file) and flush them to disk."""
