@@ -68,8 +68,7 @@ class ModelDrafter:
         sequence = list(generated)
         for _ in range(gamma):
             logits = self.lm.extend(sequence)[:, -1]  # [m, V]
-            # Rows are mixed as probabilities; under greedy decoding they are mixed at temperature 1.
-            per_row = logits.softmax(-1) if sampling.greedy else logits_to_probs(logits, sampling)
+            per_row = mixing_probs(logits, sampling)
             mixed = self._mix(per_row)
             token = int(mixed.argmax()) if sampling.greedy else int(sample(mixed, generator))
             tokens.append(token)
@@ -92,6 +91,12 @@ class ModelDrafter:
         if weights is None:
             weights = torch.full((per_row.shape[0],), 1.0 / per_row.shape[0])
         return (weights.to(per_row.device, per_row.dtype)[:, None] * per_row).sum(0)
+
+
+def mixing_probs(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
+    """Distributions that ensembles mix and compare: the warped ones, or softmax at temperature 1 under
+    greedy decoding (where the warped distribution would be one-hot)."""
+    return logits.float().softmax(-1) if sampling.greedy else logits_to_probs(logits, sampling)
 
 
 def _check_weights(weights) -> torch.Tensor:
@@ -175,5 +180,5 @@ class AdaptiveEnsembleDrafter(ModelDrafter):
     def observe(self, target_logits: torch.Tensor, kept_tokens: list[int], sampling: SamplingConfig) -> None:
         """Record the verified positions of the last block (the engine excludes the bonus position)."""
         n = len(kept_tokens)
-        target_probs = target_logits.float().softmax(-1) if sampling.greedy else logits_to_probs(target_logits, sampling)
+        target_probs = mixing_probs(target_logits, sampling)
         self.history.add(self.last_row_probs[:n].cpu(), target_probs[:n].cpu(), kept_tokens)

@@ -18,7 +18,7 @@ import torch
 from specdec import verify
 from specdec.cache import CachedLM
 from specdec.drafters import ModelDrafter
-from specdec.sampling import SamplingConfig, logits_to_probs, sample
+from specdec.sampling import SamplingConfig, logits_to_probs
 
 
 @dataclass

@@ -15,7 +15,8 @@ import torch
 from tqdm.auto import tqdm
 
 from specdec import tasks, zoo
-from specdec.engine import autoregressive, generate
+from specdec.bench import acceptance_sweep
+from specdec.engine import autoregressive
 from specdec.models import load
 from specdec.sampling import SamplingConfig
 
@@ -41,13 +42,10 @@ def zoo_report(n_per_kind: int = 10, gamma: int = 5, max_new_tokens: int = 64, s
                "heldout_loss": _final_loss(name)}
         row["size_ratio"] = round(n_target / row["parameters"], 2)
         for label, temperature in (("greedy", 0.0), ("t1", 1.0)):
-            results = [generate(target, ids, draft, gamma=gamma, max_new_tokens=max_new_tokens, eos_token_id=[],
-                                sampling=SamplingConfig(temperature), seed=seed + i)
-                       for i, ids in enumerate(tqdm(prompts, desc=f"{name} {label}", leave=False))]
-            new = sum(r.new_tokens for r in results)
-            row[f"tau_{label}"] = round(new / sum(r.target_calls for r in results), 4)
-            row[f"alpha_{label}"] = round(sum(sum(r.accepted_per_block) for r in results)
-                                          / sum(sum(r.drafted_per_block) for r in results), 4)
+            sweep, = acceptance_sweep(target, {name: draft}, prompts, [gamma], max_new_tokens,
+                                      SamplingConfig(temperature), seed)
+            row[f"tau_{label}"] = round(sweep["block_efficiency"], 4)
+            row[f"alpha_{label}"] = round(sweep["acceptance_rate"], 4)
         rows.append(row)
     return rows
 
