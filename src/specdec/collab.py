@@ -8,6 +8,7 @@ All return a distribution ``r [..., V]`` that collaborative decoding samples fro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -52,3 +53,66 @@ def contrastive(expert_logits: torch.Tensor, amateur_logits: torch.Tensor, mu: f
     if temperature == 0:
         return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).float()
     return (scores / temperature).softmax(-1)
+
+
+@dataclass(frozen=True)
+class Combination:
+    """How n models' next-token logits become the one distribution ``r`` that collaborative decoding follows.
+
+    kind ``"we"``: ``r = Σ_i weights[i] · softmax(l_i / temperature)`` (weights default to ``1/n``).
+    kind ``"cd"``: two models, ``models[0]`` the small amateur and ``models[1]`` the large expert:
+    ``r = softmax((l_expert − mu · l_amateur) / temperature)``, ``temperature = 0`` giving the one-hot argmax.
+    Calling it on logits ``[n, ..., V]`` (or a list of n ``[..., V]`` tensors) returns ``r [..., V]``.
+    """
+
+    kind: str = "we"
+    n_models: int = 2
+    weights: tuple[float, ...] | None = None
+    mu: float = 0.1
+    temperature: float = 1.0
+
+    def __post_init__(self):
+        if self.kind not in ("we", "cd"):
+            raise ValueError(f"unknown combination {self.kind!r}: use 'we' (weighted ensemble) or 'cd' (contrastive)")
+        if not isinstance(self.n_models, int) or self.n_models < 2:
+            raise ValueError(f"collaborative decoding needs at least two models, got n_models={self.n_models!r}")
+        if self.kind == "cd" and self.n_models != 2:
+            raise ValueError("contrastive decoding combines exactly two models: (amateur, expert)")
+        if self.kind == "cd" and self.mu < 0:
+            raise ValueError(f"the contrastive coefficient mu must be >= 0, got {self.mu}")
+        if self.temperature < 0 or (self.kind == "we" and self.temperature == 0):
+            raise ValueError(f"temperature must be > 0 for a weighted ensemble and >= 0 for CD, got {self.temperature}")
+        if self.weights is not None:
+            w = torch.as_tensor(self.weights, dtype=torch.float64)
+            if len(w) != self.n_models:
+                raise ValueError(f"got {len(w)} ensemble weights for {self.n_models} models")
+            if bool((w < 0).any()) or abs(float(w.sum()) - 1) > 1e-6:
+                raise ValueError(f"ensemble weights must be non-negative and sum to one, got {list(self.weights)}")
+
+    @classmethod
+    def weighted(cls, lam: float = 0.5, n_models: int = 2, temperature: float = 1.0) -> "Combination":
+        """The paper's WE: ``r = λ q + (1 − λ) p`` for two models (q = ``models[0]``); ``1/n`` each for n > 2."""
+        if n_models == 2:
+            if not 0 <= lam <= 1:
+                raise ValueError(f"the ensemble weight λ must lie in [0, 1], got {lam}")
+            return cls("we", 2, (float(lam), 1.0 - float(lam)), temperature=temperature)
+        return cls("we", n_models, None, temperature=temperature)
+
+    @property
+    def label(self) -> str:
+        if self.kind == "cd":
+            return f"CD(mu={self.mu:g}, T={self.temperature:g})"
+        w = self.weights or (1 / self.n_models,) * self.n_models
+        return "WE(" + ", ".join(f"{x:.2g}" for x in w) + f", T={self.temperature:g})"
+
+    def __call__(self, logits) -> torch.Tensor:
+        logits = list(logits)
+        if len(logits) != self.n_models:
+            raise ValueError(f"{self.label} combines {self.n_models} models, got logits of {len(logits)}")
+        shapes = {tuple(x.shape) for x in logits}
+        if len(shapes) != 1:
+            raise ValueError(f"logits differ in shape {sorted(shapes)}: do the models share one vocabulary?")
+        if self.kind == "cd":
+            return contrastive(logits[1], logits[0], self.mu, self.temperature)
+        w = self.weights or (1 / self.n_models,) * self.n_models
+        return sum(wi * (x.float() / self.temperature).softmax(-1) for wi, x in zip(w, logits))

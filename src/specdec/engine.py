@@ -94,7 +94,7 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
         raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
     if drafter is not None and not hasattr(drafter, "propose"):
         drafter = ModelDrafter(drafter)
-    target_lm = CachedLM(target)
+    target_lm = target if hasattr(target, "extend") else CachedLM(target)  # e.g. cos.CombinedLM
     if drafter is not None and getattr(drafter, "vocab_size", target_lm.vocab_size) != target_lm.vocab_size:
         raise ValueError(f"draft vocabulary ({drafter.vocab_size}) differs from the target's "
                          f"({target_lm.vocab_size}); speculative decoding needs one shared tokenizer")

@@ -49,10 +49,12 @@ def token_streams(docs: list[dict], tokenizer, split: str) -> dict[str, torch.Te
     return {kind: torch.tensor(ids) for kind, ids in sorted(streams.items())}
 
 
-def sample_batch(streams: dict[str, torch.Tensor], batch_size: int, seq_len: int, generator: torch.Generator):
-    """Draw ``batch_size`` windows of ``seq_len + 1`` tokens, kinds weighted by ``KIND_WEIGHTS``."""
-    kinds = list(streams)
-    weights = torch.tensor([KIND_WEIGHTS.get(k, 1.0) for k in kinds])
+def sample_batch(streams: dict[str, torch.Tensor], batch_size: int, seq_len: int, generator: torch.Generator,
+                 mix: dict[str, float] | None = None):
+    """Draw ``batch_size`` windows of ``seq_len + 1`` tokens, kinds weighted by ``mix`` (default ``KIND_WEIGHTS``)."""
+    mix = mix or KIND_WEIGHTS
+    kinds = [k for k in streams if mix.get(k, 0) > 0]
+    weights = torch.tensor([mix[k] for k in kinds])
     picks = torch.multinomial(weights, batch_size, replacement=True, generator=generator)
     rows = []
     for k in picks.tolist():
@@ -63,11 +65,11 @@ def sample_batch(streams: dict[str, torch.Tensor], batch_size: int, seq_len: int
 
 
 @torch.no_grad()
-def heldout_loss(model, streams, seq_len: int = 128, n_windows: int = 64, seed: int = 1234) -> float:
+def heldout_loss(model, streams, seq_len: int = 128, n_windows: int = 64, seed: int = 1234, mix=None) -> float:
     """Mean next-token cross-entropy (nats) on fixed held-out windows."""
     model.eval()
     g = torch.Generator().manual_seed(seed)
-    batch = sample_batch(streams, n_windows, seq_len, g)
+    batch = sample_batch(streams, n_windows, seq_len, g, mix).to(next(model.parameters()).device)
     losses = []
     for chunk in batch.split(16):
         out = model(input_ids=chunk[:, :-1], labels=chunk[:, :-1].clone())
@@ -78,13 +80,16 @@ def heldout_loss(model, streams, seq_len: int = 128, n_windows: int = 64, seed: 
 
 
 def train_model(name: str, train_streams, heldout_streams, steps: int, batch_size: int = 32,
-                seq_len: int = 128, lr: float = 3e-3, seed: int = 0, log_every: int = 100):
-    """Train one zoo model from scratch (AdamW, linear warm-up, cosine decay). Returns (model, log rows)."""
+                seq_len: int = 128, lr: float = 3e-3, seed: int = 0, log_every: int = 100, mix=None,
+                device: str = "cpu"):
+    """Train one zoo model from scratch (AdamW, linear warm-up, cosine decay). Returns (model, log rows).
+
+    Batches are drawn on the CPU with a seeded generator, so the data order does not depend on ``device``."""
     from tqdm.auto import tqdm
     from transformers import LlamaForCausalLM
 
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(zoo.llama_config(name))
+    model = LlamaForCausalLM(zoo.llama_config(name)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1)
     warmup = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -94,7 +99,7 @@ def train_model(name: str, train_streams, heldout_streams, steps: int, batch_siz
     t0 = time.perf_counter()
     for step in tqdm(range(steps), desc=f"train {name}", mininterval=10):
         model.train()
-        batch = sample_batch(train_streams, batch_size, seq_len, g)
+        batch = sample_batch(train_streams, batch_size, seq_len, g, mix).to(device)
         logits = model(input_ids=batch[:, :-1]).logits
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -106,7 +111,7 @@ def train_model(name: str, train_streams, heldout_streams, steps: int, batch_siz
             row = {"model": name, "step": step + 1, "train_loss": round(loss.item(), 4),
                    "seconds": round(time.perf_counter() - t0, 1)}
             if (step + 1) % (log_every * 5) == 0 or step + 1 == steps:
-                row["heldout_loss"] = round(heldout_loss(model, heldout_streams), 4)
+                row["heldout_loss"] = round(heldout_loss(model, heldout_streams, mix=mix), 4)
             log.append(row)
             print(json.dumps(row), flush=True)
     model.eval()

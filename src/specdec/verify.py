@@ -38,13 +38,33 @@ def stochastic(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_pro
     bonus token is drawn from ``p_γ``. ``generator`` must live on the probabilities' device.
     """
     gamma = _check_block(draft_tokens, target_probs, "target_probs")
-    if draft_probs.shape != (gamma, target_probs.shape[-1]):
-        raise ValueError(f"draft_probs must have shape [γ, V] = [{gamma}, {target_probs.shape[-1]}], "
+    check_probs(target_probs, "target_probs")
+    n_accepted, correction = stochastic_prefix(draft_tokens, draft_probs, target_probs[:gamma], generator)
+    if correction is None:
+        return gamma, int(sample(target_probs[gamma], generator))
+    return n_accepted, correction
+
+
+def stochastic_prefix(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
+                      generator: torch.Generator | None = None) -> tuple[int, int | None]:
+    """The accept / resample part of ``stochastic`` without a bonus position (CoS verifies this way).
+
+    target_probs: ``[γ, V]``, one row per draft token. Returns ``(n_accepted, correction)`` where
+    ``correction`` is the token resampled at the first rejection, or ``None`` when all ``γ`` are accepted.
+    Each draft token may come from a different proposer: row ``i`` of ``draft_probs`` is the distribution
+    token ``i`` was drawn from.
+    """
+    gamma = draft_tokens.shape[0] if draft_tokens.dim() == 1 else -1
+    if gamma < 0 or target_probs.dim() != 2 or target_probs.shape[0] != gamma:
+        raise ValueError(f"need draft_tokens [γ] and target_probs [γ, V]; got {list(draft_tokens.shape)} and "
+                         f"{list(target_probs.shape)}")
+    if draft_probs.shape != target_probs.shape:
+        raise ValueError(f"draft_probs must have shape [γ, V] = {list(target_probs.shape)}, "
                          f"got {list(draft_probs.shape)}")
     check_probs(draft_probs, "draft_probs")
     check_probs(target_probs, "target_probs")
     if gamma == 0:
-        return 0, int(sample(target_probs[0], generator))
+        return 0, None
     rows = torch.arange(gamma, device=target_probs.device)
     tokens = draft_tokens.to(target_probs.device)
     p = target_probs[rows, tokens]
@@ -52,12 +72,26 @@ def stochastic(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_pro
     u = torch.rand(gamma, generator=generator, device=p.device, dtype=p.dtype)
     rejected = (u * q >= p).nonzero()
     if len(rejected) == 0:
-        return gamma, int(sample(target_probs[gamma], generator))
+        return gamma, None
     i = int(rejected[0, 0])
     residual = (target_probs[i] - draft_probs[i].to(target_probs.dtype)).clamp_min(0)
     total = residual.sum()
     dist = residual / total if total > 0 else target_probs[i]
     return i, int(sample(dist, generator))
+
+
+def greedy_prefix(draft_tokens: torch.Tensor, target_scores: torch.Tensor) -> tuple[int, int | None]:
+    """Greedy counterpart of ``stochastic_prefix``: accept while ``draft_tokens[i] == argmax target_scores[i]``;
+    the correction is the argmax at the first mismatch (``None`` when all match). target_scores: ``[γ, V]``."""
+    if target_scores.dim() != 2 or target_scores.shape[0] != draft_tokens.shape[0]:
+        raise ValueError(f"need draft_tokens [γ] and target_scores [γ, V]; got {list(draft_tokens.shape)} and "
+                         f"{list(target_scores.shape)}")
+    best = target_scores.argmax(-1)
+    mismatch = (draft_tokens.to(best.device) != best).nonzero()
+    if len(mismatch) == 0:
+        return draft_tokens.shape[0], None
+    i = int(mismatch[0, 0])
+    return i, int(best[i])
 
 
 def check_probs(probs: torch.Tensor, name: str = "probs") -> None:

@@ -32,13 +32,31 @@ TINY_ZOO: dict[str, dict] = {
 TRAIN_STEPS = {"tiny-target": 1100, "tiny-draft-s": 900, "tiny-draft-xs": 900}
 
 
+# The CoS zoo (collaborative decoding): WE members of one size with different specialities (general text,
+# Python code, arithmetic; like Qwen2.5 / -Coder / -Math) and a CD pair (small amateur, large expert) trained
+# on the same mixture. ``mix`` weights the kinds of training windows: the embedded corpus (prose, code,
+# translation) and the task-format documents of ``specdec.cos_tasks`` (gsm8k, mmlu, cnndm; train split).
+_WE_SIZE = dict(hidden_size=128, intermediate_size=384, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=4)
+_GENERAL_MIX = {"prose": 0.30, "translation": 0.10, "code": 0.15, "gsm8k": 0.18, "mmlu": 0.17, "cnndm": 0.10}
+COS_ZOO: dict[str, dict] = {
+    "cos-general": dict(config=_WE_SIZE, mix=_GENERAL_MIX),
+    "cos-code": dict(config=_WE_SIZE, mix={"code": 0.60, "prose": 0.10, "gsm8k": 0.10, "mmlu": 0.10, "cnndm": 0.10}),
+    "cos-math": dict(config=_WE_SIZE, mix={"gsm8k": 0.55, "prose": 0.15, "code": 0.10, "mmlu": 0.10, "cnndm": 0.10}),
+    "cos-amateur": dict(config=TINY_ZOO["tiny-draft-s"], mix=_GENERAL_MIX),
+    "cos-expert": dict(config=TINY_ZOO["tiny-target"], mix=_GENERAL_MIX),
+}
+COS_TRAIN = dict(steps=3000, batch_size=32, seq_len=256, lr=3e-3)
+
+
 def llama_config(name: str):
     from transformers import LlamaConfig
 
+    size = TINY_ZOO[name] if name in TINY_ZOO else COS_ZOO[name]["config"]
     return LlamaConfig(
         vocab_size=VOCAB_SIZE, max_position_embeddings=MAX_POSITIONS, rms_norm_eps=1e-5,
         tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0,
-        **TINY_ZOO[name],
+        **size,
     )
 
 
@@ -48,4 +66,4 @@ def model_dir(name: str) -> pathlib.Path:
 
 def list_seed(name: str) -> int:
     """A fixed training seed per model (its position in the zoo)."""
-    return list(TINY_ZOO).index(name)
+    return (list(TINY_ZOO) + list(COS_ZOO)).index(name)

@@ -1,0 +1,123 @@
+"""Training the CoS zoo (``specdec.zoo.COS_ZOO``): WE specialists and a CD amateur / expert pair.
+
+Two steps, so the training can run on a machine without the corpus sources (e.g. a GPU box):
+
+    python -m specdec.train_cos streams --out .gpu/cos_streams.pt   # tokenise corpus + task documents
+    python -m specdec.train_cos train --streams .gpu/cos_streams.pt --device cuda --out data/models
+
+``python -m specdec.train_cos`` (what ``make models-cos`` runs) does both on this machine. All models use the
+foundation tokenizer; each draws training windows by its own mixture of kinds, with a fixed seed. Weights
+are stored as float16 (the config stays float32, so they load as float32): shipped tiny weights are data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import time
+
+import torch
+
+from specdec import zoo
+from specdec.training import heldout_loss, train_model
+
+TASK_DOCS = {"gsm8k": 8000, "mmlu": 4000, "cnndm": None}  # documents per task (None: all of the split)
+
+
+def build_streams(tokenizer) -> dict:
+    """``{"train": {kind: LongTensor}, "heldout": {kind: LongTensor}}`` for every kind any mixture uses."""
+    from specdec import corpus as corpus_lib
+    from specdec import cos_tasks
+
+    def stream(texts):
+        ids: list[int] = []
+        for text in texts:
+            ids += [tokenizer.bos_token_id, *tokenizer(text, add_special_tokens=False)["input_ids"],
+                    tokenizer.eos_token_id]
+        return torch.tensor(ids, dtype=torch.int16)  # vocabulary 4096 fits
+
+    docs = corpus_lib.build_corpus()
+    out = {"train": {}, "heldout": {}}
+    for split in out:
+        for kind in ("prose", "code", "translation"):
+            out[split][kind] = stream(d["text"] for d in docs if d["split"] == split and d["kind"] == kind)
+    loaders = {"gsm8k": cos_tasks.arithmetic, "mmlu": cos_tasks.multiple_choice}
+    for task, n in TASK_DOCS.items():
+        for split, task_split, count in (("train", "train", n), ("heldout", "test", 300)):
+            if task == "cnndm":
+                rows = cos_tasks.summaries(None, split=task_split)
+            else:
+                rows = loaders[task](count, split=task_split)
+            out[split][task] = stream(r["prompt"] + r["reference"] for r in rows)
+    return out
+
+
+def train_all(streams: dict, names, out_dir: pathlib.Path, device: str = "cpu", steps_scale: float = 1.0,
+              tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR) -> list[dict]:
+    """Train ``names`` of ``COS_ZOO`` and save each under ``out_dir/<name>``; returns summary rows."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    train = {k: v.long() for k, v in streams["train"].items()}
+    heldout = {k: v.long() for k, v in streams["heldout"].items()}
+    rows = []
+    for name in names:
+        spec = zoo.COS_ZOO[name]
+        steps = max(1, int(zoo.COS_TRAIN["steps"] * steps_scale))
+        t0 = time.perf_counter()
+        model, log = train_model(name, train, heldout, steps=steps, batch_size=zoo.COS_TRAIN["batch_size"],
+                                 seq_len=zoo.COS_TRAIN["seq_len"], lr=zoo.COS_TRAIN["lr"],
+                                 seed=zoo.list_seed(name), mix=spec["mix"], device=device,
+                                 log_every=max(1, steps // 10))
+        seconds = time.perf_counter() - t0
+        per_kind = {k: round(heldout_loss(model, {k: v}), 4) for k, v in heldout.items()}
+        save_half(model.cpu(), out_dir / name)
+        tokenizer.save_pretrained(out_dir / name)
+        info = {"model": name, "parameters": sum(p.numel() for p in model.parameters()), "steps": steps,
+                "device": _device_name(device), "seconds": round(seconds, 1), "heldout_loss": per_kind}
+        (out_dir / name / "training_log.json").write_text(json.dumps({"summary": info, "log": log}, indent=0) + "\n")
+        rows.append(info)
+        print(json.dumps(info), flush=True)
+    return rows
+
+
+def save_half(model, path: pathlib.Path) -> None:
+    """``save_pretrained`` with float16 tensors and a float32 config (half the bytes in git)."""
+    from safetensors.torch import load_file, save_file
+
+    model.save_pretrained(path)
+    weights = path / "model.safetensors"
+    tensors = {k: v.half().contiguous() for k, v in load_file(weights).items()}
+    save_file(tensors, weights, metadata={"format": "pt"})
+
+
+def _device_name(device: str) -> str:
+    if str(device).startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    return "cpu"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("step", nargs="?", choices=["streams", "train", "all"], default="all")
+    parser.add_argument("--streams", type=pathlib.Path, default=pathlib.Path(".cache/cos_streams.pt"))
+    parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
+    parser.add_argument("--models", nargs="*", default=list(zoo.COS_ZOO))
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--steps-scale", type=float, default=1.0, help="multiply the steps (CI smoke runs)")
+    args = parser.parse_args(argv)
+    if args.step in ("streams", "all"):
+        from transformers import AutoTokenizer
+
+        streams = build_streams(AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR))
+        args.streams.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(streams, args.streams)
+        print({split: {k: len(v) for k, v in s.items()} for split, s in streams.items()})
+    if args.step in ("train", "all"):
+        streams = torch.load(args.streams)
+        train_all(streams, args.models, args.out, device=args.device, steps_scale=args.steps_scale)
+
+
+if __name__ == "__main__":
+    main()
