@@ -180,7 +180,9 @@ def decode(models, prompt_ids, combine: Combination, method: str = "cos", *, gam
     if drafter is not None:
         calls[default] += res.draft_calls
         fed[default] += res.draft_tokens_fed
-        proposed[default], accepted[default] = sum(res.drafted_per_block), sum(res.accepted_per_block)
+        # Verified proposals: the accepted ones plus the one rejected (tokens after it were never judged).
+        proposed[default] = sum(min(a + 1, d) for a, d in zip(res.accepted_per_block, res.drafted_per_block))
+        accepted[default] = sum(res.accepted_per_block)
     return CollabResult(method, res.prompt_ids, res.output_ids, calls, fed, proposed, accepted,
                         rejections=sum(a < d for a, d in zip(res.accepted_per_block, res.drafted_per_block)),
                         prefill_time=res.prefill_time, total_time=res.total_time, stop_reason=res.stop_reason)

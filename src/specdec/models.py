@@ -127,3 +127,23 @@ def load_pair(profile: str = "tiny", pair: str = "default", device="cpu", dtype=
     draft, draft_tokenizer = load(spec["draft"], device=device, dtype=dtype)
     check_same_vocabulary(tokenizer, draft_tokenizer)
     return target, draft, tokenizer
+
+
+def load_collab(profile: str = "tiny", name: str = "we", device=None, dtype=None):
+    """Load a CoS model set of a profile: ``(models, tokenizer, combination_kind)``.
+
+    ``models`` are in the profile's order, smallest / amateur first (the default proposer); all tokenizers
+    must agree. Device and dtype default to the profile's.
+    """
+    spec_all = load_profile(profile)
+    sets = spec_all.get("collab", {})
+    if name not in sets:
+        raise ValueError(f"profile {profile!r} has no collaborative model set {name!r}; known: {sorted(sets)}")
+    spec = sets[name]
+    device = device or spec_all.get("device", "cpu")
+    if dtype is None and spec_all.get("dtype"):
+        dtype = getattr(torch, spec_all["dtype"])
+    models, tokenizers = zip(*(load(m, device=device, dtype=dtype) for m in spec["models"]))
+    for tok in tokenizers[1:]:
+        check_same_vocabulary(tokenizers[0], tok)
+    return list(models), tokenizers[0], spec["combination"]

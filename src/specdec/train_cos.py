@@ -71,7 +71,7 @@ def train_all(streams: dict, names, out_dir: pathlib.Path, device: str = "cpu", 
                                  seed=zoo.list_seed(name), mix=spec["mix"], device=device,
                                  log_every=max(1, steps // 10))
         seconds = time.perf_counter() - t0
-        per_kind = {k: round(heldout_loss(model, {k: v}), 4) for k, v in heldout.items()}
+        per_kind = {k: round(heldout_loss(model, {k: v}, mix={k: 1.0}), 4) for k, v in heldout.items()}
         save_half(model.cpu(), out_dir / name)
         tokenizer.save_pretrained(out_dir / name)
         info = {"model": name, "parameters": sum(p.numel() for p in model.parameters()), "steps": steps,
