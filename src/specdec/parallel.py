@@ -1,0 +1,446 @@
+"""A real parallel corpus for the multilingual-drafter experiments, built offline from gettext catalogs.
+
+English ``msgid`` ↔ translated ``msgstr`` pairs for German, French, Russian, Japanese and Chinese, from two
+disjoint packages:
+
+- source A, ``django`` (the installed Django, pinned in ``requirements.txt``): ``django/conf/locale`` and
+  every ``django/contrib/*/locale`` catalog (read with :func:`specdec.corpus._django_catalogs`);
+  split ``train`` / ``heldout`` by a hash of the English string (~10 % held out), so one English string is
+  never in both splits;
+- source B, ``sphinx`` (Sphinx ``SPHINX_VERSION``; ``sphinx/locale/<lang>/LC_MESSAGES/sphinx.po``): a
+  different dataset for the same pairs, used for evaluation only (every row is ``heldout``); any English
+  string that also occurs in source A (any language, any split) is removed from it. Sphinx is not a
+  dependency of the project: if the pinned version is not installed, its wheel is fetched once with
+  ``pip download sphinx==SPHINX_VERSION --no-deps`` into the ignored ``.cache/parallel/`` and only the five
+  catalogs are extracted from it (the wheel is checked against ``SPHINX_WHEEL_SHA256``).
+
+Catalogs are parsed with :func:`specdec.corpus.read_po` (drops header, fuzzy, plural and untranslated
+entries), then :func:`clean_pairs` applies the rules listed in ``CLEANING_RULES``. Nothing but the data card
+is written: rows are rebuilt from the packages on first use (well under a second) and cached in memory.
+
+``python -m specdec.parallel`` writes ``data/parallel/DATA_CARD.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import hashlib
+import importlib.metadata
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+import zipfile
+
+from specdec.corpus import _django_catalogs, _is_heldout, read_po
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CARD = ROOT / "data/parallel/DATA_CARD.md"
+CACHE = pathlib.Path(os.environ.get("SPECDEC_PARALLEL_CACHE", ROOT / ".cache/parallel"))
+
+# Language code used here -> (English name, Django locale, Sphinx locale).
+LANGUAGES = {
+    "de": ("German", "de", "de"),
+    "fr": ("French", "fr", "fr"),
+    "ru": ("Russian", "ru", "ru"),
+    "ja": ("Japanese", "ja", "ja"),
+    "zh": ("Chinese", "zh_Hans", "zh_CN"),
+}
+ALIASES = {"zh_Hans": "zh", "zh_CN": "zh", "zh-Hans": "zh", "zh-CN": "zh"}
+SOURCES = ("django", "sphinx")
+SPLITS = {"django": ("train", "heldout"), "sphinx": ("heldout",)}
+DIRECTIONS = ("xx-en", "en-xx")
+HELDOUT_FRACTION = 0.1
+
+SPHINX_VERSION = "9.0.4"
+SPHINX_WHEEL = f"sphinx-{SPHINX_VERSION}-py3-none-any.whl"
+SPHINX_WHEEL_SHA256 = "5bebc595a5e943ea248b99c13814c1c5e10b3ece718976824ffa7959ff95fffb"
+
+CLEANING_RULES = [
+    "parse with `specdec.corpus.read_po`: skip the header, `#, fuzzy` entries, plural entries "
+    "(`msgid_plural`), untranslated entries (empty `msgstr`) and obsolete `#~` entries; a malformed file "
+    "raises `ValueError` naming the file and line",
+    "reject a catalog in which a `#,` flag line directly follows an entry's strings without a blank line "
+    "(`read_po` would attach the flags to the previous entry), so a fuzzy entry can never slip through",
+    "normalise whitespace: every run of spaces, tabs and newlines becomes one space; strip both ends",
+    "placeholders (`%s`, `%(name)s`, `%d`, `%r`, `{name}`, `{}`, strftime `%Y`), HTML tags and entities "
+    "are kept in the text, but a pair is kept only if, with them removed, both sides still hold at least 2 "
+    "letters (drops placeholder-only strings such as `%(truncated_text)s…`, format-only ones such as "
+    "`%b %d, %Y` or `%.3fs %s`, and strings with fewer than 2 letters)",
+    "drop pairs whose translation equals the English string (untranslated copies, names, `IPv4`)",
+    "drop exact duplicate (English, translation) pairs, within a source and language (first kept)",
+    "split source A by a hash of the case-folded English string (sha256, 10 % held out), so an English "
+    "string is in one split only, for every language",
+    "source B: drop every pair whose case-folded English string occurs anywhere in source A",
+]
+
+_HTML_TAGS = ("a|abbr|b|big|br|code|div|em|h[1-6]|i|img|input|kbd|label|li|meta|ol|p|pre|s|small|span|strong|sub|sup"
+              "|table|td|th|tr|tt|u|ul")
+_PLACEHOLDER = re.compile(
+    r"%\([^)]*\)[#0\-+]*\d*(?:\.\d+)?[A-Za-z]"  # %(name)s, %(count)d
+    r"|%[#0\-+]*\d*(?:\.\d+)?[A-Za-z%]"  # %s, %d, %r, %.3f, strftime %Y, %%
+    r"|\{[^{}]*\}"  # {name}, {0}, {}
+    rf"|</?(?:{_HTML_TAGS})(?:\s[^<>]*)?/?>"  # HTML tags (not "<<original entry>>" or "<command>")
+    r"|&#?\w+;"  # HTML entities: &#169; &amp;
+)
+_SPACE = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """Collapse every run of whitespace to one space and strip the ends."""
+    return _SPACE.sub(" ", text).strip()
+
+
+def has_real_words(text: str) -> bool:
+    """True if ``text`` keeps at least 2 letters once placeholders, HTML tags and entities are removed."""
+    return sum(ch.isalpha() for ch in _PLACEHOLDER.sub(" ", text)) >= 2
+
+
+def english_key(en: str) -> str:
+    """The key that decides the split and the A/B overlap: normalised, case-folded English."""
+    return normalise(en).casefold()
+
+
+def check_entry_separation(path: str | pathlib.Path) -> None:
+    """Raise ``ValueError`` if a ``#,`` flag line follows an entry's strings with no blank line between.
+
+    ``read_po`` closes an entry at a blank line or at the next ``msgid``, so in that layout the flags
+    (``fuzzy`` among them) would be given to the previous entry and the flagged entry would be kept.
+    """
+    path = pathlib.Path(path)
+    previous = ""
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("#,") and previous.startswith(("msgstr", '"')):
+            raise ValueError(f"{path}:{lineno}: flag line {raw!r} follows an entry without a blank line; "
+                             "separate the entries with a blank line")
+        previous = line
+    return None
+
+
+_DROP_REASONS = ["dropped: empty", "dropped: placeholder/format-only or < 2 letters",
+                 "dropped: translation == English", "dropped: duplicate pair",
+                 "dropped: English string also in source A"]
+
+
+def clean_pairs(raw: list[tuple[str, str]], stats: collections.Counter | None = None) -> list[tuple[str, str]]:
+    """Apply the cleaning rules to ``read_po`` pairs; count the reasons for dropping in ``stats``."""
+    stats = collections.Counter() if stats is None else stats
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for en, xx in raw:
+        en, xx = normalise(en), normalise(xx)
+        stats["read"] += 1  # the reasons, in the order they are tested, are listed in _DROP_REASONS
+        if not (en and xx):
+            stats["dropped: empty"] += 1
+        elif not (has_real_words(en) and has_real_words(xx)):
+            stats["dropped: placeholder/format-only or < 2 letters"] += 1
+        elif en == xx:
+            stats["dropped: translation == English"] += 1
+        elif (en, xx) in seen:
+            stats["dropped: duplicate pair"] += 1
+        else:
+            seen.add((en, xx))
+            kept.append((en, xx))
+    stats["kept"] += len(kept)
+    return kept
+
+
+def read_checked(path: str | pathlib.Path) -> list[tuple[str, str]]:
+    """:func:`check_entry_separation`, then ``read_po`` (no cleaning: it is applied per language)."""
+    check_entry_separation(path)
+    return read_po(path)
+
+
+def read_catalog(path: str | pathlib.Path, stats: collections.Counter | None = None) -> list[tuple[str, str]]:
+    """``read_po`` + layout check + :func:`clean_pairs` for one catalog."""
+    return clean_pairs(read_checked(path), stats)
+
+
+def canonical_lang(lang: str) -> str:
+    lang = ALIASES.get(lang, lang)
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; expected one of {sorted(LANGUAGES)}")
+    return lang
+
+
+# --- source B: the pinned Sphinx catalogs -----------------------------------------------------------------
+
+def _sphinx_po_name(lang: str) -> str:
+    return f"sphinx/locale/{LANGUAGES[lang][2]}/LC_MESSAGES/sphinx.po"
+
+
+def sphinx_catalogs() -> dict[str, pathlib.Path]:
+    """Paths of the five Sphinx ``.po`` catalogs of ``SPHINX_VERSION`` (installed, or from the cached wheel)."""
+    try:
+        installed = importlib.metadata.version("sphinx") == SPHINX_VERSION
+    except importlib.metadata.PackageNotFoundError:
+        installed = False
+    if installed:
+        import sphinx
+
+        root = pathlib.Path(sphinx.__file__).parent.parent
+        files = {lang: root / _sphinx_po_name(lang) for lang in LANGUAGES}
+        if all(f.exists() for f in files.values()):
+            return files
+
+    extracted = CACHE / f"sphinx-{SPHINX_VERSION}"
+    files = {lang: extracted / _sphinx_po_name(lang) for lang in LANGUAGES}
+    if all(f.exists() for f in files.values()):
+        return files
+
+    wheel = CACHE / SPHINX_WHEEL
+    if not wheel.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "pip", "download", f"sphinx=={SPHINX_VERSION}", "--no-deps",
+               "--only-binary=:all:", "--quiet", "--dest", str(CACHE)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0 or not wheel.exists():
+            raise RuntimeError(f"could not fetch the Sphinx {SPHINX_VERSION} wheel (source B) with "
+                               f"`{' '.join(cmd)}`:\n{done.stderr.strip()}")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    if digest != SPHINX_WHEEL_SHA256:
+        raise ValueError(f"{wheel}: sha256 {digest} differs from the pinned {SPHINX_WHEEL_SHA256}")
+    with zipfile.ZipFile(wheel) as archive:
+        for lang, target in files.items():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_bytes(archive.read(_sphinx_po_name(lang)))
+            tmp.replace(target)  # atomic: a concurrent reader never sees half a file
+    return files
+
+
+# --- building the rows ------------------------------------------------------------------------------------
+
+def _row(source: str, lang: str, split: str, en: str, xx: str) -> dict:
+    digest = hashlib.sha256(f"{en}\0{xx}".encode()).hexdigest()[:12]
+    return {"id": f"{source}:{lang}:{digest}", "source": source, "lang": lang, "split": split, "en": en, "xx": xx}
+
+
+@functools.lru_cache(maxsize=None)
+def _build(source: str) -> tuple[dict[str, list[dict]], dict[str, collections.Counter]]:
+    """All rows of one source, per language, and the cleaning statistics per language."""
+    rows: dict[str, list[dict]] = {}
+    stats: dict[str, collections.Counter] = {}
+    if source == "django":
+        for lang, (_, django_code, _) in LANGUAGES.items():
+            stats[lang] = collections.Counter()
+            raw = [pair for po in _django_catalogs(django_code) for pair in read_checked(po)]
+            rows[lang] = []
+            for en, xx in clean_pairs(raw, stats[lang]):
+                split = "heldout" if _is_heldout(english_key(en), HELDOUT_FRACTION) else "train"
+                rows[lang].append(_row(source, lang, split, en, xx))
+    elif source == "sphinx":
+        in_a = {english_key(r["en"]) for lang_rows in _build("django")[0].values() for r in lang_rows}
+        for lang, po in sphinx_catalogs().items():
+            stats[lang] = collections.Counter()
+            rows[lang] = []
+            for en, xx in read_catalog(po, stats[lang]):
+                if english_key(en) in in_a:
+                    stats[lang]["dropped: English string also in source A"] += 1
+                else:
+                    rows[lang].append(_row(source, lang, "heldout", en, xx))
+            stats[lang]["kept"] = len(rows[lang])
+    else:
+        raise ValueError(f"unknown source {source!r}; expected one of {SOURCES}")
+    return rows, stats
+
+
+def pairs(source: str, lang: str, split: str) -> list[dict]:
+    """Rows ``{"id", "source", "lang", "en", "xx"}`` of ``source`` ("django" | "sphinx") for ``lang``.
+
+    ``split`` is "train" or "heldout" for Django; Sphinx is an evaluation-only set (split "heldout");
+    ``split="all"`` returns every row. Rows come in catalog order; the list is a fresh copy.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}; expected one of {SOURCES}")
+    lang = canonical_lang(lang)
+    if split != "all" and split not in SPLITS[source]:
+        raise ValueError(f"source {source!r} has splits {SPLITS[source]} (sphinx is for evaluation only), "
+                         f"not {split!r}")
+    keys = ("id", "source", "lang", "en", "xx")
+    return [{k: r[k] for k in keys} for r in _build(source)[0][lang] if split in ("all", r["split"])]
+
+
+def translation_prompt(row: dict, direction: str) -> dict:
+    """The paper's prompt: ``"Translate German to English: <text>\\nEnglish:"``, reference ``" <text>"``.
+
+    ``direction`` is "xx-en" (the paper's setting) or "en-xx". Returns
+    ``{"id", "source", "lang", "direction", "prompt", "reference"}``.
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"unknown direction {direction!r}; expected one of {DIRECTIONS}")
+    language = LANGUAGES[canonical_lang(row["lang"])][0]
+    if direction == "xx-en":
+        src_name, src, tgt_name, tgt = language, row["xx"], "English", row["en"]
+    else:
+        src_name, src, tgt_name, tgt = "English", row["en"], language, row["xx"]
+    return {"id": f"{row['id']}:{direction}", "source": row["source"], "lang": row["lang"],
+            "direction": direction, "prompt": f"Translate {src_name} to {tgt_name}: {src}\n{tgt_name}:",
+            "reference": f" {tgt}"}
+
+
+def corpus_card() -> list[dict]:
+    """Tidy rows ``{source, lang, split, pairs, en_chars, xx_chars}``, one per source × language × split."""
+    out = []
+    for source in SOURCES:
+        for lang in LANGUAGES:
+            for split in SPLITS[source]:
+                rows = pairs(source, lang, split)
+                out.append({"source": source, "lang": lang, "split": split, "pairs": len(rows),
+                            "en_chars": sum(len(r["en"]) for r in rows),
+                            "xx_chars": sum(len(r["xx"]) for r in rows)})
+    return out
+
+
+def cleaning_stats() -> list[dict]:
+    """Rows ``{source, lang, reason, count}``: what the cleaning read, dropped and kept."""
+    out = []
+    for source in SOURCES:
+        for lang, counter in _build(source)[1].items():
+            out += [{"source": source, "lang": lang, "reason": k, "count": v} for k, v in sorted(counter.items())]
+    return out
+
+
+def source_versions() -> dict[str, str]:
+    return {"django": importlib.metadata.version("django"), "sphinx": SPHINX_VERSION}
+
+
+def zoo_contamination() -> dict[str, int]:
+    """How many source-A held-out pairs sit in the training documents of the embedded corpus.
+
+    ``corpus.build_corpus`` splits its Django "phrasebook" documents by document name, not by English
+    string, so the tiny zoo may have seen a held-out pair during pretraining. Counted per language.
+    """
+    from specdec.corpus import build_corpus
+
+    train_text = normalise(" ".join(d["text"] for d in build_corpus()
+                                    if d["kind"] == "translation" and d["split"] == "train"))
+    out = {}
+    for lang, (language, _, _) in LANGUAGES.items():
+        held = pairs("django", lang, "heldout")
+        out[lang] = sum(f"English: {r['en']} {language}: {r['xx']}" in train_text for r in held)
+    return out
+
+
+# --- data card --------------------------------------------------------------------------------------------
+
+def _md_table(header: list[str], rows: list[list], numeric_from: int = 1) -> str:
+    align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, contamination=None) -> str:
+    versions = source_versions()
+    card = corpus_card()
+    by = {(c["source"], c["lang"], c["split"]): c for c in card}
+    parts = ["# Data card: the parallel corpus (`specdec.parallel`)", "",
+             "English ↔ German / French / Russian / Japanese / Chinese sentence pairs taken from the gettext "
+             "catalogs (`.po`) that two packages ship. Nothing is downloaded from a data hub and no pair is "
+             "stored in the repository: `specdec.parallel.pairs(source, lang, split)` rebuilds the rows from "
+             "the catalogs on first use. Regenerate this card with `python -m specdec.parallel`.", "",
+             "## Sources", "",
+             _md_table(["source", "package", "catalogs", "languages", "role"], [
+                 ["A `django`", f"Django {versions['django']} (installed, `requirements.txt`)",
+                  "`django/conf/locale/<lang>/LC_MESSAGES/django.po` + `django/contrib/*/locale/<lang>/…`",
+                  "de, fr, ru, ja, zh_Hans", "train + held-out"],
+                 ["B `sphinx`", f"Sphinx {versions['sphinx']} (wheel `{SPHINX_WHEEL}`, sha256 "
+                  f"`{SPHINX_WHEEL_SHA256[:16]}…`)", "`sphinx/locale/<lang>/LC_MESSAGES/sphinx.po`",
+                  "de, fr, ru, ja, zh_CN", "evaluation only (a different dataset)"],
+             ], numeric_from=5), "",
+             "Sphinx is not a dependency of the project: unless that exact version is installed, its wheel is "
+             "fetched once with `pip download sphinx==" + SPHINX_VERSION + " --no-deps` into the ignored "
+             "`.cache/parallel/`, checked against the pinned sha256, and only the five catalogs are extracted. "
+             "Django's strings are web-framework UI text (form errors, admin messages, language and month "
+             "names); Sphinx's are documentation-tool messages (build log lines, warnings, HTML theme labels), "
+             "so B is a different domain for the same language pairs, like the paper's WMT16 → IWSLT14 "
+             "generalisation check. Language codes here: `de fr ru ja zh` (`zh` = Django `zh_Hans` = Sphinx "
+             "`zh_CN`). Licences: Django BSD-3-Clause, Sphinx BSD-2-Clause.", "",
+             "## Counts (pairs; characters of English / of the translation)", "",
+             _md_table(["language", "A train", "A held-out", "B held-out (eval)", "A train chars en / xx"],
+                       [[f"{lang} ({LANGUAGES[lang][0]})", by["django", lang, "train"]["pairs"],
+                         by["django", lang, "heldout"]["pairs"], by["sphinx", lang, "heldout"]["pairs"],
+                         f"{by['django', lang, 'train']['en_chars']:,} / {by['django', lang, 'train']['xx_chars']:,}"]
+                        for lang in LANGUAGES]
+                       + [["**total**", sum(by["django", lang, "train"]["pairs"] for lang in LANGUAGES),
+                           sum(by["django", lang, "heldout"]["pairs"] for lang in LANGUAGES),
+                           sum(by["sphinx", lang, "heldout"]["pairs"] for lang in LANGUAGES), ""]]), "",
+             "The split is by English string, so it is shared by all languages: an English string held out "
+             "for German is held out for every language.", ""]
+    if contamination is not None:
+        parts += ["**Overlap with the tiny zoo's pretraining corpus.** `specdec.corpus` puts the same Django "
+                  "pairs in its `translation` documents and splits those by document name, not by English "
+                  "string. Source-A held-out pairs that occur verbatim in a *training* document of the "
+                  "embedded corpus: " + ", ".join(f"{lang} {n}/{by['django', lang, 'heldout']['pairs']}"
+                                                  for lang, n in contamination.items())
+                  + ". Source B never entered the embedded corpus.", ""]
+    parts += ["## Cleaning rules", ""] + [f"{i}. {rule}" for i, rule in enumerate(CLEANING_RULES, 1)] + [""]
+    stats = collections.defaultdict(dict)
+    for s in cleaning_stats():
+        stats[s["source"], s["lang"]][s["reason"]] = s["count"]
+    reasons = [r for r in _DROP_REASONS if any(r in d for d in stats.values())]
+    header = ["source", "lang", "read"] + [r.removeprefix("dropped: ") for r in reasons] + ["kept"]
+    table = [[src, lang, d.get("read", 0)] + [d.get(r, 0) for r in reasons] + [d.get("kept", 0)]
+             for (src, lang), d in stats.items()]
+    parts += ["Effect of rules 3–8 (pairs that `read_po` returned → dropped → kept):", "",
+              _md_table(header, table, numeric_from=2), ""]
+    parts += ["## Examples (per language: the first two rows of 5+ English words; A train, then B)", ""]
+    for lang in LANGUAGES:
+        for source, split in (("django", "train"), ("sphinx", "heldout")):
+            for row in [r for r in pairs(source, lang, split) if len(r["en"].split()) >= 5][:2]:
+                en, xx = _md_escape(row["en"]), _md_escape(row["xx"])
+                parts.append(f"- `{row['id']}` — en: “{en}” → {lang}: “{xx}”")
+    example = translation_prompt(pairs("django", "de", "heldout")[0], "xx-en")
+    parts += ["", "## Prompts", "",
+              "`translation_prompt(row, direction)`, direction `xx-en` (the paper's) or `en-xx`, follows the "
+              "paper's user prompt (\"Translate French to English: …\"):", "", "```",
+              f"prompt:    {example['prompt']!r}", f"reference: {example['reference']!r}", "```", ""]
+    if timings:
+        parts += ["## Build time", "", "On the 2-core development machine, one process: "
+                  + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
+                  + " (a first run downloads the 3.9 MB Sphinx wheel and extracts five catalogs: 1.6 s measured).",
+                  ""]
+    text = "\n".join(parts)
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(CARD), help="where to write the data card")
+    parser.add_argument("--no-contamination", action="store_true",
+                        help="skip the overlap count with the embedded corpus (it rebuilds it, ~10 s)")
+    args = parser.parse_args(argv)
+    timings = {}
+    cached = (CACHE / SPHINX_WHEEL).exists()
+    start = time.perf_counter()
+    sphinx_catalogs()
+    timings["Sphinx catalogs ready" + (" (wheel cached)" if cached else " (wheel downloaded)")] = (
+        time.perf_counter() - start)
+    start = time.perf_counter()
+    _build("django")
+    timings["source A built"] = time.perf_counter() - start
+    start = time.perf_counter()
+    _build("sphinx")
+    timings["source B built"] = time.perf_counter() - start
+    contamination = None if args.no_contamination else zoo_contamination()
+    write_card(args.out, timings, contamination)
+    for row in corpus_card():
+        print(f"{row['source']:7s} {row['lang']} {row['split']:8s} {row['pairs']:5d}")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
