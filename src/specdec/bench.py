@@ -159,6 +159,29 @@ def random_model(config: dict, dtype=None, device="cpu"):
 
     kwargs = dict(config)
     kwargs.setdefault("num_key_value_heads", kwargs.get("num_attention_heads"))
-    with torch.device(device):
-        model = LlamaForCausalLM(LlamaConfig(**kwargs))
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype or torch.float32)  # build in the target dtype: a 13B model in fp32 is 52 GB
+    try:
+        with torch.device(device):
+            model = LlamaForCausalLM(LlamaConfig(**kwargs))
+    finally:
+        torch.set_default_dtype(previous)
     return model.to(dtype=dtype or torch.float32).eval()
+
+
+def real_size_latency(store, configs: dict, *, batch_sizes, contexts, gammas, repeats: int = 10,
+                      device: str = "cuda", dtype=torch.float16) -> None:
+    """T(B, S, γ) for random-weight models built from real configurations (``paper.yaml`` ``latency_configs``),
+    one at a time, into ``store`` (keys: model, device, B, S, gamma). Needs a GPU for 7B/13B sizes."""
+    device_name = describe_device(device)
+    for name, cfg in configs.items():
+        keys = [{"model": name, "device": device_name, "B": b, "S": s, "gamma": k}
+                for b in batch_sizes for s in contexts for k in gammas]
+        if all(store.done(**k) for k in keys):
+            continue
+        model = random_model(cfg, dtype=dtype, device=device)
+        store.run(keys, lambda **key: {
+            "seconds": forward_latency(model, key["B"], key["S"], key["gamma"], repeats=repeats)}, desc=name)
+        del model
+        if torch.device(device).type == "cuda":
+            torch.cuda.empty_cache()

@@ -50,31 +50,70 @@ def make_combination(kind: str, n_models: int, lam: float = 0.5, mu: float = 0.1
     return Combination("cd", 2, mu=mu, temperature=temperature)
 
 
-def run_task(store, *, models, tokenizer, rows, set_name: str, task: str, kind: str, methods, gamma: int = 5,
-             temperature: float = 0.0, lam: float = 0.5, mu: float = 0.1, max_new_tokens: int = 64,
-             seed: int = 0, desc: str = "") -> None:
-    """Run every method on every prompt of ``rows`` and append one row per (prompt, method) to ``store``.
+def default_proposer(kind: str, n_models: int, lam: float) -> int:
+    """Cor. 3.3: in a two-model WE the model with the larger weight proposes (α ≥ max(λ, 1 − λ)); otherwise
+    the smallest model (index 0) does."""
+    return 1 if kind == "we" and n_models == 2 and lam < 0.5 else 0
 
-    Keys: set, task, method, gamma, temperature, lam, mu, prompt. ``temperature`` 0 is greedy decoding of
-    ``argmax r``; otherwise tokens are sampled from ``r`` (CD uses ``T = temperature``, WE its members' T = 1).
-    Methods of one prompt run back to back, so their walltime ratio sees the same machine state.
+
+def run_task(store, *, models, tokenizer, rows, set_name: str, task: str, kind: str, methods,
+             temperature: float = 0.0, lam: float = 0.5, mu: float = 0.1, max_new_tokens: int = 64,
+             seed: int = 0, default: int | None = None, desc: str = "") -> None:
+    """Run every ``(method, gamma)`` of ``methods`` on every prompt of ``rows``; one stored row per run.
+
+    Keys: set, task, method, gamma, temperature, lam, mu, prompt (``gamma`` 0 for methods without proposals).
+    ``temperature`` 0 decodes ``argmax r``; otherwise tokens are sampled from ``r`` (CD uses
+    ``T = temperature``, WE its members at T = 1). The methods of one prompt run back to back, so their
+    walltime ratio sees the same machine state. default: the proposer (``None``: ``default_proposer``).
     """
+    default = default_proposer(kind, len(models), lam) if default is None else default
     combine = make_combination(kind, len(models), lam, mu, temperature if kind == "cd" else 1.0)
     sampling = SamplingConfig(temperature=0.0 if temperature == 0 else 1.0)
     prompts = {r["id"]: encode(tokenizer, r["prompt"]) for r in rows}
     _warm_up(models, combine, next(iter(prompts.values())))
 
     def compute(set, task, method, gamma, temperature, lam, mu, prompt):
-        res = cos.decode(models, prompts[prompt], combine, method, gamma=gamma, max_new_tokens=max_new_tokens,
-                         sampling=sampling, seed=seed)
+        res = cos.decode(models, prompts[prompt], combine, method, gamma=max(1, gamma), default=default,
+                         max_new_tokens=max_new_tokens, sampling=sampling, seed=seed)
         row = {**_EMPTY, **res.summary()}
         row.pop("method")
         row["text"] = tokenizer.decode(res.output_ids)
         return row
 
-    keys = [dict(set=set_name, task=task, method=m, gamma=gamma, temperature=temperature, lam=lam, mu=mu,
-                 prompt=pid) for pid in prompts for m in methods]
+    keys = [dict(set=set_name, task=task, method=m, gamma=g, temperature=temperature, lam=lam, mu=mu,
+                 prompt=pid) for pid in prompts for m, g in methods]
     store.run(keys, compute, desc=desc or f"{set_name}/{task}")
+
+
+def main_grid(store, cost_store, *, profile: str, configs: list[dict], tasks, n_prompts: int, gammas,
+              max_new_tokens: int, lam: float = 0.5, mu: float = 0.1, device=None, seed: int = 0,
+              task_rows: dict | None = None) -> dict:
+    """Tables 2-4 of the paper: every method on every task for each ``{"set", "temperature"}`` config.
+
+    Returns ``{set: per-model call costs}`` (seconds of one one-token call, also stored in ``cost_store``).
+    task_rows: ``{task: rows}`` to use instead of ``cos_tasks.load_task`` (a machine without the sources).
+    On CPU the models run single-threaded: for models this small, threads cost more than they give.
+    """
+    if torch.device(device or "cpu").type == "cpu":
+        torch.set_num_threads(1)
+    from specdec import cos_tasks
+    from specdec.models import load_collab
+
+    methods = [("standard", 0), ("parallel", 0)] + [(m, g) for m in ("sd", "cos") for g in gammas]
+    costs = {}
+    for cfg in configs:
+        models, tokenizer, kind = load_collab(profile, cfg["set"], device=device)
+        dev = bench.describe_device(next(models[0].parameters()).device)
+        cost_store.run([dict(set=cfg["set"], device=dev)],
+                       lambda set, device: _pad("cost", call_costs(models)))
+        row = cost_store.get(set=cfg["set"], device=dev)
+        costs[cfg["set"]] = [float(row[f"cost_{i}"]) for i in range(len(models))]
+        for task in tasks:
+            rows = (task_rows or {}).get(task) or cos_tasks.load_task(task, n_prompts, profile=profile)
+            run_task(store, models=models, tokenizer=tokenizer, rows=rows, set_name=cfg["set"], task=task,
+                     kind=kind, methods=methods, temperature=cfg.get("temperature", 0.0), lam=lam, mu=mu,
+                     max_new_tokens=max_new_tokens, seed=seed)
+    return costs
 
 
 def _warm_up(models, combine, prompt_ids) -> None:
@@ -90,7 +129,7 @@ _EMPTY = {f"{name}_{i}": "" for name in ("calls", "tokens_fed", "proposed", "acc
 def speedup_table(frame: pd.DataFrame, baseline: str = "standard", costs: dict | None = None) -> pd.DataFrame:
     """One row per cell and method: median per-prompt walltime speedup over ``baseline``, tokens/s, calls per
     token, acceptance, and (if ``costs`` maps set -> per-model call times) the call-cost speedup."""
-    cell = [k for k in KEYS if k != "method"]
+    cell = [k for k in KEYS if k not in ("method", "gamma")]
     base = frame[frame.method == baseline].set_index(cell + ["prompt"])
     out = []
     for key, group in frame.groupby(KEYS, sort=False):
@@ -107,6 +146,10 @@ def speedup_table(frame: pd.DataFrame, baseline: str = "standard", costs: dict |
             row["cost_speedup"] = float(_cost(ref, c).sum() / ref.new_tokens.sum()) / float(_cost(g, c).sum() / g.new_tokens.sum())
         out.append(row)
     return pd.DataFrame(out)
+
+
+def _pad(name, values) -> dict:
+    return {f"{name}_{i}": values[i] if i < len(values) else "" for i in range(MAX_MODELS)}
 
 
 def _cols(g, prefix):
@@ -127,3 +170,122 @@ def _accepted(g):
 
 def _cost(g, costs):
     return sum(g[f"calls_{i}"].fillna(0) * c for i, c in enumerate(costs) if f"calls_{i}" in g)
+
+
+def best_over_gamma(table: pd.DataFrame) -> pd.DataFrame:
+    """The paper reports SD and CoS at their best proposal length: keep, per cell and method, the γ with the
+    highest speedup (``gamma`` column says which)."""
+    cell = ["set", "task", "temperature", "lam", "mu", "method"]
+    idx = table.groupby(cell, sort=False)["speedup"].idxmax()
+    return table.loc[idx].reset_index(drop=True)
+
+
+PAPER_METHODS = {"standard": ["WE", "CD"], "parallel": ["WE-P", "CD-P"], "sd": ["WE-SD", "CD-SD"],
+                 "cos": ["WE-CoS", "CD-CoS"], "naive": ["WE-Naive-CoS (w/o APF)", "CD-Naive-CoS (w/o APF)"]}
+PAPER_TASKS = {"humaneval": "HumanEval", "gsm8k": "GSM8K", "mmlu": "MMLU", "cnndm": "CNNDM"}
+
+
+def paper_speedups(table: str, model_pair: str, temperature: str | None = None) -> pd.DataFrame:
+    """A paper table (``cos_table2_we``, ``cos_table3_cd``, ``cos_apf_ablation`` …) as method × task speedups."""
+    from specdec.results import paper_numbers
+
+    df = paper_numbers(table)
+    df = df[(df.model_pair == model_pair) & (df.unit == "x")]
+    if temperature is not None:
+        df = df[df.temperature == temperature]
+    to_ours = {name: ours for ours, names in PAPER_METHODS.items() for name in names}
+    df = df.assign(method=df.method_canonical.map(to_ours), task=df.dataset.map({v: k for k, v in PAPER_TASKS.items()}),
+                   paper=df.value.astype(float))
+    return df.pivot_table(index="method", columns="task", values="paper").reindex(
+        [m for m in PAPER_METHODS if m in set(df.method)])
+
+
+def answer_correct(task: str, text: str, row: dict) -> bool | None:
+    """Task accuracy of one output: GSM8K-like final number, MMLU-like letter; ``None`` for other tasks."""
+    import re
+
+    if task == "gsm8k":
+        found = re.search(r"answer is\s*(-?\d+)", text) or None
+        numbers = re.findall(r"-?\d+", text)
+        value = found.group(1) if found else (numbers[-1] if numbers else None)
+        return value is not None and int(value) == int(row["answer"])
+    if task == "mmlu":
+        found = re.search(r"\b([ABCD])\.", text)
+        return bool(found) and found.group(1) == row["answer"]
+    return None
+
+
+def c1_verdict(best: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: CoS and SD speedups (at their best γ) and whether CoS ≥ 1.0 and CoS ≥ SD."""
+    cell = ["set", "temperature", "task"]
+    wide = best[best.method.isin(["cos", "sd"])].pivot_table(index=cell, columns="method", values="speedup")
+    wide = wide.reset_index().rename(columns={"cos": "cos_speedup", "sd": "sd_speedup"})
+    wide["cos_ge_1"] = wide.cos_speedup >= 1.0
+    wide["cos_ge_sd"] = wide.cos_speedup >= wide.sd_speedup
+    return wide
+
+
+GPU_TABLE = "cos_main_gpu"
+
+
+def stored_gpu_table(profile: str):
+    """The main grid as measured on a GPU by ``python -m specdec.cos_bench`` (None if never run)."""
+    from specdec.results import RESULTS
+
+    path = RESULTS / profile / f"{GPU_TABLE}.csv"
+    if not path.exists():
+        return None
+    df = pd.read_csv(path)
+    return df.pivot_table(index=["device", "set", "temperature", "method"], columns="task",
+                          values="speedup").round(2)
+
+
+def main(argv=None):
+    """Run notebook 20's grid outside Jupyter (e.g. on a GPU box) and write the best-γ speedup table."""
+    import argparse
+    import pathlib
+    import tempfile
+
+    from specdec.results import ResultStore
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--profile", default="tiny")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--n-prompts", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument("--out", type=pathlib.Path, required=True, help="CSV to write")
+    parser.add_argument("--rows", type=pathlib.Path, help="JSON {task: rows} written by --dump-rows")
+    parser.add_argument("--dump-rows", action="store_true", help="write the task rows to --out and stop")
+    args = parser.parse_args(argv)
+    tasks = ["humaneval", "gsm8k", "mmlu", "cnndm"]
+    if args.dump_rows:
+        import json
+
+        from specdec import cos_tasks
+
+        rows = {t: [{k: r[k] for k in ("id", "prompt", "reference")}
+                    for r in cos_tasks.load_task(t, args.n_prompts, profile=args.profile)] for t in tasks}
+        args.out.write_text(json.dumps(rows))
+        return
+    task_rows = None
+    if args.rows:
+        import json
+
+        task_rows = json.loads(args.rows.read_text())
+    configs = [{"set": "we", "temperature": 1.0}, {"set": "we3", "temperature": 1.0},
+               {"set": "cd", "temperature": 0.0}, {"set": "cd", "temperature": 1.0}]
+    root = pathlib.Path(tempfile.mkdtemp())
+    store = ResultStore(args.profile, "cos_main", KEYS + ["prompt"], root=root)
+    cost_store = ResultStore(args.profile, "cos_call_costs", ["set", "device"], root=root)
+    costs = main_grid(store, cost_store, profile=args.profile, configs=configs,
+                      tasks=tasks, n_prompts=args.n_prompts, gammas=[1, 5], max_new_tokens=args.max_new_tokens,
+                      device=args.device, task_rows=task_rows)
+    best = best_over_gamma(speedup_table(store.frame(), costs=costs))
+    best.insert(0, "device", bench.describe_device(args.device))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    best.to_csv(args.out, index=False)
+    print(best.pivot_table(index=["set", "temperature", "method"], columns="task", values="speedup").round(2))
+
+
+if __name__ == "__main__":
+    main()

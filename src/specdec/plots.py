@@ -65,3 +65,41 @@ def latency_lines(df, ax=None, x: str = "gamma", hue: str = "S", title: str = ""
 def save(fig, path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})
+
+
+def speedup_bars(ours, paper=None, title: str = "", ax=None):
+    """Grouped bars of speedup (rows: method, columns: task) with the paper's values as black ticks."""
+    import numpy as np
+
+    ax = ax or plt.subplots(figsize=(7, 3.2))[1]
+    methods, tasks = list(ours.index), list(ours.columns)
+    width = 0.8 / len(methods)
+    x = np.arange(len(tasks))
+    for i, method in enumerate(methods):
+        ax.bar(x + i * width, ours.loc[method].values, width, label=method)
+        if paper is not None and method in paper.index:
+            vals = paper.reindex(columns=tasks).loc[method].values.astype(float)
+            ax.scatter(x + i * width, vals, marker="_", s=200, color="black", zorder=3,
+                       label="paper" if i == 0 else None)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(x + 0.4 - width / 2, tasks)
+    ax.set_ylabel("speedup over standard")
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=3)
+    return ax
+
+
+def sweep_lines(frame, x: str, y: str, hue: str, ax=None, title: str = "", xlabel: str | None = None,
+                ylabel: str | None = None, logx: bool = False):
+    """One line per ``hue`` value of ``y`` against ``x`` (tidy ``frame``)."""
+    ax = ax or plt.subplots(figsize=(4.5, 3.2))[1]
+    for key, group in frame.groupby(hue, sort=False):
+        group = group.sort_values(x)
+        ax.plot(group[x], group[y], marker="o", label=str(key))
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel or y)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return ax

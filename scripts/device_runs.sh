@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The runs made on a lent GPU machine (the `device` tool): each step writes what it measures or trains under
+# $OUT. Usage there:  bash scripts/device_runs.sh cos latency llava multilingual
+set -u
+export PYTHONPATH=src PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+for step in "$@"; do
+  echo "== $step $(date +%T)"
+  case $step in
+    cos)  # notebook 20's grid on the GPU
+      python3 -m specdec.cos_bench --device cuda --rows .gpu/cos_rows.json --out "$OUT/cos_main_gpu.csv" 2>&1 | grep -v "it/s]" ;;
+    latency)  # notebook 01(c): random-weight LLaVA-1.5 7B/13B and 68M/160M drafts in fp16
+      python3 -c "
+import os, pathlib
+from specdec import bench
+from specdec.models import load_profile
+from specdec.results import ResultStore
+store = ResultStore('tiny', 'latency_real_sizes', key=['model', 'device', 'B', 'S', 'gamma'],
+                    root=pathlib.Path(os.environ['OUT']) / 'results')
+bench.real_size_latency(store, load_profile('paper')['latency_configs'], batch_sizes=[1, 2, 4],
+                        contexts=[128, 1024], gammas=[1, 2, 4, 8], repeats=10)
+print(store.frame().to_string())" ;;
+    llava)  # the TABED tiny zoo
+      python3 -m specdec.train_llava train --data .gpu/tabed_data.pt --device cuda --out /tmp/llava \
+        --models tabed-target tabed-draft --steps "${LLAVA_STEPS:-2500}" --batch-size 64 > "$OUT/llava_log.txt" 2>&1
+      tail -n 5 "$OUT/llava_log.txt"; tar czf "$OUT/tabed_models.tgz" -C /tmp/llava . ;;
+    multilingual)
+      python3 -m specdec.train_multilingual train --data .gpu/ml_data.pt --device cuda --out /tmp/ml \
+        ${ML_ARGS:-} > "$OUT/ml_log.txt" 2>&1
+      tail -n 5 "$OUT/ml_log.txt"; tar czf "$OUT/ml_models.tgz" -C /tmp/ml . ;;
+  esac
+done
+echo "== done $(date +%T)"
