@@ -26,7 +26,7 @@ print(store.frame().to_string())" ;;
     multilingual)
       python3 -m specdec.train_multilingual train --data .gpu/ml_data.pt --device cuda --out /tmp/ml \
         ${ML_ARGS:-} > "$OUT/ml_log.txt" 2>&1
-      tail -n 5 "$OUT/ml_log.txt"; tar czf "$OUT/ml_models.tgz" -C /tmp/ml . ;;
+      tail -n 5 "$OUT/ml_log.txt"; tar czf - -C /tmp/ml . | split -b 15m - "$OUT/ml_models.tgz." ;;  # files come back in <16 MiB parts
   esac
 done
 echo "== done $(date +%T)"

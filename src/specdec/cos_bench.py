@@ -289,3 +289,71 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+@torch.no_grad()
+def expected_we_acceptance(models, sequences, lams, proposer: int = 0) -> pd.DataFrame:
+    """Exact Naive-CoS acceptance ``E[Σ_x min(q, r)]`` (Thm 3.2) along given continuations, by teacher forcing.
+
+    sequences: ``(prompt_ids, output_ids)`` pairs; ``q`` is ``models[proposer]``'s distribution (T = 1) at each
+    output position, ``r = λ_proposer q + (1 − λ_proposer) p`` with ``λ`` the weight of ``models[0]``.
+    Returns one row per λ: ``alpha`` (mean over positions) and the bound ``max`` of the proposer's weight.
+    """
+    per_position = []
+    for prompt_ids, output_ids in sequences:
+        if not len(output_ids):
+            continue
+        ids = torch.cat([torch.as_tensor(prompt_ids), torch.as_tensor(output_ids)])[None]
+        device = next(models[0].parameters()).device
+        probs = [m(ids.to(device)).logits[0, len(prompt_ids) - 1:-1].float().softmax(-1) for m in models]
+        per_position.append(probs)
+    rows = []
+    for lam in lams:
+        weight = lam if proposer == 0 else 1 - lam
+        q = torch.cat([p[proposer] for p in per_position])
+        other = torch.cat([p[1 - proposer] for p in per_position])
+        alpha = we_acceptance(q, other, weight)
+        rows.append(dict(lam=lam, proposer=proposer, alpha=float(alpha.mean()), bound=weight,
+                         positions=len(alpha)))
+    return pd.DataFrame(rows)
+
+
+def theory_table(table: pd.DataFrame, costs: dict) -> pd.DataFrame:
+    """Measured speedups of Naive-CoS and CoS beside Thm 3.1 / 3.6 evaluated at the measured α and
+    ``c = T_proposer / T_verifier`` (two-model sets; the proposer is model 0, the verifier model 1)."""
+    rows = []
+    for _, r in table[table.method.isin(["naive", "cos"])].iterrows():
+        c0, c1 = costs[r["set"]][:2]
+        c = c0 / c1
+        gamma = int(r["gamma"])
+        pred = theorem_3_1(r.acceptance, gamma, c) if r.method == "naive" else theorem_3_6(r.acceptance, gamma, 1, c)
+        rows.append(dict(set=r["set"], task=r.task, method=r.method, gamma=gamma, alpha=r.acceptance, c=c,
+                         theory=pred, cost_speedup=r.get("cost_speedup", float("nan")), walltime_speedup=r.speedup))
+    out = pd.DataFrame(rows)
+    out["cost_over_theory"] = out.cost_speedup / out.theory
+    out["walltime_over_theory"] = out.walltime_speedup / out.theory
+    return out
+
+
+def gamma_trend(curves: pd.DataFrame, high_alpha: float = 0.6) -> pd.DataFrame:
+    """Shape of each speedup-vs-γ curve (``curve``, ``gamma``, ``speedup``, ``acceptance`` columns).
+
+    ``interior optimum`` when the best γ is neither end; ``increasing`` / ``decreasing`` when the curve is
+    monotone. The paper's explanation holds (``explained``) for an interior optimum, for an increasing curve
+    with acceptance ≥ ``high_alpha`` and for a decreasing curve with acceptance below it.
+    """
+    rows = []
+    for curve, g in curves.sort_values("gamma").groupby("curve", sort=False):
+        s = g.speedup.to_numpy()
+        best = int(g.gamma.iloc[s.argmax()])
+        alpha = float(g.acceptance.mean())
+        if best not in (g.gamma.min(), g.gamma.max()):
+            shape, explained = "interior optimum", True
+        elif (s[1:] >= s[:-1]).all():
+            shape, explained = "increasing", alpha >= high_alpha
+        elif (s[1:] <= s[:-1]).all():
+            shape, explained = "decreasing", alpha < high_alpha
+        else:
+            shape, explained = f"best at γ={best}, not monotone", False
+        rows.append(dict(curve=curve, shape=shape, best_gamma=best, alpha=alpha, explained=explained))
+    return pd.DataFrame(rows)

@@ -60,7 +60,10 @@ def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu",
         tokenizer = None
         if with_tokenizer:
             tok_cls = AutoProcessor if kind == "llava" else AutoTokenizer
-            tokenizer = tok_cls.from_pretrained(source, local_files_only=_offline(local))
+            tok_source = source
+            if kind == "causal_lm" and _in_zoo(local) and not (local / "tokenizer.json").exists():
+                tok_source = str(zoo.TOKENIZER_DIR)  # zoo models share one tokenizer, shipped once
+            tokenizer = tok_cls.from_pretrained(tok_source, local_files_only=_offline(local))
     except OSError as err:
         raise ModelNotAvailableError(
             f"cannot load {source!r} offline ({type(err).__name__}). This machine does not download from the "
@@ -69,6 +72,13 @@ def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu",
             "here, or pass a local directory saved with save_pretrained()."
         ) from None
     return model.to(device).eval(), tokenizer
+
+
+def _in_zoo(path: pathlib.Path) -> bool:
+    try:
+        return path.resolve().parent == zoo.MODELS.resolve()
+    except OSError:
+        return False
 
 
 def _offline(local: pathlib.Path) -> bool:

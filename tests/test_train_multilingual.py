@@ -1,0 +1,159 @@
+"""The multilingual zoo's training (specdec.train_multilingual): data step, end-to-end pipeline, lossless SD."""
+
+import json
+import random
+
+import pytest
+import torch
+
+from specdec import parallel, zoo
+from specdec import train_multilingual as tm
+from specdec.engine import autoregressive, generate
+
+LANGS = list(parallel.LANGUAGES)
+# A minimal run: a few documents and pairs, a few steps with small batches (CPU, seconds).
+TINY = dict(batch_size=4, seq_len=32, ft_batch_size=8, eval_windows=2, eval_batch_size=16, max_new_tokens=8,
+            gen_batch_size=16)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return tm.build_data(max_docs=4, max_pairs=6)
+
+
+@pytest.fixture(scope="module")
+def trained(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ml_models")
+    rows = tm.train_all(data, out, device="cpu", steps_scale=0.001, prompts_per_set=3, **TINY)
+    return out, rows
+
+
+def test_data_kinds_and_examples(data):
+    for split in ("train", "heldout"):
+        streams = data["general"][split]
+        assert set(streams) == {"prose", "code", "translation"}
+        for stream in streams.values():
+            assert stream.dtype == torch.int16 and len(stream) > 100
+            assert 0 <= int(stream.min()) and int(stream.max()) < zoo.VOCAB_SIZE
+    train, heldout = data["train"], data["heldout"]
+    assert {r["source"] for r in train["rows"]} == {"django"}
+    assert {r["source"] for r in heldout["rows"]} == {"django", "sphinx"}
+    for ex in (train, heldout):
+        assert {(r["lang"], r["direction"]) for r in ex["rows"]} == {(lang, d) for lang in LANGS
+                                                                        for d in parallel.DIRECTIONS}
+        assert len(ex["offsets"]) == len(ex["rows"]) + 1 == len(ex["prompt_len"]) + 1
+    assert len(train["rows"]) == 6 * len(LANGS) * 2  # max_pairs per language, both directions
+
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
+    for i in (0, 7, len(heldout["rows"]) - 1):
+        prompt_ids, answer_ids = tm.example_ids(heldout, i)
+        row = heldout["rows"][i]
+        assert prompt_ids[0] == tok.bos_token_id and answer_ids[-1] == tok.eos_token_id
+        assert tok.decode(prompt_ids[1:]) == row["prompt"]
+        assert tok.decode(answer_ids[:-1]) == row["reference"]
+        language = "English" if row["direction"] == "xx-en" else parallel.LANGUAGES[row["lang"]][0]
+        assert row["prompt"].startswith("Translate ") and row["prompt"].endswith(f"\n{language}:")
+
+
+def test_train_and_heldout_prompts_are_disjoint(data):
+    train, heldout = data["train"]["rows"], data["heldout"]["rows"]
+    assert not {r["prompt"] for r in train} & {r["prompt"] for r in heldout}
+    train_en = {parallel.english_key(r["prompt"].split(": ", 1)[1].rsplit("\n", 1)[0]) for r in train
+                if r["direction"] == "en-xx"}
+    held_en = {parallel.english_key(r["prompt"].split(": ", 1)[1].rsplit("\n", 1)[0]) for r in heldout
+               if r["direction"] == "en-xx"}
+    assert train_en and held_en and not train_en & held_en
+
+
+def test_heldout_entries_are_removed_from_the_general_text():
+    doc = {"name": "po:de:core:0", "kind": "translation",
+           "text": "English: Arabic\nGerman: Arabisch\n\nEnglish: Welsh\nGerman: Walisisch\n\n"
+                   "English: Two\n\nparagraphs\nGerman: Zwei"}
+    text, dropped = tm._drop_heldout_entries(doc, {"welsh", "two paragraphs"}, {"de": "German"})
+    assert dropped == 2 and text == "English: Arabic\nGerman: Arabisch"
+
+
+def test_metrics_helpers():
+    assert tm.chrf("the cat", "the cat") == 100.0 and tm.chrf("xyz", "abc") == 0.0
+    assert 0 < tm.chrf("the cat sat", "the cat") < 100
+    perm = tm._derangement(7, random.Random(0))
+    assert sorted(perm) == list(range(7)) and all(p != k for k, p in enumerate(perm))
+    assert tm.budgets(tm.TRAIN) == [6400, 25600, 102400, 409600]
+
+
+def test_pipeline_end_to_end(trained):
+    from safetensors.torch import load_file
+
+    from specdec.models import load
+
+    out, rows = trained
+    names = tm.model_names(LANGS, TINY, steps_scale=0.001)
+    assert [r["model"] for r in rows] == names and len(names) == len(set(names)) == 22
+    for name in names:
+        assert all(v.dtype == torch.float16 for v in load_file(out / name / "model.safetensors").values())
+        log = json.loads((out / name / "training_log.json").read_text())
+        assert log["summary"]["model"] == name and log["log"]
+        model, tok = load(out / name)
+        assert model.config.vocab_size == zoo.VOCAB_SIZE and len(tok) == zoo.VOCAB_SIZE
+    sizes = {r["model"]: r["parameters"] for r in rows}
+    assert 2.4e6 < sizes["ml-target"] < 2.8e6 and sizes["ml-draft-pf-de"] < sizes["ml-target"] / 6
+    assert sizes["ml-draft-large-pf-de"] > 5 * sizes["ml-draft-pf-de"]
+    by = {r["model"]: r for r in rows}
+    assert by["ml-draft-f-de"]["init"] == "scratch" and by["ml-draft-pf-de"]["init"] == "ml-draft-pretrained"
+    budgets = [by[f"ml-draft-pf-de-b{b}"]["finetune_budget"] for b in tm.budgets(tm.TRAIN, 0.001)]
+    assert budgets == sorted(budgets) and by[f"ml-draft-pf-de-b{budgets[-1]}"]["same_as"] == "ml-draft-pf-de"
+    distilled = [json.loads(line) for line in (out / "ml_distilled.jsonl").open()]
+    assert {(d["lang"], d["temperature"]) for d in distilled} == {(lang, t) for lang in LANGS
+                                                                  for t in (0.0, 0.3, 0.7, 1.0)}
+    assert all(d["direction"] == "xx-en" and 0 < len(d["output_ids"]) <= TINY["max_new_tokens"] for d in distilled)
+    assert (out / "ml_training.csv").read_text().count("\n") == len(names) + 1
+    run = json.loads((out / "ml_run.json").read_text())
+    assert run["weights_bytes_total"] < 30e6
+
+
+def _prompt_ids(tok, row):
+    return torch.tensor([tok.bos_token_id] + tok(row["prompt"], add_special_tokens=False)["input_ids"])
+
+
+def test_greedy_sd_with_a_trained_drafter_is_lossless(trained):
+    from specdec.models import load
+
+    out, _ = trained
+    target, tok = load(out / "ml-target")
+    drafter, _ = load(out / "ml-draft-pf-de")
+    for row in parallel.pairs("sphinx", "de", "heldout")[:3]:
+        ids = _prompt_ids(tok, parallel.translation_prompt(row, "xx-en"))
+        ar = autoregressive(target, ids, max_new_tokens=24)
+        sd = generate(target, ids, drafter, gamma=3, max_new_tokens=24)
+        assert sd.output_ids == ar.output_ids and sd.target_calls <= ar.target_calls
+
+
+def test_batched_greedy_generate_matches_the_engine(trained):
+    """Distillation's batched, left-padded ``generate`` decodes like the batch-1 engine (greedy)."""
+    from specdec.models import load
+
+    out, _ = trained
+    target, tok = load(out / "ml-target")
+    rows = [parallel.translation_prompt(r, "xx-en") for r in parallel.pairs("django", "ja", "heldout")[:4]]
+    prompts = [_prompt_ids(tok, r).tolist() for r in rows]
+    assert len({len(p) for p in prompts}) > 1  # the batch needs padding
+    batched = tm.generate_batched(target, prompts, 0.0, 12, batch_size=4, seed=0)
+    for p, b in zip(prompts, batched):
+        assert autoregressive(target, torch.tensor(p), max_new_tokens=12, eos_token_id=2).output_ids == b
+
+
+@pytest.mark.skipif(not (zoo.MODELS / "ml-target" / "config.json").exists(), reason="multilingual zoo not shipped")
+def test_shipped_zoo_translates_and_sd_is_lossless():
+    from specdec.models import load
+
+    target, tok = load("ml-target")
+    summary = json.loads((zoo.MODELS / "ml-target" / "training_log.json").read_text())["summary"]
+    held = summary["heldout_summary"]
+    assert held["sphinx_xx-en_ref_loss"] < held["sphinx_xx-en_ref_loss_shuffled_source"]
+    drafter, _ = load("ml-draft-pf-de")
+    for row in parallel.pairs("django", "de", "heldout")[:3]:
+        ids = _prompt_ids(tok, parallel.translation_prompt(row, "xx-en"))
+        assert (generate(target, ids, drafter, gamma=3, max_new_tokens=48).output_ids
+                == autoregressive(target, ids, max_new_tokens=48).output_ids)
