@@ -34,7 +34,7 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install reproduce test models lab clean-results
+.PHONY: help install reproduce test models models-cos models-multilingual lab clean-results
 
 help:
 	@echo "Targets:"
@@ -75,6 +75,14 @@ test: install
 models: install
 	$(VENV)/bin/python -m specdec.training
 	$(VENV)/bin/python -m specdec.quality
+
+# The CoS and multilingual zoos: data step here (needs the corpus sources), training on any device (a GPU
+# takes minutes; scripts/device_runs.sh is what ran on one). Weights land in data/models/.
+models-cos: install
+	$(VENV)/bin/python -m specdec.train_cos all --out data/models
+
+models-multilingual: install
+	$(VENV)/bin/python -m specdec.train_multilingual all --out data/models
 
 lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

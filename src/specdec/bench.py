@@ -180,6 +180,9 @@ def real_size_latency(store, configs: dict, *, batch_sizes, contexts, gammas, re
         if all(store.done(**k) for k in keys):
             continue
         model = random_model(cfg, dtype=dtype, device=device)
+        # A long untimed warm-up: the first hundred calls of a fresh multi-GB model run slower (allocator,
+        # clocks), which showed up as a 13B model looking slower at batch 1 than at batch 4.
+        forward_latency(model, max(batch_sizes), max(contexts), max(gammas), repeats=50, warmup=50)
         store.run(keys, lambda **key: {
             "seconds": forward_latency(model, key["B"], key["S"], key["gamma"], repeats=repeats)}, desc=name)
         del model
