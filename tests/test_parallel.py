@@ -89,11 +89,12 @@ def test_mixed_catalog_keeps_only_clean_pairs(tmp_path):
 
 
 def test_fuzzy_entry_without_blank_line_is_rejected(tmp_path):
-    # read_po closes an entry only at a blank line or the next msgid: without the check below, this
-    # fuzzy entry would be kept and the good one before it dropped.
+    # A flag line right after an entry's strings belongs to the next entry: read_po keeps the good pair and
+    # drops the fuzzy one; the parallel corpus is stricter still and refuses such a layout.
     po = tmp_path / "packed.po"
     po.write_text('msgid "Hello world"\nmsgstr "Hallo Welt"\n#, fuzzy\nmsgid "Good morning"\nmsgstr "Gute Nacht"\n',
                   encoding="utf-8")
+    assert read_po(po) == [("Hello world", "Hallo Welt")]
     with pytest.raises(ValueError, match="packed.po:3"):
         parallel.read_catalog(po)
 

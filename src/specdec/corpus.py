@@ -67,6 +67,10 @@ def read_po(path: str | pathlib.Path) -> list[tuple[str, str]]:
         line = raw.strip()
         if not line:
             flush()
+        elif line.startswith("#") and any(k.startswith("msgstr") for k in entry):
+            flush()  # comments and flags belong to the next entry, even without a blank line before them
+            if line.startswith("#,"):
+                flags.update(f.strip() for f in line[2:].split(","))
         elif line.startswith("#,"):
             flags.update(f.strip() for f in line[2:].split(","))
         elif line.startswith("#"):
