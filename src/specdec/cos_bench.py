@@ -200,6 +200,18 @@ def paper_speedups(table: str, model_pair: str, temperature: str | None = None) 
         [m for m in PAPER_METHODS if m in set(df.method)])
 
 
+def equation_accuracy(text: str) -> float:
+    """Share of the written equations ``a op b (op c …) = d`` in ``text`` that are arithmetically right
+    (nan if there are none): a graded quality score for worked GSM8K-like solutions."""
+    import re
+
+    found = re.findall(r"(\d+(?:\s*[-+*/]\s*\d+)+)\s*=\s*(\d+)", text)
+    if not found:
+        return float("nan")
+    right = sum(abs(eval(lhs, {"__builtins__": {}}) - int(rhs)) < 1e-9 for lhs, rhs in found)  # digits, + - * / only
+    return right / len(found)
+
+
 def answer_correct(task: str, text: str, row: dict) -> bool | None:
     """Task accuracy of one output: GSM8K-like final number, MMLU-like letter; ``None`` for other tasks."""
     import re
@@ -340,7 +352,8 @@ def gamma_trend(curves: pd.DataFrame, costs: dict, tolerance: float = 0.10) -> p
 
     ``interior optimum`` when the best γ is neither end, beats both ends by more than ``tolerance`` and the
     curve rises to it and falls after it (within ``tolerance``);
-    ``increasing`` / ``decreasing`` when every step moves that way within ``tolerance`` (walltime noise).
+    ``flat`` when the whole curve stays within ``tolerance``; ``increasing`` / ``decreasing`` when every step
+    moves that way within ``tolerance`` (walltime noise).
     ``explained``: an interior optimum, or a monotone trend in the direction that Thm 3.6 predicts from the
     curve's mean acceptance α and ``c = T_proposer / T_verifier`` (high α and small c favour long proposals).
     """
@@ -352,12 +365,14 @@ def gamma_trend(curves: pd.DataFrame, costs: dict, tolerance: float = 0.10) -> p
         alpha = float(g.acceptance.mean())
         set_name = curve.split("/")[0]
         c = costs[set_name][0] / costs[set_name][1]
-        predicted = "increasing" if theorem_3_6(alpha, int(gammas[-1]), 1, c) > theorem_3_6(alpha, int(gammas[0]), 1, c) \
-            else "decreasing"
+        change = theorem_3_6(alpha, int(gammas[-1]), 1, c) / theorem_3_6(alpha, int(gammas[0]), 1, c)
+        predicted = "flat" if abs(change - 1) <= tolerance else "increasing" if change > 1 else "decreasing"
         k = int(s.argmax())
         rises = (s[1:k + 1] >= (1 - tolerance) * s[:k]).all()
         falls = (s[k + 1:] <= (1 + tolerance) * s[k:-1]).all()
-        if 0 < k < len(s) - 1 and s[k] > (1 + tolerance) * max(s[0], s[-1]) and rises and falls:
+        if s.max() <= (1 + tolerance) * s.min():
+            shape = "flat"
+        elif 0 < k < len(s) - 1 and s[k] > (1 + tolerance) * max(s[0], s[-1]) and rises and falls:
             shape = "interior optimum"
         elif (s[1:] >= (1 - tolerance) * s[:-1]).all() and s[-1] > s[0]:
             shape = "increasing"
