@@ -21,7 +21,7 @@ bench.real_size_latency(store, load_profile('paper')['latency_configs'], batch_s
 print(store.frame().to_string())" ;;
     llava)  # the TABED tiny zoo
       python3 -m specdec.train_llava train --data .gpu/tabed_data.pt --device cuda --out /tmp/llava \
-        --models tabed-target tabed-draft --steps "${LLAVA_STEPS:-2500}" --batch-size 64 > "$OUT/llava_log.txt" 2>&1
+        --models tabed-target tabed-draft > "$OUT/llava_log.txt" 2>&1  # per-model steps / weight decay
       tail -n 5 "$OUT/llava_log.txt"; tar czf "$OUT/tabed_models.tgz" -C /tmp/llava . ;;
     multilingual)
       python3 -m specdec.train_multilingual train --data .gpu/ml_data.pt --device cuda --out /tmp/ml \

@@ -1,0 +1,481 @@
+"""The tiny TABED zoo: a LLaVA target and a LLaVA draft trained on the synthetic scenarios of ``specdec.scenes``.
+
+Two steps, so the training can run on a machine without PIL or the corpus (e.g. a GPU box):
+
+    python -m specdec.train_llava data --out .gpu/tabed_data.pt      # render + tokenise a fixed training set
+    python -m specdec.train_llava train --data .gpu/tabed_data.pt --device cuda --out data/models \\
+        --models tabed-target tabed-draft
+
+``python -m specdec.train_llava`` (step ``all``) does both here. The ``train`` step reads only the saved tensors.
+
+Models (``TABED_ZOO``): ``LlavaForConditionalGeneration`` with a CLIP vision tower (64 x 64 images, patch 16:
+16 patches, CLS dropped, last layer's features), a 2-layer GELU projector and a Llama text model on the
+foundation tokenizer (``data/models/tokenizer``, 4096 ids, nothing added). ``tabed-target`` has the text size of
+``zoo.TINY_ZOO["tiny-target"]``; ``tabed-draft`` a ~10x smaller text model and a vision tower of the same size.
+The target trains on every scenario (1, 2 and 5 images, second turns, text-only turns); the draft only on rows
+with at most two images (``max_images``), so the five-image stories (PSV / VIST) are out of distribution for it.
+
+The image token: ``<image>`` is not in the vocabulary. Each placeholder becomes ``PATCHES_PER_IMAGE`` (16)
+copies of ``IMAGE_TOKEN_ID`` = 4093, the existing token ``"-------+"`` (a BPE merge from code tables that never
+occurs in scenario text; the models are trained from scratch, so its embedding is free). ``encode_prompt`` does
+the expansion; the saved ``LlavaProcessor`` uses ``image_token="-------+"`` (repeats of it tokenise to repeats
+of 4093), so ``processor(text=processor_text(prompt), images=...)`` gives the same ids (without ``<s>``).
+
+Training rows: ``<s>`` + prompt ids + ids of ``" " + answer`` + ``</s>``; the loss covers the answer and ``</s>``
+only. Images are stored as palette indices (4 bits per pixel, ``scenes.PALETTE``, zlib-compressed: the images
+are mostly white) and normalised at training time exactly as the saved image processor does (rescale 1/255,
+then ``(x - scenes.IMAGE_MEAN) / scenes.IMAGE_STD``, no resize at 64 x 64). That normalisation maps the white
+background to 0; the CLIP mean / std used before made the background a large constant input, the vision
+features collapsed to a constant during the first steps and the trained models ignored their images (see
+``scenes.IMAGE_MEAN``). ``train`` refuses a data file whose processor uses another normalisation.
+Weights are saved as float16 with a float32 config (``train_cos.save_half``), together with the processor and
+tokenizer files (written by the ``data`` step into the data file) and ``training_log.json``.
+
+Training settings are per model (``TABED_ZOO[name]["train"]``: steps, batch size, lr, weight decay); the
+command-line values override them for every model. ``training_log.json`` reports the held-out loss with the
+real and with blank (all-white) images, overall, per ``scenario-tN`` and on ``in_distribution`` rows (no
+``nq``, whose held-out facts never occur in training by construction of the split, and at most ``max_images``
+images).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import time
+import zlib
+
+import torch
+
+from specdec import scenes, zoo
+
+IMAGE_TOKEN_ID = 4093  # the foundation tokenizer's "-------+"
+IMAGE_TOKEN_TEXT = "-------+"
+IMAGE_TOKENS = scenes.PATCHES_PER_IMAGE  # 16 per 64 x 64 image
+
+VISION = dict(hidden_size=64, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+              image_size=scenes.IMAGE_SIZE, patch_size=scenes.PATCH_SIZE, projection_dim=64)
+TABED_TRAIN = dict(steps=3000, batch_size=64, lr=2e-3, weight_decay=0.1)
+TABED_ZOO: dict[str, dict] = {
+    "tabed-target": dict(text=zoo.TINY_ZOO["tiny-target"], vision=VISION, max_images=5, seed=0,
+                         train=dict(TABED_TRAIN, steps=3000)),
+    # the draft ran ~22 epochs over 400 rows / (scenario, turn) in 2500 steps (train loss 0.22; held-out 2.29 over
+    # all rows, but 0.28 in distribution: nq and the five-image stories dominate the 2.29): ~5 epochs of the
+    # 2.5x larger DATA, more weight decay
+    "tabed-draft": dict(text=dict(hidden_size=48, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                  num_key_value_heads=4),
+                        vision=VISION, max_images=2, seed=1, train=dict(TABED_TRAIN, steps=1500, weight_decay=0.3)),
+}
+DATA = dict(train_per_scenario=1000, heldout_per_scenario=30, seed=0)
+DATA_FORMAT = 2  # 2: zlib-compressed images, processor normalisation scenes.IMAGE_MEAN / IMAGE_STD
+
+
+def llava_config(name: str):
+    """The ``LlavaConfig`` of a ``TABED_ZOO`` model."""
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
+
+    spec = TABED_ZOO[name]
+    text = LlamaConfig(vocab_size=zoo.VOCAB_SIZE, max_position_embeddings=zoo.MAX_POSITIONS, rms_norm_eps=1e-5,
+                       tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0, **spec["text"])
+    vision = CLIPVisionConfig(**spec["vision"])
+    return LlavaConfig(vision_config=vision, text_config=text, image_token_id=IMAGE_TOKEN_ID,
+                       image_seq_length=IMAGE_TOKENS, projector_hidden_act="gelu", vision_feature_layer=-1,
+                       vision_feature_select_strategy="default", tie_word_embeddings=True)
+
+
+# ------------------------------------------------------------------------------------------------- encoding
+def encode_prompt(tokenizer, prompt: str, n_images: int | None = None, image_tokens: int = IMAGE_TOKENS,
+                  bos: bool = True) -> torch.Tensor:
+    """``<s>`` + the prompt's ids with each ``<image>`` expanded to ``image_tokens`` x ``IMAGE_TOKEN_ID``.
+
+    The text between placeholders is tokenised piece by piece (as a tokenizer does around special tokens).
+    ``n_images``: if given, the number of placeholders must equal it. Returns ``LongTensor[L]``.
+    """
+    pieces = prompt.split(scenes.IMAGE_PLACEHOLDER)
+    if n_images is not None and len(pieces) - 1 != n_images:
+        raise ValueError(f"prompt has {len(pieces) - 1} {scenes.IMAGE_PLACEHOLDER} placeholders, expected {n_images}")
+    ids = [tokenizer.bos_token_id] if bos else []
+    for k, piece in enumerate(pieces):
+        if k:
+            ids += [IMAGE_TOKEN_ID] * image_tokens
+        if piece:
+            ids += tokenizer(piece, add_special_tokens=False)["input_ids"]
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def encode_example(tokenizer, prompt: str, answer: str, n_images: int | None = None) -> tuple[list[int], int]:
+    """``(ids, prompt_len)``: ``<s>`` prompt, then ``" " + answer`` and ``</s>`` (the reply the loss covers)."""
+    ids = encode_prompt(tokenizer, prompt, n_images).tolist()
+    reply = tokenizer(" " + answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    return ids + reply, len(ids)
+
+
+def processor_text(prompt: str) -> str:
+    """The prompt for the saved ``LlavaProcessor`` (its image token is ``IMAGE_TOKEN_TEXT``)."""
+    return prompt.replace(scenes.IMAGE_PLACEHOLDER, IMAGE_TOKEN_TEXT)
+
+
+def build_processor(tokenizer):
+    """A ``LlavaProcessor`` (CLIP image processor for 64 x 64, no crop) around the foundation tokenizer."""
+    import transformers
+    from transformers import LlavaProcessor
+
+    image_cls = getattr(transformers, "CLIPImageProcessorPil", None)
+    if image_cls is None:
+        from transformers import CLIPImageProcessor as image_cls
+    size = {"height": scenes.IMAGE_SIZE, "width": scenes.IMAGE_SIZE}
+    image_processor = image_cls(size=size, crop_size=size, do_resize=True, do_center_crop=False,
+                                image_mean=list(scenes.IMAGE_MEAN), image_std=list(scenes.IMAGE_STD))
+    return LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=scenes.PATCH_SIZE,
+                          vision_feature_select_strategy="default", image_token=IMAGE_TOKEN_TEXT,
+                          num_additional_image_tokens=1)
+
+
+# ------------------------------------------------------------------------------------------------ data step
+def pack_images(indices: torch.Tensor) -> torch.Tensor:
+    """``uint8[n, H*W]`` palette indices (< 16) -> ``uint8[n, H*W/2]``, two pixels per byte."""
+    return (indices[:, 0::2] << 4 | indices[:, 1::2]).to(torch.uint8)
+
+
+def unpack_images(packed: torch.Tensor, size: int = scenes.IMAGE_SIZE) -> torch.Tensor:
+    """Inverse of ``pack_images``: ``uint8[n, size, size]`` palette indices."""
+    out = torch.stack([packed >> 4, packed & 15], dim=-1)
+    return out.reshape(packed.shape[0], size, size)
+
+
+def compress_images(packed: torch.Tensor) -> torch.Tensor:
+    """``uint8[n, H*W/2]`` -> the zlib stream of its bytes as a ``uint8`` tensor (~40x smaller: mostly white)."""
+    return torch.frombuffer(bytearray(zlib.compress(packed.contiguous().numpy().tobytes(), 6)), dtype=torch.uint8)
+
+
+def decompress_images(data: dict) -> torch.Tensor:
+    """The packed ``uint8[n, H*W/2]`` images of a data file (format 2: ``images_zlib``; format 1: ``images``)."""
+    if "images_zlib" not in data:
+        return data["images"]
+    raw = zlib.decompress(data["images_zlib"].numpy().tobytes())
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(int(data["n_images"]), -1)
+
+
+def processor_normalisation(data: dict) -> tuple[list[float], list[float]]:
+    """``(image_mean, image_std)`` of the image processor saved in the data file (what the models will see at
+    inference); ``ValueError`` if it is not ``scenes.IMAGE_MEAN`` / ``IMAGE_STD`` (a data file from before the
+    normalisation fix: its CLIP mean / std make the vision features collapse, so rebuild it with the data step)."""
+    files = data.get("processor_files")
+    if files is None:
+        return list(scenes.IMAGE_MEAN), list(scenes.IMAGE_STD)
+    proc = json.loads(files["processor_config.json"])["image_processor"]
+    mean, std = proc["image_mean"], proc["image_std"]
+    if not (torch.allclose(torch.tensor(mean), torch.tensor(scenes.IMAGE_MEAN))
+            and torch.allclose(torch.tensor(std), torch.tensor(scenes.IMAGE_STD))):
+        raise ValueError(f"the data file's image processor normalises with mean {mean} / std {std}, not "
+                         f"scenes.IMAGE_MEAN {scenes.IMAGE_MEAN} / IMAGE_STD {scenes.IMAGE_STD}: rebuild it with "
+                         "`python -m specdec.train_llava data --out <file>`")
+    return mean, std
+
+
+def build_data(train_per_scenario: int = DATA["train_per_scenario"],
+               heldout_per_scenario: int = DATA["heldout_per_scenario"], seed: int = DATA["seed"],
+               tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, scenarios=None) -> dict:
+    """Render and tokenise ``scenes.scenario_suite`` rows (train split for training, test split held out;
+    ``scenarios``: only these, as ``scenario_suite`` takes them, for tests)."""
+    import tempfile
+
+    import numpy
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    image_rows: list = []
+    image_index: dict[str, int] = {}
+
+    def split_tensors(rows):
+        ids, offsets, prompt_len, image_ids, image_offsets = [], [0], [], [], [0]
+        for row in rows:
+            row_ids, n_prompt = encode_example(tokenizer, row["prompt"], row["answer"], len(row["images"]))
+            ids += row_ids
+            offsets.append(len(ids))
+            prompt_len.append(n_prompt)
+            for image in row["images"]:
+                key = scenes.image_key(image)
+                if key not in image_index:
+                    image_index[key] = len(image_rows)
+                    image_rows.append(scenes.palette_indices(image))
+                image_ids.append(image_index[key])
+            image_offsets.append(len(image_ids))
+        return {"input_ids": torch.tensor(ids, dtype=torch.int16), "offsets": torch.tensor(offsets),
+                "prompt_len": torch.tensor(prompt_len, dtype=torch.int32),
+                "image_ids": torch.tensor(image_ids, dtype=torch.int32), "image_offsets": torch.tensor(image_offsets),
+                "scenario": [r["scenario"] for r in rows], "turn": torch.tensor([r["turn"] for r in rows],
+                                                                                  dtype=torch.int8)}
+
+    data = {"format": DATA_FORMAT, "image_size": scenes.IMAGE_SIZE, "image_token_id": IMAGE_TOKEN_ID,
+            "image_tokens": IMAGE_TOKENS,
+            "train": split_tensors(scenes.scenario_suite("train", train_per_scenario, seed, scenarios)),
+            "heldout": split_tensors(scenes.scenario_suite("test", heldout_per_scenario, seed, scenarios))}
+    indices = torch.from_numpy(numpy.stack(image_rows))
+    data["images_zlib"] = compress_images(pack_images(indices))
+    data["n_images"] = len(image_rows)
+    data["palette"] = torch.tensor(list(scenes.PALETTE.values()), dtype=torch.uint8)
+    with tempfile.TemporaryDirectory() as tmp:
+        build_processor(tokenizer).save_pretrained(tmp)
+        data["processor_files"] = {p.name: p.read_text(encoding="utf-8") for p in sorted(pathlib.Path(tmp).iterdir())}
+    data["meta"] = {"train_per_scenario": train_per_scenario, "heldout_per_scenario": heldout_per_scenario,
+                    "seed": seed, "scenarios": [list(s) for s in scenes.SCENARIOS]}
+    return data
+
+
+# ----------------------------------------------------------------------------------------------- train step
+class _Split:
+    """One split of the data file on ``device``: padded ids, lengths, prompt lengths, image table."""
+
+    def __init__(self, split: dict, device):
+        offsets = split["offsets"]
+        lengths = offsets[1:] - offsets[:-1]
+        n, max_len = len(lengths), int(lengths.max())
+        ids = torch.zeros(n, max_len, dtype=torch.long)
+        flat = split["input_ids"].long()
+        for i in range(n):
+            ids[i, :lengths[i]] = flat[offsets[i]:offsets[i + 1]]
+        img_off = split["image_offsets"]
+        self.n_images = img_off[1:] - img_off[:-1]
+        table = torch.full((n, max(1, int(self.n_images.max()))), -1, dtype=torch.long)
+        for i in range(n):
+            table[i, :self.n_images[i]] = split["image_ids"][img_off[i]:img_off[i + 1]].long()
+        self.lengths_cpu = lengths
+        self.ids, self.lengths = ids.to(device), lengths.to(device)
+        self.prompt_len = split["prompt_len"].long().to(device)
+        self.table = table.to(device)
+        self.scenario = [f"{s}-t{int(t)}" for s, t in zip(split["scenario"], split["turn"])]
+
+
+class _Images:
+    """Palette-index images on ``device`` -> ``pixel_values`` normalised as the saved image processor does."""
+
+    def __init__(self, data: dict, device):
+        self.indices = unpack_images(decompress_images(data), data["image_size"]).to(device)
+        rgb = data["palette"].float() / 255.0
+        mean, std = (torch.tensor(v) for v in processor_normalisation(data))
+        self.palette = ((rgb - mean) / std).to(device)  # [K, 3]
+        self.blank = 0  # palette index of white
+
+    def pixels(self, image_ids: torch.Tensor, blank: bool = False) -> torch.Tensor:
+        idx = self.indices[image_ids].long()
+        if blank:
+            idx = torch.full_like(idx, self.blank)
+        return self.palette[idx].permute(0, 3, 1, 2).contiguous()  # [n, 3, H, W]
+
+
+def _batch(split: _Split, images: _Images, rows: torch.Tensor, blank: bool = False) -> dict:
+    """Model inputs and labels (answer tokens only) for ``rows`` (a CPU LongTensor of example indices)."""
+    length = int(split.lengths_cpu[rows].max())
+    rows_d = rows.to(split.ids.device)
+    ids = split.ids[rows_d, :length]
+    pos = torch.arange(length, device=ids.device)
+    mask = pos[None] < split.lengths[rows_d, None]
+    labels = ids.masked_fill(~mask | (pos[None] < split.prompt_len[rows_d, None]), -100)
+    table = split.table[rows_d]
+    image_ids = table[table >= 0]  # row-major: the order of the image tokens in the batch
+    pixel_values = images.pixels(image_ids, blank) if image_ids.numel() else None
+    return {"input_ids": ids, "attention_mask": mask.long(), "pixel_values": pixel_values, "labels": labels}
+
+
+def _token_losses(model, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-position cross-entropy, correctness of the argmax, and the loss mask (answer tokens)."""
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                   pixel_values=batch["pixel_values"]).logits[:, :-1].float()
+    labels = batch["labels"][:, 1:]
+    mask = labels != -100
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                             ignore_index=-100, reduction="none").view_as(labels)
+    correct = (logits.argmax(-1) == labels) & mask
+    return loss, correct, mask
+
+
+def in_distribution(split: _Split, max_images: int) -> list[bool]:
+    """Rows a model can be expected to get right: not ``nq`` (the split puts every held-out fact out of the
+    training rows) and at most ``max_images`` images (the draft never sees the five-image stories)."""
+    return [not sc.startswith("nq-") and int(n) <= max_images for sc, n in zip(split.scenario, split.n_images)]
+
+
+@torch.no_grad()
+def evaluate(model, split: _Split, images: _Images, batch_size: int = 64, blank: bool = False,
+             per_scenario: bool = True, rows: torch.Tensor | None = None, groups: dict | None = None) -> dict:
+    """Mean answer-token loss and greedy token accuracy (teacher forced), overall (``all``: the ``rows``, default
+    every row), per ``scenario-tN`` and per ``groups`` (``{name: [bool per row]}``); ``tokens`` counts them."""
+    model.eval()
+    rows = torch.arange(len(split.scenario)) if rows is None else rows
+    sums: dict[str, list[float]] = {}
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start:start + batch_size]
+        loss, correct, mask = _token_losses(model, _batch(split, images, chunk, blank))
+        for k, r in enumerate(chunk.tolist()):
+            keys = ["all"] + ([split.scenario[r]] if per_scenario else [])
+            keys += [g for g, member in (groups or {}).items() if member[r]]
+            vals = (float(loss[k][mask[k]].sum()), float(correct[k].sum()), float(mask[k].sum()))
+            for key in keys:
+                acc = sums.setdefault(key, [0.0, 0.0, 0.0])
+                for j in range(3):
+                    acc[j] += vals[j]
+    return {k: {"loss": round(v[0] / v[2], 4), "token_acc": round(v[1] / v[2], 4), "tokens": int(v[2])}
+            for k, v in sums.items()}
+
+
+def train_settings(name: str, **overrides) -> dict:
+    """``TABED_ZOO[name]["train"]`` with the non-``None`` ``overrides`` (steps, batch_size, lr, weight_decay)."""
+    return {**TABED_TRAIN, **TABED_ZOO[name].get("train", {}), **{k: v for k, v in overrides.items() if v is not None}}
+
+
+def train_model(name: str, data: dict, steps: int | None = None, batch_size: int | None = None,
+                lr: float | None = None, weight_decay: float | None = None, device: str = "cpu",
+                log_every: int | None = None, splits=None, scenarios=None):
+    """Train one ``TABED_ZOO`` model from scratch (AdamW, warm-up, cosine decay); returns ``(model, log)``.
+
+    Settings default to ``train_settings(name)``. ``scenarios``: train (and log held-out losses) only on rows of
+    these ``scenario-tN`` keys or scenario names (for quick checks). Batches are drawn on the CPU with a seeded
+    generator, so the data order does not depend on ``device``."""
+    from transformers import LlavaForConditionalGeneration
+
+    spec = TABED_ZOO[name]
+    cfg = train_settings(name, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
+    steps, batch_size = cfg["steps"], cfg["batch_size"]
+    log_every = log_every or max(1, steps // 20)
+    train, heldout, images = splits or (_Split(data["train"], device), _Split(data["heldout"], device),
+                                        _Images(data, device))
+    allowed = torch.nonzero(_select(train, spec["max_images"], scenarios)).squeeze(1)
+    held_rows = torch.nonzero(_select(heldout, spec["max_images"], scenarios, held_out=True)).squeeze(1)
+    torch.manual_seed(spec["seed"])
+    model = LlavaForConditionalGeneration(llava_config(name)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], betas=(0.9, 0.95), weight_decay=cfg["weight_decay"])
+    warmup = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    g = torch.Generator().manual_seed(spec["seed"] + 1)
+    log, running = [], []
+    t0 = time.perf_counter()
+    for step in range(steps):
+        model.train()
+        rows = allowed[torch.randint(len(allowed), (batch_size,), generator=g)]
+        loss_tok, _, mask = _token_losses(model, _batch(train, images, rows))
+        loss = loss_tok[mask].mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        running.append(loss.detach())
+        if (step + 1) % log_every == 0 or step + 1 == steps:
+            row = {"model": name, "step": step + 1, "train_loss": round(float(torch.stack(running).mean()), 4),
+                   "lr": round(sched.get_last_lr()[0], 6), "seconds": round(time.perf_counter() - t0, 1)}
+            running = []
+            if ((step + 1) % (log_every * 5) == 0 or step + 1 == steps) and len(held_rows):
+                real = evaluate(model, heldout, images, per_scenario=False, rows=held_rows)["all"]["loss"]
+                blank = evaluate(model, heldout, images, per_scenario=False, rows=held_rows, blank=True)
+                row["heldout_in_distribution_loss"], row["heldout_blank_images_loss"] = real, blank["all"]["loss"]
+            log.append(row)
+            print(json.dumps(row), flush=True)
+    model.eval()
+    return model, log
+
+
+def _select(split: _Split, max_images: int, scenarios=None, held_out: bool = False) -> torch.Tensor:
+    """Bool per row: at most ``max_images`` images (``held_out``: ``in_distribution``) and, if given, in
+    ``scenarios``."""
+    keep = torch.tensor(in_distribution(split, max_images)) if held_out else split.n_images <= max_images
+    if scenarios:
+        wanted = set(scenarios)
+        keep &= torch.tensor([sc in wanted or sc.rsplit("-t", 1)[0] in wanted for sc in split.scenario])
+    return keep
+
+
+def save_model(model, data: dict, path: pathlib.Path) -> None:
+    """float16 weights + float32 config (``train_cos.save_half``), generation config and processor files."""
+    from specdec.train_cos import save_half
+
+    gen = model.generation_config
+    gen.bos_token_id, gen.eos_token_id, gen.pad_token_id = 1, 2, 0
+    save_half(model, path)
+    for fname, text in data["processor_files"].items():
+        (path / fname).write_text(text, encoding="utf-8")
+
+
+def train_all(data: dict, names, out_dir: pathlib.Path, device: str = "cpu", steps: int | None = None,
+              batch_size: int | None = None, lr: float | None = None, weight_decay: float | None = None,
+              scenarios=None) -> list[dict]:
+    """Train ``names`` of ``TABED_ZOO``, save each under ``out_dir/<name>``; returns summary rows.
+
+    ``steps`` / ``batch_size`` / ``lr`` / ``weight_decay``: ``None`` takes each model's ``train_settings``."""
+    from specdec.train_cos import _device_name
+
+    if str(device).startswith("cuda"):
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    splits = (_Split(data["train"], device), _Split(data["heldout"], device), _Images(data, device))
+    rows = []
+    for name in names:
+        cfg = train_settings(name, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
+        t0 = time.perf_counter()
+        model, log = train_model(name, data, device=device, splits=splits, scenarios=scenarios, **cfg)
+        seconds = time.perf_counter() - t0
+        groups = {"in_distribution": in_distribution(splits[1], TABED_ZOO[name]["max_images"])}
+        heldout = evaluate(model, splits[1], splits[2], groups=groups)
+        blank = evaluate(model, splits[1], splits[2], blank=True, groups=groups)
+        for key, val in heldout.items():
+            val["loss_blank_images"] = blank[key]["loss"]
+        train_rows = torch.nonzero(_select(splits[0], TABED_ZOO[name]["max_images"], scenarios)).squeeze(1)
+        sample = train_rows[torch.randperm(len(train_rows), generator=torch.Generator().manual_seed(0))[:2000]]
+        train_eval = evaluate(model, splits[0], splits[2], per_scenario=False, rows=sample,
+                              groups={"in_distribution": in_distribution(splits[0], TABED_ZOO[name]["max_images"])})
+        save_model(model.cpu(), data, out_dir / name)
+        text_params = sum(p.numel() for n, p in model.named_parameters() if "language_model" in n or "lm_head" in n)
+        info = {"model": name, "parameters": sum(p.numel() for p in model.parameters()),
+                "text_parameters": text_params, **cfg, "scenarios": scenarios,
+                "max_images": TABED_ZOO[name]["max_images"], "device": _device_name(device),
+                "seconds": round(seconds, 1), "train_sample": train_eval, "heldout": heldout}
+        (out_dir / name / "training_log.json").write_text(json.dumps({"summary": info, "log": log}, indent=0) + "\n")
+        rows.append(info)
+        print(json.dumps({k: v for k, v in info.items() if k != "heldout"}
+                         | {"heldout_all": heldout["all"], "heldout_in_distribution": heldout.get("in_distribution")}),
+              flush=True)
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("step", nargs="?", choices=["data", "train", "all"], default="all")
+    parser.add_argument("--data", type=pathlib.Path, default=pathlib.Path(".cache/tabed_data.pt"),
+                        help="the data file (read by train, written by all)")
+    parser.add_argument("--out", type=pathlib.Path, default=None,
+                        help="data: the data file to write; train: the models directory (default data/models)")
+    parser.add_argument("--models", nargs="*", default=list(TABED_ZOO))
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--steps", type=int, default=None, help="default: per model (TABED_ZOO[name]['train'])")
+    parser.add_argument("--batch-size", type=int, default=None, help="default: per model")
+    parser.add_argument("--lr", type=float, default=None, help="default: per model")
+    parser.add_argument("--weight-decay", type=float, default=None, help="default: per model")
+    parser.add_argument("--scenarios", nargs="*", default=None,
+                        help="train only on these scenario names or scenario-tN keys (quick checks)")
+    parser.add_argument("--per-scenario", type=int, default=DATA["train_per_scenario"],
+                        help="training rows per (scenario, turn)")
+    parser.add_argument("--heldout-per-scenario", type=int, default=DATA["heldout_per_scenario"])
+    parser.add_argument("--threads", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    data_path = args.out if args.step == "data" and args.out else args.data
+    if args.step in ("data", "all"):
+        data = build_data(args.per_scenario, args.heldout_per_scenario)
+        data_path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(data, data_path)
+        print({"file": str(data_path), "bytes": data_path.stat().st_size, "images": int(data["n_images"]),
+               **{s: {"rows": len(data[s]["scenario"]), "tokens": len(data[s]["input_ids"])}
+                  for s in ("train", "heldout")}})
+    if args.step in ("train", "all"):
+        data = torch.load(data_path)
+        out = args.out or zoo.MODELS
+        train_all(data, args.models, out, device=args.device, steps=args.steps, batch_size=args.batch_size,
+                  lr=args.lr, weight_decay=args.weight_decay, scenarios=args.scenarios)
+
+
+if __name__ == "__main__":
+    main()

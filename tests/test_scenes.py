@@ -1,0 +1,273 @@
+"""Synthetic TABED scenarios (``specdec.scenes``) and the tiny LLaVA zoo's data / training code (``train_llava``)."""
+
+import re
+
+import pytest
+import torch
+
+from specdec import scenes
+from specdec import train_llava as tl
+
+
+@pytest.fixture(scope="module")
+def suites():
+    return {split: scenes.scenario_suite(split, 12, seed=0) for split in ("train", "test")}
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from specdec import zoo
+
+    return AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
+
+
+def _fingerprint(rows):
+    return [(r["id"], r["prompt"], r["answer"], r["caption"], [scenes.image_key(im) for im in r["images"]])
+            for r in rows]
+
+
+def test_deterministic_and_seeded():
+    a = scenes.scenario_suite("train", 2, seed=0)
+    b = scenes.scenario_suite("train", 2, seed=0)
+    assert _fingerprint(a) == _fingerprint(b)
+    c = scenes.scenario_suite("train", 2, seed=1)
+    assert [r["prompt"] for r in a] != [r["prompt"] for r in c]
+    # the first rows do not depend on n_per_scenario
+    longer = scenes.scenario_suite("train", 3, seed=0, scenarios=["pope"])
+    assert _fingerprint(longer[:2]) == _fingerprint([r for r in a if r["scenario"] == "pope" and r["turn"] == 1])
+
+
+def test_every_scenario_and_turn(suites):
+    for split, rows in suites.items():
+        got = {(r["scenario"], r["turn"]) for r in rows}
+        assert got == set(scenes.SCENARIOS)
+        assert len(rows) == 12 * len(scenes.SCENARIOS)
+        assert len({r["id"] for r in rows}) == len(rows)
+        assert all(r["split"] == split for r in rows)
+
+
+def test_disjoint_splits(suites):
+    def keys(rows):
+        return {(r["scenario"], scenes.canonical(r["gt"])) for r in rows}
+
+    def items(rows):
+        return {(kind, scenes.canonical(gt)) for r in rows for kind, gt in r["items"]}
+
+    def images(rows):  # story frames have their own style and are split by story
+        return {scenes.image_key(im) for r in rows for im in r["images"] if r["scenario"] not in ("psv", "vist")}
+
+    train, test = suites["train"], suites["test"]
+    assert not keys(train) & keys(test)
+    assert not items(train) & items(test)
+    assert not images(train) & images(test)
+    for split, rows in suites.items():
+        assert all(scenes.split_of(kind, gt) == split for r in rows for kind, gt in r["items"])
+
+
+def test_rows_are_well_formed(suites):
+    for row in suites["train"] + suites["test"]:
+        n = len(row["images"])
+        assert row["prompt"].count(scenes.IMAGE_PLACEHOLDER) == n
+        assert len(row["caption"]) == n and row["caption"] == scenes.render_caption(row["images"])
+        assert row["prompt"].startswith(scenes.USER) and row["prompt"].endswith(scenes.ASSISTANT)
+        assert row["prompt"].count(scenes.TURN_END) == row["turn"] - 1
+        assert row["answer"].endswith(".") and (row["answer"][0].isupper() or row["answer"][0].isdigit())
+        for image in row["images"]:
+            assert image.size == (scenes.IMAGE_SIZE, scenes.IMAGE_SIZE) and image.mode == "RGB"
+        expected = {"psv": 5, "vist": 5, "iedit": 2, "magicbrush": 2, "spot": 2}.get(row["scenario"])
+        if expected is None:
+            expected = 0 if row["scenario"] in ("nq", "gsm8k") and row["turn"] == 1 else 1
+        assert n == expected, row["id"]
+    five = [r for r in suites["test"] if len(r["images"]) == 5]
+    assert {r["scenario"] for r in five} == {"psv", "vist"}
+
+
+def _number(text):
+    words = {w: i for i, w in enumerate(scenes.NUMBER_WORDS)}
+    return words.get(text, int(text) if text.isdigit() else None)
+
+
+def test_answers_follow_ground_truth(suites):
+    rows = suites["train"] + suites["test"]
+    for row in rows:
+        gt, ans = row["gt"], row["answer"]
+        if row["turn"] == 1 and row["scenario"] == "describe" and "scene" in gt:
+            m = re.match(r"There (?:are|is) (\w+) shapes?:", ans)
+            assert _number(m.group(1)) == len(gt["scene"]["shapes"])
+            for shape, color, pos in gt["scene"]["shapes"]:
+                assert f"{color} {shape}" in ans and scenes.AT[pos] in ans
+        if row["turn"] == 1 and row["scenario"] == "pope":
+            present = any((s, c) == (gt["shape"], gt["color"]) for s, c, _ in gt["scene"]["shapes"])
+            assert present == gt["yes"] == ans.startswith("Yes")
+        if row["turn"] == 1 and row["scenario"] == "mmvet" and gt.get("task") == "count":
+            m = re.match(r"There (?:are|is) (\w+) shapes? in the image\.", ans)
+            assert _number(m.group(1)) == len(gt["scene"]["shapes"])
+        if row["turn"] == 1 and row["scenario"] == "docvqa":
+            assert ans.endswith(gt["document"]["lines"][scenes.LINES.index(gt["line"])] + ".")
+        if row["scenario"] == "gsm8k":
+            assert ans.endswith(f"The answer is {gt['problem']['result']}.")
+        if row["turn"] == 1 and row["scenario"] in ("iedit", "magicbrush", "spot"):
+            before = {tuple(s) for s in gt["before"]["shapes"]}
+            after = {tuple(s) for s in gt["after"]["shapes"]}
+            kind = gt["edit"]["type"]
+            assert len(before ^ after) == {"recolor": 2, "move": 2, "add": 1, "remove": 1}[kind]
+            if row["scenario"] == "magicbrush":
+                assert kind in ("add", "remove")
+        if row["turn"] == 1 and row["scenario"] == "psv":
+            assert len(re.findall(r"\.", ans)) == 5 and ans.startswith("First,") and "Finally," in ans
+        if row["turn"] == 2 and row["scenario"] == "describe" and "total" in row["prompt"].rsplit("USER:", 1)[1]:
+            n = len(gt["first"]["scene"]["shapes"])
+            assert _number(re.search(r"(\w+) shapes? in total", ans).group(1)) == n
+
+
+def test_images_use_the_palette_and_captions_are_registered(suites):
+    from PIL import Image
+
+    for row in suites["test"][:60]:
+        for image in row["images"]:
+            idx = scenes.palette_indices(image)
+            assert idx.shape == (scenes.IMAGE_SIZE ** 2,) and idx.max() < len(scenes.PALETTE)
+            copy = Image.frombytes("RGB", image.size, image.tobytes())  # same pixels, no info dict
+            assert scenes.render_caption(copy) == scenes.render_caption(image)
+    with pytest.raises(KeyError):
+        scenes.render_caption(Image.new("RGB", (64, 64), (1, 2, 3)))
+
+
+def test_encode_prompt_expands_images(suites, tokenizer):
+    for row in suites["test"]:
+        n = len(row["images"])
+        ids = tl.encode_prompt(tokenizer, row["prompt"], n)
+        assert ids[0] == tokenizer.bos_token_id
+        assert int((ids == tl.IMAGE_TOKEN_ID).sum()) == n * scenes.PATCHES_PER_IMAGE
+        runs = "".join("x" if i == tl.IMAGE_TOKEN_ID else "." for i in ids.tolist())
+        assert re.findall("x+", runs) == ["x" * scenes.PATCHES_PER_IMAGE] * n
+        # the saved LlavaProcessor's tokenizer path gives the same ids (without <s>)
+        plain = tokenizer(tl.processor_text(row["prompt"]).replace(
+            tl.IMAGE_TOKEN_TEXT, tl.IMAGE_TOKEN_TEXT * scenes.PATCHES_PER_IMAGE), add_special_tokens=False)
+        assert plain["input_ids"] == ids[1:].tolist()
+        full, prompt_len = tl.encode_example(tokenizer, row["prompt"], row["answer"], n)
+        assert full[:prompt_len] == ids.tolist() and full[-1] == tokenizer.eos_token_id
+        assert tl.IMAGE_TOKEN_ID not in full[prompt_len:]
+    with pytest.raises(ValueError):
+        tl.encode_prompt(tokenizer, "USER: <image>\nHi ASSISTANT:", n_images=2)
+
+
+def test_pack_roundtrip_and_pixels_match_processor(suites):
+    rows = [r for r in suites["test"] if r["images"]][:8]
+    images = [im for r in rows for im in r["images"]]
+    import numpy as np
+
+    idx = torch.from_numpy(np.stack([scenes.palette_indices(im) for im in images]))
+    packed = tl.pack_images(idx)
+    assert packed.shape[1] == scenes.IMAGE_SIZE ** 2 // 2
+    data = {"images_zlib": tl.compress_images(packed), "n_images": len(images), "image_size": scenes.IMAGE_SIZE,
+            "palette": torch.tensor(list(scenes.PALETTE.values()), dtype=torch.uint8)}
+    assert torch.equal(tl.decompress_images(data), packed)
+    store = tl._Images(data, "cpu")
+    assert torch.equal(tl.unpack_images(packed).reshape(len(images), -1), idx)
+    pixels = store.pixels(torch.arange(len(images)))
+    assert torch.allclose(pixels, scenes.images_to_pixels(images), atol=1e-5)
+
+
+def test_train_step_saves_and_reloads(tmp_path, tokenizer):
+    from specdec.models import load
+
+    torch.set_num_threads(1)
+    data = tl.build_data(train_per_scenario=1, heldout_per_scenario=1, seed=0)
+    assert len(data["train"]["scenario"]) == len(scenes.SCENARIOS)
+    path = tmp_path / "data.pt"
+    torch.save(data, path)
+    data = torch.load(path)  # weights_only load, as on the GPU box
+    rows = tl.train_all(data, list(tl.TABED_ZOO), tmp_path / "models", device="cpu", steps=2, batch_size=2)
+    assert [r["model"] for r in rows] == ["tabed-target", "tabed-draft"]
+    assert all(r["steps"] == 2 and r["batch_size"] == 2 for r in rows)
+    assert {"loss", "loss_blank_images", "tokens"} <= set(rows[1]["heldout"]["in_distribution"])
+    assert rows[1]["text_parameters"] * 5 < rows[0]["text_parameters"]
+    model, processor = load(tmp_path / "models" / "tabed-draft", kind="llava")
+    assert model.dtype == torch.float32 and processor.image_token_id == tl.IMAGE_TOKEN_ID
+    assert model.config.image_token_id == tl.IMAGE_TOKEN_ID
+    row = scenes.scenario_suite("test", 1, seed=0, scenarios=[("iedit", 1)])[0]
+    ids = tl.encode_prompt(processor.tokenizer, row["prompt"], 2)
+    enc = processor(text=tl.processor_text(row["prompt"]), images=row["images"], return_tensors="pt")
+    assert enc["input_ids"][0].tolist() == ids[1:].tolist()
+    out = model.generate(input_ids=ids[None], attention_mask=torch.ones_like(ids)[None],
+                         pixel_values=enc["pixel_values"], max_new_tokens=4, do_sample=False)
+    assert out.shape[1] == len(ids) + 4 or out[0, -1] == processor.tokenizer.eos_token_id
+
+
+# ------------------------------------------------------------------------ the images must matter to the models
+# Regression tests for the image-blind tabed models (held-out loss with blank images == with the real ones): the
+# CLIP mean / std turned the white background into a large constant input, the vision features collapsed to a
+# constant in the first ~40 training steps and the text model learnt to ignore them.
+@pytest.fixture(scope="module")
+def image_data():
+    torch.set_num_threads(1)
+    return tl.build_data(train_per_scenario=8, heldout_per_scenario=2, seed=0, scenarios=[("describe", 1), ("mmvet", 1)])
+
+
+def _image_feature_spread(model, images, n):
+    """Std of the projected image features across images / their overall std (0: every image looks alike)."""
+    with torch.no_grad():
+        feats = torch.stack(list(model.get_image_features(pixel_values=images.pixels(torch.arange(n))).pooler_output))
+    return float(feats.std(0).mean() / feats.std())
+
+
+def test_background_normalises_to_zero(image_data, tokenizer):
+    from PIL import Image
+
+    white = Image.new("RGB", (scenes.IMAGE_SIZE, scenes.IMAGE_SIZE), scenes.PALETTE["white"])
+    assert torch.count_nonzero(scenes.images_to_pixels([white])) == 0
+    processor = tl.build_processor(tokenizer)  # what the saved models use at inference
+    assert processor.image_processor(images=[white], return_tensors="pt")["pixel_values"].abs().max() < 1e-6
+    store = tl._Images(image_data, "cpu")  # what training uses
+    assert torch.count_nonzero(store.pixels(torch.arange(2), blank=True)) == 0
+    # a data file whose saved processor normalises otherwise (e.g. built before the fix) is refused
+    files = dict(image_data["processor_files"])
+    files["processor_config.json"] = files["processor_config.json"].replace('"image_mean": [\n      1.0', '"image_mean": [\n      0.48')
+    with pytest.raises(ValueError, match="rebuild"):
+        tl._Images(dict(image_data, processor_files=files), "cpu")
+
+
+def test_images_reach_the_model_and_get_gradients(image_data):
+    from transformers import LlavaForConditionalGeneration
+
+    train, images = tl._Split(image_data["train"], "cpu"), tl._Images(image_data, "cpu")
+    rows = torch.arange(6)
+    batch = tl._batch(train, images, rows)  # as train_model builds it
+    n = int(train.n_images[rows].sum())
+    assert batch["pixel_values"].shape == (n, 3, scenes.IMAGE_SIZE, scenes.IMAGE_SIZE)
+    assert int((batch["input_ids"] == tl.IMAGE_TOKEN_ID).sum()) == n * tl.IMAGE_TOKENS
+    assert batch["pixel_values"].flatten(1).std(0).mean() > 0.1  # the images differ
+    blank = tl._batch(train, images, rows, blank=True)
+    for name in tl.TABED_ZOO:
+        torch.manual_seed(0)
+        model = LlavaForConditionalGeneration(tl.llava_config(name))
+        assert model.config.image_token_id == tl.IMAGE_TOKEN_ID
+        loss, _, mask = tl._token_losses(model, batch)
+        loss[mask].mean().backward()
+        for prefix in ("model.vision_tower.embeddings.patch_embedding", "model.vision_tower.encoder.layers.0.",
+                       f"model.vision_tower.encoder.layers.{tl.VISION['num_hidden_layers'] - 1}.",
+                       "model.multi_modal_projector"):
+            grads = [p.grad for k, p in model.named_parameters() if k.startswith(prefix)]
+            assert grads and all(g is not None for g in grads) and sum(float(g.norm()) for g in grads) > 0, prefix
+        model.eval()
+        with torch.no_grad():
+            real = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                         pixel_values=batch["pixel_values"]).logits
+            white = model(input_ids=blank["input_ids"], attention_mask=blank["attention_mask"],
+                          pixel_values=blank["pixel_values"]).logits
+        assert (real - white).abs().max() > 1e-2, name
+
+
+def test_training_keeps_image_features_apart(image_data):
+    # With the CLIP mean / std the spread fell from 0.30 to 0.003 in 20 steps (and the trained models ignored the
+    # images); with the white-is-zero normalisation it is ~0.17 after 20 steps and grows back as the model
+    # learns to read the images.
+    train, held, images = (tl._Split(image_data["train"], "cpu"), tl._Split(image_data["heldout"], "cpu"),
+                           tl._Images(image_data, "cpu"))
+    n = int(image_data["n_images"])
+    model, _ = tl.train_model("tabed-draft", image_data, steps=20, batch_size=8, splits=(train, held, images),
+                              log_every=1000)
+    assert _image_feature_spread(model, images, n) > 0.03
