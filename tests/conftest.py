@@ -1,7 +1,9 @@
 """Shared fixtures: small random Llama models (fast, any vocabulary size) and the shipped tiny zoo."""
 
+import numpy as np
 import pytest
 import torch
+from scipy.stats import chisquare
 from transformers import LlamaConfig, LlamaForCausalLM
 
 # The test models are tiny: one thread avoids thread start-up and oversubscription costs per call.
@@ -41,3 +43,18 @@ def zoo():
     draft_s, _ = load("tiny-draft-s")
     draft_xs, _ = load("tiny-draft-xs")
     return target, draft_s, draft_xs, tokenizer
+
+
+def chi2_pvalue(samples, probs) -> float:
+    """χ² goodness-of-fit p-value of token ``samples`` against ``probs [V]``; cells expecting ≤ 5 draws are
+    merged. A merged cell that expects (almost) nothing but was observed gives 0: an impossible token."""
+    observed = np.bincount(np.asarray(samples), minlength=len(probs))
+    expected = probs.double().cpu().numpy() * len(samples)
+    keep = expected > 5
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    if exp[-1] < 1e-9:
+        if obs[-1] > 0:
+            return 0.0
+        obs, exp = obs[:-1], exp[:-1]
+    return chisquare(obs, exp * obs.sum() / exp.sum()).pvalue

@@ -1,11 +1,9 @@
 """CoS and its baselines: lossless against the combined distribution r, and the APF bookkeeping."""
 
-import numpy as np
 import pytest
 import torch
-from scipy.stats import chisquare
 
-from conftest import random_llama
+from conftest import chi2_pvalue, random_llama
 from specdec import cos_bench
 from specdec.collab import Combination
 from specdec.cos import decode
@@ -36,17 +34,6 @@ def _r_first_two(models, combine, prompt):
     return r1, r2
 
 
-def _chi2_pvalue(samples, probs):
-    observed = np.bincount(samples, minlength=V)
-    expected = probs.double().numpy() * len(samples)
-    keep = expected > 5
-    obs = np.append(observed[keep], observed[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    if exp[-1] < 1e-9:
-        obs, exp = obs[:-1], exp[:-1]
-    return chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
-
-
 @pytest.mark.parametrize("method, n_models, kind, gamma", [
     ("naive", 2, "we", 2), ("cos", 2, "we", 1), ("cos", 2, "cd", 2), ("naive", 2, "cd", 1), ("cos", 3, "we", 1)])
 def test_stochastic_tokens_follow_r(sharp_trio, method, n_models, kind, gamma):
@@ -64,11 +51,11 @@ def test_stochastic_tokens_follow_r(sharp_trio, method, n_models, kind, gamma):
         firsts.append(res.output_ids[0])
         seconds.append(res.output_ids[1])
         swaps += res.role_swaps
-    assert _chi2_pvalue(firsts, r1) > 1e-3
-    assert _chi2_pvalue(seconds, r2) > 1e-3
+    assert chi2_pvalue(firsts, r1) > 1e-3
+    assert chi2_pvalue(seconds, r2) > 1e-3
     # Control: the same samples are far from what the largest model alone would give.
     p1 = torch.softmax(_next_logits(models, prompt)[1], -1)
-    assert _chi2_pvalue(firsts, p1) < 1e-3
+    assert chi2_pvalue(firsts, p1) < 1e-3
     if method == "naive":
         assert swaps == 0
     elif gamma == 1:

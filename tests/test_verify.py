@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import torch
-from scipy.stats import chisquare
 
+from conftest import chi2_pvalue
 from specdec import verify
 from specdec.sampling import SamplingConfig, logits_to_probs, sample
 
@@ -45,18 +45,6 @@ def _first_and_bonus(draft_probs, target_probs, trials, seed, rule=verify.stocha
     return np.array(first), np.array(bonus)
 
 
-def _chi2_pvalue(samples, probs):
-    vocab = len(probs)
-    observed = np.bincount(samples, minlength=vocab)
-    expected = probs.double().numpy() * len(samples)
-    keep = expected > 5  # merge rare cells so the χ² approximation holds
-    obs = np.append(observed[keep], observed[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    if exp[-1] == 0:
-        obs, exp = obs[:-1], exp[:-1]
-    return chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_stochastic_output_follows_target(seed):
     g = torch.Generator().manual_seed(100 + seed)
@@ -64,9 +52,9 @@ def test_stochastic_output_follows_target(seed):
     p = random_probs(gamma + 1, vocab, g)
     q = 0.6 * p[:gamma] + 0.4 * random_probs(gamma, vocab, g)  # a draft close to, not equal to, p
     first, bonus = _first_and_bonus(q, p, trials=6000, seed=seed)
-    assert _chi2_pvalue(first, p[0]) > 1e-3
+    assert chi2_pvalue(first, p[0]) > 1e-3
     assert len(bonus) > 300
-    assert _chi2_pvalue(bonus, p[gamma]) > 1e-3
+    assert chi2_pvalue(bonus, p[gamma]) > 1e-3
 
 
 def test_chi2_detects_a_wrong_rule():
@@ -78,7 +66,7 @@ def test_chi2_detects_a_wrong_rule():
     q = random_probs(2, 6, g)
     p = random_probs(3, 6, g)
     first, _ = _first_and_bonus(q, p, trials=6000, seed=0, rule=always_accept)
-    assert _chi2_pvalue(first, p[0]) < 1e-6
+    assert chi2_pvalue(first, p[0]) < 1e-6
 
 
 def test_stochastic_zero_draft_probability_and_empty_residual():
