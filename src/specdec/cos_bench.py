@@ -43,6 +43,14 @@ def call_costs(models, context: int = 64, repeats: int = 20) -> list[float]:
     return [bench.forward_latency(m, 1, context, 1, repeats=repeats) for m in models]
 
 
+def stored_call_costs(cost_store, set_name: str, models) -> list[float]:
+    """``call_costs(models)``, measured once per (set, device) and kept in ``cost_store`` (keys set, device)."""
+    device = bench.describe_device(next(models[0].parameters()).device)
+    cost_store.run([dict(set=set_name, device=device)], lambda set, device: _pad("cost", call_costs(models)))
+    row = cost_store.get(set=set_name, device=device)
+    return [float(row[f"cost_{i}"]) for i in range(len(models))]
+
+
 def make_combination(kind: str, n_models: int, lam: float = 0.5, mu: float = 0.1, temperature: float = 1.0):
     """The paper's settings: WE with ``λ`` (two models) or ``1/n`` each; CD with ``μ`` and ``T`` (0 = argmax)."""
     if kind == "we":
@@ -103,11 +111,7 @@ def main_grid(store, cost_store, *, profile: str, configs: list[dict], tasks, n_
     costs = {}
     for cfg in configs:
         models, tokenizer, kind = load_collab(profile, cfg["set"], device=device)
-        dev = bench.describe_device(next(models[0].parameters()).device)
-        cost_store.run([dict(set=cfg["set"], device=dev)],
-                       lambda set, device: _pad("cost", call_costs(models)))
-        row = cost_store.get(set=cfg["set"], device=dev)
-        costs[cfg["set"]] = [float(row[f"cost_{i}"]) for i in range(len(models))]
+        costs[cfg["set"]] = stored_call_costs(cost_store, cfg["set"], models)
         for task in tasks:
             rows = (task_rows or {}).get(task) or cos_tasks.load_task(task, n_prompts, profile=profile)
             run_task(store, models=models, tokenizer=tokenizer, rows=rows, set_name=cfg["set"], task=task,
