@@ -38,10 +38,15 @@ class CachedLM:
         return self.model.get_output_embeddings().weight.shape[0]
 
     @torch.no_grad()
-    def prefill(self, prompt_rows: list[torch.Tensor], **model_inputs) -> None:
+    def prefill(self, prompt_rows: list[torch.Tensor], row_features=None, **model_inputs) -> None:
         """Start a new sequence. ``prompt_rows``: ``m`` LongTensors ``[L_i]`` (``L_i >= 1``).
 
         ``model_inputs`` (e.g. ``pixel_values``) go to the prefill call only.
+        ``row_features``: for LLaVA-style models whose rows carry *different* visual inputs (TABED's
+        multimodal / pooled drafting rows), ``m`` tensors ``[n_i, D]`` (or ``None``) of already projected
+        visual embeddings; row ``i``'s ``n_i`` image-token positions (``config.image_token_id``) get them in
+        order and the prefill runs on ``inputs_embeds``. The image tokens must sit before the row's last
+        token (which is fed later as an ordinary id).
         """
         from transformers import DynamicCache
 
@@ -62,6 +67,8 @@ class CachedLM:
         self.cache = DynamicCache(config=self.model.config)
         self.tokens_fed = 0
         self.calls = 0
+        if row_features is not None:
+            model_inputs["inputs_embeds"] = embed_rows(self.model, ids[:, :-1].to(self.device), row_features)
         if width > 1:
             self._forward(ids[:, :-1].to(self.device), positions_from=0, **model_inputs)
             self.tokens_fed += sum(lengths) - self.m
@@ -118,7 +125,9 @@ class CachedLM:
     def _forward(self, ids: torch.Tensor, positions_from: int, **model_inputs) -> torch.Tensor:
         k = ids.shape[1]
         self.calls += 1
-        kwargs = dict(input_ids=ids, past_key_values=self.cache, use_cache=True, **model_inputs)
+        kwargs = dict(past_key_values=self.cache, use_cache=True, **model_inputs)
+        if "inputs_embeds" not in kwargs:
+            kwargs["input_ids"] = ids
         if self.padded:
             # Left padding: every row counts its positions from its own first real token.
             total = positions_from + k
@@ -129,3 +138,22 @@ class CachedLM:
             kwargs["position_ids"] = torch.arange(positions_from, total, device=self.device)[None, :] - pad
         out = self.model(**kwargs)
         return out.logits.float()
+
+
+def embed_rows(model, ids: torch.Tensor, row_features) -> torch.Tensor:
+    """``inputs_embeds [m, W, D]`` for padded ``ids [m, W]``: token embeddings, with row ``i``'s image-token
+    positions replaced by ``row_features[i]`` (``[n_i, D]`` or ``None`` when the row has no image tokens)."""
+    image_token = model.config.image_token_id
+    embeds = model.get_input_embeddings()(ids).clone()
+    if len(row_features) != ids.shape[0]:
+        raise ValueError(f"got visual features for {len(row_features)} rows, the batch has {ids.shape[0]}")
+    for i, features in enumerate(row_features):
+        slots = ids[i] == image_token
+        n_slots, n_features = int(slots.sum()), 0 if features is None else features.shape[0]
+        if n_slots != n_features:
+            raise ValueError(f"drafting row {i} has {n_slots} image tokens before its last token but "
+                             f"{n_features} visual embeddings; every <image> needs its features (and the "
+                             f"prompt must not end in an image token)")
+        if n_slots:
+            embeds[i, slots] = features.to(embeds.dtype)
+    return embeds

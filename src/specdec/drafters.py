@@ -24,15 +24,17 @@ from specdec.sampling import SamplingConfig, logits_to_probs, sample
 class ModelDrafter:
     """Draft with a causal LM (the draft model) from ``m`` drafting inputs that share its weights.
 
-    make_rows: ``prompt_ids -> list of m LongTensor rows`` (default: the prompt itself, ``m = 1``);
-        TABED-style drafters build several prompt variants here. The rows are left-padded into one batch.
+    make_rows: ``(prompt_ids, **model_inputs) -> list of m LongTensor rows`` (default: the prompt itself,
+        ``m = 1``), or ``(rows, row_features)`` when the rows carry their own visual embeddings (see
+        ``CachedLM.prefill``; the model inputs are then consumed by ``make_rows``). TABED-style drafters build
+        several prompt variants here (``specdec.tabed.DraftingRows``). Rows are left-padded into one batch.
     weights: mixture weights over the ``m`` rows (``q = Σ_k w_k q_k``), non-negative, summing to one;
         default uniform. ``set_weights`` may change them between blocks (test-time adaptation).
     """
 
     def __init__(self, model, make_rows: Callable | None = None, weights=None):
         self.lm = CachedLM(model)
-        self.make_rows = make_rows or (lambda prompt_ids: [prompt_ids])
+        self.make_rows = make_rows or (lambda prompt_ids, **_: [prompt_ids])
         self.weights = None if weights is None else _check_weights(weights)
         self.last_row_probs = None  # [γ, m, V] distributions of each row for the last block (for adaptation)
 
@@ -56,10 +58,15 @@ class ModelDrafter:
         self.weights = _check_weights(weights)
 
     def prefill(self, prompt_ids: torch.Tensor, **model_inputs) -> None:
-        rows = self.make_rows(prompt_ids)
+        made = self.make_rows(prompt_ids, **model_inputs) if model_inputs else self.make_rows(prompt_ids)
+        rows, row_features = made if isinstance(made, tuple) else (made, None)
         if self.weights is not None and len(self.weights) != len(rows):
-            raise ValueError(f"got {len(self.weights)} mixture weights for {len(rows)} drafting inputs")
-        self.lm.prefill(rows, **model_inputs)
+            raise ValueError(f"got {len(self.weights)} mixture weights for {len(rows)} drafting inputs; "
+                             f"pass one weight per drafting method")
+        if row_features is not None:
+            self.lm.prefill(rows, row_features=row_features)
+        else:
+            self.lm.prefill(rows, **model_inputs)
 
     @torch.no_grad()
     def propose(self, generated: list[int], gamma: int, sampling: SamplingConfig,

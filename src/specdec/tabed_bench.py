@@ -1,0 +1,306 @@
+"""TABED benchmarks: drafting methods x scenarios x turns, tables beside the paper's, and the findings T1-T5.
+
+``run(store, ...)`` decodes every suite row with every method (greedy, γ = 5, as in the paper) on one
+LLaVA target / draft pair and stores one tidy row per (method, settings, request): block efficiency τ
+(new tokens per target call, bonus token included), acceptance rate, whether the output equals the
+target's own greedy output (it must: ``lossless``) and the per-block weights of adaptive ensembles.
+``block_table`` averages τ per scenario and turn in the layout of the paper's Tables 1 / 10-14;
+``paper_table`` reads the paper's numbers (``tabed_block_efficiency.csv``); ``verdicts`` decides T1-T5.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pandas as pd
+import torch
+
+from specdec import results, scenes, tabed
+from specdec.engine import autoregressive, generate
+
+GROUP = {"describe": "benchmark", "docvqa": "benchmark", "pope": "benchmark", "mmvet": "benchmark",
+         "iedit": "benchmark", "magicbrush": "benchmark", "spot": "benchmark", "psv": "ood", "vist": "ood",
+         "nq": "nlp", "gsm8k": "nlp"}
+TABLE1 = ["M", "T", "MT", "MT*"]
+ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
+KEY = ["method", "gamma", "window", "criterion", "captioner", "row"]
+PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
+# Paper datasets (App. J), for the paper profile; loading them needs the Hugging Face cache.
+PAPER_DATASETS = {"describe": "lmms-lab/llava-bench-in-the-wild", "docvqa": "lmms-lab/DocVQA",
+                  "pope": "lmms-lab/POPE", "mmvet": "lmms-lab/MMVet", "iedit": "lmms-lab/IEdit (LLaVA-Interleave)",
+                  "magicbrush": "lmms-lab/MagicBrush (LLaVA-Interleave)",
+                  "spot": "lmms-lab/Spot-the-Diff (LLaVA-Interleave)", "psv": "PororoSV (LLaVA-Interleave)",
+                  "vist": "VIST (LLaVA-Interleave)", "nq": "nq_open", "gsm8k": "gsm8k"}
+
+
+# ------------------------------------------------------------------------------------------------- models, data
+def load_pair(profile: str = "tiny", device: str = "cpu"):
+    """``(target, draft, processor)``: tiny ``tabed-target`` / ``tabed-draft``; paper: the ``llava-7b`` pair."""
+    from specdec import models
+
+    if profile == "tiny":
+        target_name, draft_name = "tabed-target", "tabed-draft"
+    else:
+        pair = models.load_profile(profile)["pairs"]["llava-7b"]
+        target_name, draft_name = pair["target"], pair["draft"]
+    dtype = None if profile == "tiny" else torch.float16
+    target, processor = models.load(target_name, kind="llava", device=device, dtype=dtype)
+    draft, _ = models.load(draft_name, kind="llava", device=device, dtype=dtype, with_tokenizer=False)
+    return target, draft, processor
+
+
+def load_suite(profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, scenarios=None) -> list[dict]:
+    """Requests ``{"id", "scenario", "turn", "prompt", "images", ...}``: the synthetic suite (tiny) or the paper's
+    datasets (paper profile; raises ``DatasetNotAvailableError`` naming the ids when they are not cached)."""
+    if profile == "tiny":
+        return scenes.scenario_suite("test", n_per_scenario, seed=seed, scenarios=scenarios)
+    from specdec.cos_tasks import DatasetNotAvailableError
+
+    wanted = sorted({s for s, _ in scenes.SCENARIOS} if scenarios is None else
+                    {x if isinstance(x, str) else x[0] for x in scenarios})
+    raise DatasetNotAvailableError(
+        "the TABED paper profile evaluates on " + ", ".join(f"{s}: {PAPER_DATASETS[s]}" for s in wanted) +
+        ". This project does not download at run time and ships no loader for them yet: prepare rows with "
+        "the fields of scenes.scenario_suite (prompt with one <image> per image in the App. I chat format, "
+        "PIL images) on a machine that has the datasets, and pass them to tabed_bench.run(rows=...).")
+
+
+def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
+    """``(prompt_ids [L], pixel inputs)`` of one request through the model's processor.
+
+    ``<image>`` placeholders must match the images one to one (else a ``ValueError`` naming the fix); images
+    may be PIL images, paths or bytes (``tabed.load_images``). ``<s>`` is put in front if the processor does
+    not add it.
+    """
+    images = tabed.load_images(images or [])
+    n_placeholders = prompt.count(scenes.IMAGE_PLACEHOLDER)
+    if n_placeholders != len(images):
+        raise ValueError(f"the prompt has {n_placeholders} {scenes.IMAGE_PLACEHOLDER} placeholders but "
+                         f"{len(images)} images were given: put one {scenes.IMAGE_PLACEHOLDER} in the prompt per image")
+    tokenizer = processor.tokenizer
+    image_token = getattr(processor, "image_token", scenes.IMAGE_PLACEHOLDER)
+    text = prompt.replace(scenes.IMAGE_PLACEHOLDER, image_token)
+    if images:
+        out = processor(text=text, images=images, return_tensors="pt")
+        inputs = {"pixel_values": out["pixel_values"]}
+    else:
+        out = processor.tokenizer(text, return_tensors="pt")
+        inputs = {}
+    ids = out["input_ids"][0]
+    if tokenizer.bos_token_id is not None and (len(ids) == 0 or int(ids[0]) != tokenizer.bos_token_id):
+        ids = torch.cat([torch.tensor([tokenizer.bos_token_id]), ids])
+    return ids, inputs
+
+
+def make_captioner(kind: str, draft, processor):
+    """``"draft"`` (the draft LLaVA describes each image; memoised per image, since every caption method of a
+    request asks for the same captions) or ``"oracle"`` (the generator's ground-truth captions, tiny only)."""
+    if kind == "oracle":
+        return scenes.render_caption
+    if kind != "draft":
+        raise ValueError(f"captioner must be 'draft' or 'oracle', got {kind!r}")
+    to_pixels = lambda images: processor.image_processor(images, return_tensors="pt")["pixel_values"]  # noqa: E731
+    caption_one = tabed.draft_captioner(draft, processor.tokenizer, to_pixels)
+
+    @functools.lru_cache(maxsize=4096)
+    def cached(key: str, index: int) -> str:
+        return caption_one(_images[key][index:index + 1])[0]
+
+    _images: dict = {}
+
+    def caption(images) -> list[str]:
+        key = "|".join(scenes.image_key(im) for im in images) if not torch.is_tensor(images) else str(id(images))
+        _images[key] = to_pixels(images) if not torch.is_tensor(images) else images
+        return [cached(key, k) for k in range(len(images))]
+
+    return caption
+
+
+# ------------------------------------------------------------------------------------------------- running
+def run(store, target, draft, processor, rows, methods, *, gamma: int = 5, max_new_tokens: int = 128,
+        window: int | None = None, criterion: str = "kl", captioner: str = "draft", desc: str = "") -> None:
+    """Decode every request of ``rows`` with every method; one stored row per (method, settings, request).
+
+    The target's plain greedy output of each request is computed once (stored as method ``AR``) and every
+    speculative output is compared with it (column ``lossless``). ``window`` (h, ``None`` = ALL) and
+    ``criterion`` configure the adaptive ensembles (``criterion`` of MTCP* is its divergence, "kl" or "tvd").
+    """
+    torch.set_num_threads(1) if target.device.type == "cpu" else None
+    tokenizer = processor.tokenizer
+    eos = tokenizer.eos_token_id
+    requests = {r["id"]: r for r in rows}
+    encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in requests.items()}
+    caption = make_captioner(captioner, draft, processor) if any("C" in tabed.ENSEMBLES[m] for m in methods) else None
+    w_key = "ALL" if window is None else window
+
+    def reference(rid):
+        key = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", row=rid)
+        if not store.done(**key):
+            ids, inputs = encoded[rid]
+            res = autoregressive(target, ids, max_new_tokens=max_new_tokens, eos_token_id=eos, target_inputs=inputs)
+            store.append([{**key, **_row(requests[rid], res, res.output_ids), "weights": ""}])
+        return json.loads(store.get(**key)["output"])
+
+    def compute(method, gamma, window, criterion, captioner, row):
+        ids, inputs = encoded[row]
+        request = requests[row]
+        options = {}
+        if method.endswith("*"):
+            options["window"] = None if window == "ALL" else int(window)
+        if method == "MTCP*":
+            options["divergence"] = criterion
+        elif method == "MT*":
+            options["criterion"] = criterion
+        drafter = tabed.make_drafter(draft, method, tokenizer, captioner=caption, **options)
+        draft_inputs = {**inputs, "images": request["images"]} if inputs else {}
+        res = generate(target, ids, drafter, gamma=gamma, max_new_tokens=max_new_tokens, eos_token_id=eos,
+                       target_inputs=inputs, draft_inputs=draft_inputs)
+        out = _row(request, res, reference(row))
+        out["weights"] = json.dumps([[round(w, 3) for w in ws] for ws in getattr(drafter, "weight_log", [])])
+        out["active"] = "".join(drafter.make_rows.active)
+        return out
+
+    keys = [dict(method=m, gamma=gamma, window=w_key if m.endswith("*") else "-",
+                 criterion=criterion if m.endswith("*") else "-",
+                 captioner=captioner if "C" in tabed.ENSEMBLES[m] else "-", row=rid)
+            for rid in requests for m in methods]
+    store.run(keys, compute, desc=desc or "tabed")
+
+
+def _row(request: dict, res, reference_ids) -> dict:
+    return dict(scenario=request["scenario"], turn=request["turn"], group=GROUP[request["scenario"]],
+                n_images=len(request["images"]), new_tokens=res.new_tokens, target_calls=res.target_calls,
+                block_efficiency=res.block_efficiency, acceptance_rate=res.acceptance_rate,
+                lossless=res.output_ids == list(reference_ids), seconds=res.total_time,
+                output=json.dumps(res.output_ids), active="")
+
+
+def store(profile: str, table: str = "tabed_runs"):
+    return results.ResultStore(profile, table, KEY)
+
+
+# ------------------------------------------------------------------------------------------------- tables
+def runs(frame: pd.DataFrame, *, gamma: int = 5, window="ALL", criterion: str = "kl", captioner: str = "draft"):
+    """The rows of one setting (non-adaptive methods ignore window / criterion, non-caption ones the captioner)."""
+    frame = frame[frame.method != "AR"]
+    adaptive = frame.method.str.endswith("*")
+    caption = frame.method.str.contains("C")
+    keep = (frame.gamma.astype(int) == gamma)
+    keep &= ~adaptive | ((frame.window.astype(str) == str(window)) & (frame.criterion == criterion))
+    keep &= ~caption | (frame.captioner == captioner)
+    return frame[keep]
+
+
+def block_table(frame: pd.DataFrame, methods) -> pd.DataFrame:
+    """Mean τ per (turn, dataset) x method, with the paper's dataset names and an ``Avg.`` of the benchmark
+    datasets per turn (as in the paper's Table 10)."""
+    frame = frame[frame.method.isin(methods)].copy()
+    frame["dataset"] = frame.scenario.map(scenes.PAPER_NAME)
+    table = frame.pivot_table(index=["turn", "group", "dataset"], columns="method", values="block_efficiency",
+                              aggfunc="mean")[list(methods)]
+    averages = []
+    for turn in sorted(frame.turn.unique()):
+        bench = table.loc[(turn, "benchmark")] if (turn, "benchmark") in table.index.droplevel(2) else None
+        if bench is not None:
+            averages.append(pd.DataFrame([bench.mean()], index=pd.MultiIndex.from_tuples([(turn, "benchmark", "Avg.")])))
+    table = pd.concat([table, *averages]).sort_index(level=[0, 1], sort_remaining=False)
+    order = {name: i for i, name in enumerate(list(scenes.PAPER_NAME.values()) + ["Avg."])}
+    return table.iloc[sorted(range(len(table)), key=lambda i: (table.index[i][0], table.index[i][1] != "benchmark",
+                                                              order[table.index[i][2]]))]
+
+
+def paper_table(methods, **setting) -> pd.DataFrame:
+    """The paper's block efficiencies (Table 10 by default: LLaVA-1.5 68M draft, LLaVA-1.5 7B target) in the
+    layout of ``block_table``."""
+    paper = results.paper_numbers("tabed_block_efficiency")
+    setting = {**PAPER_SETTING, **setting}
+    for k, v in setting.items():
+        paper = paper[paper[k] == v]
+    paper = paper[paper.method.isin(methods)].copy()
+    paper["turn"] = paper.turn.map({"first": 1, "second": 2})
+    paper["group"] = paper.dataset_group
+    paper["block_efficiency"] = paper.block_efficiency.astype(float)
+    table = paper.pivot_table(index=["turn", "group", "dataset"], columns="method", values="block_efficiency")
+    return table[list(methods)]
+
+
+def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """One column pair per method: ``ours`` and ``paper``."""
+    both = pd.concat({"ours": ours, "paper": paper.reindex(ours.index)}, axis=1)
+    return both.swaplevel(0, 1, axis=1)[[(m, s) for m in ours.columns for s in ("ours", "paper")]].round(2)
+
+
+def group_means(frame: pd.DataFrame, methods) -> pd.DataFrame:
+    """Mean τ per method over the groups of the paper's Table 2: benchmark first / second turn, OOD, NLP."""
+    frame = frame[frame.method.isin(methods)]
+    label = frame.group.where(frame.group != "benchmark", "benchmark t" + frame.turn.astype(str))
+    label = label.where(frame.group != "nlp", "nlp")
+    return frame.assign(where=label).pivot_table(index="method", columns="where", values="block_efficiency",
+                                                 aggfunc="mean").reindex(methods)
+
+
+# ------------------------------------------------------------------------------------------------- findings
+def _cells(table: pd.DataFrame) -> pd.DataFrame:
+    return table[[d != "Avg." for d in table.index.get_level_values(2)]]
+
+
+def rank_counts(table: pd.DataFrame, method: str, tol: float = 0.0) -> tuple[int, int]:
+    """``(cells where method is best or second best, cells)``: at most one method strictly better (by > tol)."""
+    cells = _cells(table)
+    better = (cells.sub(cells[method], axis=0) > tol).sum(axis=1)
+    return int((better <= 1).sum()), len(cells)
+
+
+def verdict_t1(table: pd.DataFrame) -> str:
+    cells = _cells(table)
+    m_wins = cells.index[cells.M > cells["T"]].tolist()
+    t_wins = cells.index[cells["T"] > cells.M].tolist()
+    names = lambda idx: ", ".join(f"{d} t{t}" for t, _, d in idx) or "none"  # noqa: E731
+    first = cells.loc[[i for i in cells.index if i[0] == 1 and i[1] == "benchmark"]]
+    later = cells.loc[[i for i in cells.index if i[0] == 2 or i[1] == "ood"]]
+    m_first = (first.M - first["T"]).mean()
+    t_later = (later["T"] - later.M).mean()
+    holds = bool(m_wins) and bool(t_wins)
+    head = "**T1 holds**" if holds else "**T1 does not hold**"
+    return (f"{head}: M beats T in {len(m_wins)} cells, T beats M in {len(t_wins)} of {len(cells)} "
+            f"(T ahead: {names(t_wins)}). On first-turn image benchmarks M leads T by {m_first:+.2f} τ on average "
+            f"({'as in' if m_first > 0 else 'unlike'} the paper); on second turns and OOD T leads M by {t_later:+.2f} "
+            f"({'as in' if t_later > 0 else 'unlike'} the paper).")
+
+
+def verdict_t2(table: pd.DataFrame) -> str:
+    top2, n = rank_counts(table, "MT*")
+    head = "**T2 holds**" if top2 == n else ("**T2 mostly holds**" if top2 >= 0.8 * n else "**T2 does not hold**")
+    return f"{head}: MT* is best or second best among {list(table.columns)} in {top2} of {n} scenario cells."
+
+
+def verdict_t3(frame: pd.DataFrame, margin: float = 0.05) -> str:
+    ood = frame[(frame.group == "ood") & frame.method.isin(["MT", "MT*"])]
+    means = ood.groupby("method").block_efficiency.mean()
+    diff = means["MT*"] - means["MT"]
+    head = "**T3 holds**" if diff > margin else "**T3 does not hold**"
+    return (f"{head}: on the five-image OOD stories MT* averages τ = {means['MT*']:.2f} vs MT {means['MT']:.2f} "
+            f"({diff:+.2f}; 'well above' is taken as > {margin}).")
+
+
+def verdict_t4(groups: pd.DataFrame) -> str:
+    best = groups.idxmax(axis=0)
+    wins = [g for g in groups.columns if best[g] == "MTCP*"]
+    overall = groups.mean(axis=1)
+    head = "**T4 holds**" if overall.idxmax() == "MTCP*" and len(wins) == len(groups.columns) else (
+        "**T4 partly holds**" if overall.idxmax() == "MTCP*" or wins else "**T4 does not hold**")
+    return (f"{head}: MTCP* has the highest mean τ in {len(wins)} of {len(groups.columns)} groups "
+            f"({', '.join(wins) or 'none'}); over the groups the best method is {overall.idxmax()} "
+            f"({overall.max():.2f}; MTCP* {overall['MTCP*']:.2f}).")
+
+
+def verdict_t5(by_window: pd.DataFrame, tolerance: float = 0.03) -> str:
+    """``by_window``: mean τ, rows = groups, columns = h."""
+    spread = (by_window.max(axis=1) - by_window.min(axis=1)) / by_window.mean(axis=1)
+    winners = by_window.idxmax(axis=1)
+    clear = spread.max() > tolerance and winners.nunique() == 1
+    head = "**T5 does not hold**" if clear else "**T5 holds**"
+    return (f"{head}: the best window differs by group ({', '.join(f'{g}: h={w}' for g, w in winners.items())}) and "
+            f"τ varies by at most {100 * spread.max():.1f}% across h within a group "
+            f"({'one h wins everywhere by a clear margin' if clear else 'no clear winner'}).")
