@@ -250,3 +250,30 @@ def load_images(images) -> list:
             raise ValueError(f"image {k} cannot be decoded ({type(err).__name__}: {err}); pass a PIL image, "
                              "the path of a PNG/JPEG file or its bytes") from None
     return out
+
+
+def hf_captioner(model_id: str = "Salesforce/blip-image-captioning-base", device: str = "cpu",
+                 max_new_tokens: int = 30) -> Callable:
+    """A BLIP captioner from the local Hugging Face cache (the paper's alternative to Florence-2, App. D):
+    ``images (PIL) -> captions``. Raises ``models.ModelNotAvailableError`` naming the download command when
+    the weights are not cached (this project never downloads at run time)."""
+    from transformers import AutoProcessor, BlipForConditionalGeneration
+
+    from specdec.models import ModelNotAvailableError, resolve
+
+    source = resolve(model_id)
+    try:
+        processor = AutoProcessor.from_pretrained(source, local_files_only=True)
+        model = BlipForConditionalGeneration.from_pretrained(source, local_files_only=True).to(device).eval()
+    except OSError:
+        raise ModelNotAvailableError(f"captioner {model_id!r} is not in the local Hugging Face cache; on a machine "
+                                     f"with internet run `hf download {model_id}` and copy the cache here, or use "
+                                     "captioner='draft'") from None
+
+    @torch.no_grad()
+    def caption(images) -> list[str]:
+        inputs = processor(images=list(images), return_tensors="pt").to(device)
+        out = model.generate(**inputs, max_new_tokens=max_new_tokens)
+        return [text.strip() for text in processor.batch_decode(out, skip_special_tokens=True)]
+
+    return caption

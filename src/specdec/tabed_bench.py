@@ -95,11 +95,14 @@ def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
 
 def make_captioner(kind: str, draft, processor):
     """``"draft"`` (the draft LLaVA describes each image; memoised per image, since every caption method of a
-    request asks for the same captions) or ``"oracle"`` (the generator's ground-truth captions, tiny only)."""
+    request asks for the same captions), ``"oracle"`` (the generator's ground-truth captions, tiny only) or
+    ``"blip"`` (``tabed.hf_captioner``: BLIP from the local Hugging Face cache, paper profile)."""
     if kind == "oracle":
         return scenes.render_caption
+    if kind == "blip":
+        return tabed.hf_captioner(device=str(draft.device))
     if kind != "draft":
-        raise ValueError(f"captioner must be 'draft' or 'oracle', got {kind!r}")
+        raise ValueError(f"captioner must be 'draft', 'oracle' or 'blip', got {kind!r}")
     to_pixels = lambda images: processor.image_processor(images, return_tensors="pt")["pixel_values"]  # noqa: E731
     caption_one = tabed.draft_captioner(draft, processor.tokenizer, to_pixels)
 
@@ -173,7 +176,7 @@ def _row(request: dict, res, reference_ids) -> dict:
                 n_images=len(request["images"]), new_tokens=res.new_tokens, target_calls=res.target_calls,
                 block_efficiency=res.block_efficiency, acceptance_rate=res.acceptance_rate,
                 lossless=res.output_ids == list(reference_ids), seconds=res.total_time,
-                output=json.dumps(res.output_ids), active="")
+                accepted=json.dumps(res.accepted_per_block), output=json.dumps(res.output_ids), active="")
 
 
 def store(profile: str, table: str = "tabed_runs"):
@@ -223,6 +226,29 @@ def paper_table(methods, **setting) -> pd.DataFrame:
     paper["block_efficiency"] = paper.block_efficiency.astype(float)
     table = paper.pivot_table(index=["turn", "group", "dataset"], columns="method", values="block_efficiency")
     return table[list(methods)]
+
+
+def paper_group_table(methods, **setting) -> pd.DataFrame:
+    """The paper's group means in the layout of ``group_means`` (Table 2 = the Table 10 averages: benchmark
+    ``Avg.`` per turn, OOD = mean of PSV and VIST, NLP = mean of NQ and GSM8K)."""
+    paper = paper_table(methods, **setting)
+    out = {}
+    for turn in (1, 2):
+        if (turn, "benchmark", "Avg.") in paper.index:
+            out[f"benchmark t{turn}"] = paper.loc[(turn, "benchmark", "Avg.")]
+    for group in ("nlp", "ood"):
+        rows = [i for i in paper.index if i[1] == group]
+        if rows:
+            out[group] = paper.loc[rows].mean()
+    return pd.DataFrame(out).reindex(methods)
+
+
+def paper_window_table(**setting) -> pd.DataFrame:
+    """The paper's Table 3 (MT*, first turn): τ per dataset (rows) and window h (columns)."""
+    paper = results.paper_numbers("tabed_table3_window")
+    paper = paper[paper.draft_size == setting.get("draft_size", PAPER_SETTING["draft_size"])]
+    paper = paper.assign(block_efficiency=paper.block_efficiency.astype(float))
+    return paper.pivot_table(index="dataset", columns="h", values="block_efficiency")
 
 
 def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
@@ -304,3 +330,42 @@ def verdict_t5(by_window: pd.DataFrame, tolerance: float = 0.03) -> str:
     return (f"{head}: the best window differs by group ({', '.join(f'{g}: h={w}' for g, w in winners.items())}) and "
             f"τ varies by at most {100 * spread.max():.1f}% across h within a group "
             f"({'one h wins everywhere by a clear margin' if clear else 'no clear winner'}).")
+
+
+def spread_line(table: pd.DataFrame, what: str) -> str:
+    """One sentence on a settings table (rows: groups, columns: the settings compared): the best setting per
+    group and how far apart the settings are."""
+    spread = (table.max(axis=1) - table.min(axis=1)) / table.mean(axis=1)
+    best = table.idxmax(axis=1)
+    return (f"{what}: best per group " + ", ".join(f"{g}: {b}" for g, b in best.items()) +
+            f"; settings differ by at most {100 * spread.max():.1f}% of τ within a group.")
+
+
+# ------------------------------------------------------------------------------------------------- weights
+def weight_series(run_row) -> tuple[list[float], list[bool]]:
+    """Per generated token of one stored run: the weight of the multimodal row ``w_M / (w_M + w_T)`` in force
+    when it was drafted, and whether it was an accepted draft token (else the target's correction / bonus).
+
+    Static methods: M → 1, T → 0, MT → 0.5; adaptive ones read the per-block weights they logged."""
+    accepted = json.loads(run_row["accepted"])
+    logged = json.loads(run_row["weights"]) if isinstance(run_row["weights"], str) and run_row["weights"] else []
+    fixed = {"M": 1.0, "T": 0.0}.get(run_row["method"], 0.5)
+    n_tokens = int(run_row["new_tokens"])
+    weights, from_draft = [], []
+    for b, n_acc in enumerate(accepted):
+        w = logged[b][0] / (logged[b][0] + logged[b][1]) if b < len(logged) else fixed
+        weights += [w] * (n_acc + 1)
+        from_draft += [True] * n_acc + [False]
+    while len(weights) < n_tokens:  # the last call may have had no room for a draft (max_new_tokens)
+        weights.append(weights[-1] if weights else fixed)
+        from_draft.append(False)
+    return weights[:n_tokens], from_draft[:n_tokens]
+
+
+def mean_weight_table(frame: pd.DataFrame, method: str = "MT*") -> pd.DataFrame:
+    """Mean weight of the multimodal row over the blocks of ``method``'s runs, per scenario group and turn."""
+    frame = frame[frame.method == method]
+    means = [sum(w[0] for w in json.loads(ws)) / len(json.loads(ws)) for ws in frame.weights]
+    label = frame.group.where(frame.group != "benchmark", "benchmark t" + frame.turn.astype(str))
+    label = label.where(frame.group != "nlp", "nlp t" + frame.turn.astype(str))
+    return frame.assign(w_M=means, where=label).groupby("where").w_M.agg(["mean", "min", "max", "count"])

@@ -1,0 +1,90 @@
+"""TABED tables and findings on hand-built result frames (no model runs)."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from specdec import tabed_bench as tb
+
+
+def _frame(taus: dict) -> pd.DataFrame:
+    """taus: {(scenario, turn): {method: τ}} -> stored-run rows (one request per cell)."""
+    rows = []
+    for (scenario, turn), by_method in taus.items():
+        for method, tau in by_method.items():
+            rows.append(dict(method=method, gamma=5, window="ALL" if method.endswith("*") else "-",
+                             criterion="kl" if method.endswith("*") else "-",
+                             captioner="draft" if "C" in method else "-", row=f"{scenario}-{turn}",
+                             scenario=scenario, turn=turn, group=tb.GROUP[scenario], block_efficiency=tau))
+    return pd.DataFrame(rows)
+
+
+CELLS = {("describe", 1): dict(M=3.0, T=2.0, MT=2.5, **{"MT*": 2.9}),
+         ("pope", 1): dict(M=2.0, T=2.2, MT=2.1, **{"MT*": 2.15}),
+         ("psv", 1): dict(M=1.2, T=2.0, MT=1.6, **{"MT*": 1.9}),
+         ("describe", 2): dict(M=2.0, T=2.4, MT=2.1, **{"MT*": 1.0})}
+
+
+def test_block_table_averages_the_benchmark_cells_per_turn():
+    table = tb.block_table(_frame(CELLS), tb.TABLE1)
+    assert table.loc[(1, "benchmark", "Avg."), "M"] == pytest.approx(2.5)
+    assert table.loc[(1, "ood", "PSV"), "T"] == pytest.approx(2.0)
+    assert list(table.index.get_level_values(2)[:3]) == ["LLaVA-W", "POPE", "Avg."]
+
+
+def test_rank_counts_and_t2_count_second_place_and_name_failures():
+    table = tb.block_table(_frame(CELLS), tb.TABLE1)
+    assert tb.rank_counts(table, "MT*") == (3, 4)  # last on describe t2
+    assert tb.verdict_t2(table).startswith("**T2 does not hold**")  # 3 of 4 < 80 %
+
+
+def test_t1_needs_both_methods_to_win_somewhere():
+    table = tb.block_table(_frame(CELLS), tb.TABLE1)
+    assert tb.verdict_t1(table).startswith("**T1 holds**")
+    only_m = {k: dict(v, T=v["M"] - 0.5) for k, v in CELLS.items()}
+    assert tb.verdict_t1(tb.block_table(_frame(only_m), tb.TABLE1)).startswith("**T1 does not hold**")
+
+
+def test_t3_compares_mt_star_with_mt_on_ood_only():
+    assert tb.verdict_t3(_frame(CELLS)).startswith("**T3 holds**")  # 1.9 vs 1.6
+    close = dict(CELLS)
+    close[("psv", 1)] = dict(M=1.2, T=2.0, MT=1.88, **{"MT*": 1.9})
+    assert tb.verdict_t3(_frame(close)).startswith("**T3 does not hold**")
+
+
+def test_t4_and_t5_verdicts():
+    groups = pd.DataFrame({"benchmark t1": [2.0, 2.3], "ood": [1.5, 1.9]}, index=["MT", "MTCP*"])
+    assert tb.verdict_t4(groups).startswith("**T4 holds**")
+    worse = pd.DataFrame({"benchmark t1": [2.0, 1.3], "ood": [1.5, 0.9]}, index=["MT", "MTCP*"])
+    assert tb.verdict_t4(worse).startswith("**T4 does not hold**")
+    flat = pd.DataFrame({"1": [2.0, 1.5], "ALL": [2.01, 1.52]}, index=["benchmark t1", "ood"])
+    assert tb.verdict_t5(flat).startswith("**T5 holds**")
+    clear = pd.DataFrame({"1": [2.0, 1.5], "ALL": [2.5, 1.9]}, index=["benchmark t1", "ood"])
+    assert tb.verdict_t5(clear).startswith("**T5 does not hold**")
+
+
+def test_weight_series_expands_blocks_to_tokens():
+    row = dict(method="MT*", accepted=json.dumps([2, 0, 5]), weights=json.dumps([[0.5, 0.5], [0.8, 0.2], [0.1, 0.9]]),
+               new_tokens=10)
+    weights, from_draft = tb.weight_series(row)
+    assert weights == [0.5] * 3 + [0.8] + [0.1] * 6
+    assert from_draft == [True, True, False, False] + [True] * 5 + [False]
+    static = dict(method="T", accepted=json.dumps([1]), weights="[]", new_tokens=3)
+    assert tb.weight_series(static) == ([0.0, 0.0, 0.0], [True, False, False])
+
+
+def test_paper_tables_match_the_papers_own_averages():
+    groups = tb.paper_group_table(["M", "T", "MTCP*"])
+    assert groups.loc["M", "benchmark t1"] == pytest.approx(2.24)   # Table 2, Benchmark / First
+    assert groups.loc["T", "ood"] == pytest.approx(2.05)            # Table 2, OOD / Avg.
+    window = tb.paper_window_table()
+    assert window.loc["LLaVA-W", "1"] == pytest.approx(2.26)
+
+
+def test_encode_rejects_a_placeholder_count_that_does_not_match():
+    class Processor:  # never reached: the count is checked first
+        tokenizer = None
+
+    with pytest.raises(ValueError, match="one <image> in the prompt per image"):
+        tb.encode(Processor(), "USER: <image>\n<image>\nHi ASSISTANT:", [])
