@@ -26,6 +26,7 @@ class History:
     row_probs: list[torch.Tensor] = field(default_factory=list)     # each [m, V]
     target_probs: list[torch.Tensor] = field(default_factory=list)  # each [V]
     tokens: list[int] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)  # per-position policy statistics, computed once per position
 
     def add(self, row_probs: torch.Tensor, target_probs: torch.Tensor, tokens: list[int]) -> None:
         """Record ``n`` verified positions: ``row_probs [n, m, V]``, ``target_probs [n, V]``, ``tokens [n]``."""
@@ -43,6 +44,17 @@ class History:
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    def per_position(self, key, fn, h: int | None) -> torch.Tensor:
+        """``fn(row_probs [m, V], target_probs [V], token) -> Tensor[...]`` for the last ``h`` positions, stacked.
+
+        Each position is scored once and kept under ``key``: a policy consulted before every block then costs
+        O(h) small additions instead of re-mixing the whole window's ``[h, m, V]`` distributions."""
+        done = self.stats.setdefault(key, [])
+        for t in range(len(done), len(self.tokens)):
+            done.append(fn(self.row_probs[t].float(), self.target_probs[t].float(), self.tokens[t]))
+        start = 0 if h is None else max(0, len(done) - h)
+        return torch.stack(done[start:])
 
 
 def divergence(p: torch.Tensor, q: torch.Tensor, kind: str = "kl") -> torch.Tensor:
@@ -67,12 +79,16 @@ def grid_weights(history: History, n: int = 10, criterion: str = "hard+kl", wind
     candidates = grid_candidates(n)
     if len(history) == 0:
         return torch.tensor([0.5, 0.5])
-    rows, p, tokens = history.window(window)
-    if rows.shape[1] != 2:
-        raise ValueError(f"the grid policy mixes two drafting methods, the history has {rows.shape[1]}")
-    mixed = torch.einsum("cm,tmv->ctv", candidates, rows.float())  # [candidates, h, V]
-    matches = (mixed.argmax(-1) == tokens).sum(-1).float()
-    errors = divergence(p.float()[None], mixed, "tvd" if criterion == "tvd" else "kl").sum(-1)
+    if history.row_probs[0].shape[0] != 2:
+        raise ValueError(f"the grid policy mixes two drafting methods, the history has {history.row_probs[0].shape[0]}")
+    kind = "tvd" if criterion == "tvd" else "kl"
+
+    def score(rows, p, token):  # [candidates, 2]: argmax match with the kept token, divergence from p
+        mixed = candidates @ rows  # [candidates, V]
+        return torch.stack([(mixed.argmax(-1) == token).float(), divergence(p[None], mixed, kind)], dim=1)
+
+    stats = history.per_position(("grid", n, kind), score, window).sum(0)  # [candidates, 2]
+    matches, errors = stats[:, 0], stats[:, 1]
     balance = (candidates[:, 0] - 0.5).abs()  # final tie-break: the most balanced candidate
     if criterion == "hard":
         score = [(-m, b) for m, b in zip(matches.tolist(), balance.tolist())]
@@ -93,6 +109,6 @@ def softmax_weights(history: History, kind: str = "kl", temperature: float = 1.0
         if m is None:
             raise ValueError("with an empty history, pass the number of drafting methods m")
         return torch.full((m,), 1.0 / m)
-    rows, p, _ = history.window(window)
-    errors = divergence(p.float()[:, None], rows.float(), kind).sum(0)  # [m]
+    errors = history.per_position(("softmax", kind), lambda rows, p, _: divergence(p[None], rows, kind),
+                                  window).sum(0)  # [m]
     return (1.0 / (errors + _EPS) / temperature).softmax(-1)
