@@ -34,7 +34,7 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install reproduce test models models-cos models-multilingual lab clean-results
+.PHONY: help install reproduce test models models-cos models-multilingual models-tabed lab clean-results
 
 help:
 	@echo "Targets:"
@@ -42,6 +42,7 @@ help:
 	@echo "  reproduce      run notebooks/[0-9]*.ipynb with papermill (PROFILE=$(PROFILE))"
 	@echo "  test           pytest tests/, then nbval (--nbval-lax) on notebooks/"
 	@echo "  models         retrain the tiny model zoo (slow)"
+	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
 	@echo "  lab            start JupyterLab in notebooks/"
 	@echo "  clean-results  rm -rf results/\$$PROFILE"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
@@ -83,6 +84,9 @@ models-cos: install
 
 models-multilingual: install
 	$(VENV)/bin/python -m specdec.train_multilingual all --out data/models
+
+models-tabed: install
+	$(VENV)/bin/python -m specdec.train_llava all --out data/models
 
 lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
