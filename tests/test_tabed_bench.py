@@ -88,3 +88,14 @@ def test_encode_rejects_a_placeholder_count_that_does_not_match():
 
     with pytest.raises(ValueError, match="one <image> in the prompt per image"):
         tb.encode(Processor(), "USER: <image>\n<image>\nHi ASSISTANT:", [])
+
+
+def test_paper_profile_fails_offline_with_clear_errors(monkeypatch):
+    from specdec.cos_tasks import DatasetNotAvailableError
+    from specdec.models import ModelNotAvailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotAvailableError, match="download"):
+        tb.load_pair("paper")
+    with pytest.raises(DatasetNotAvailableError, match="lmms-lab/POPE"):
+        tb.load_suite("paper", scenarios=["pope"])
