@@ -1,0 +1,452 @@
+"""TABED latency: caption time vs the target's prefill (Table 4), where generation time goes (Fig. 9), the cost
+of batched drafting (Remark 3) and the expected walltime speedup per method (Eq. (1)).
+
+Conventions. A *request* is ``{"id", "n_images", "ids" [L], "pixel_values" [n, 3, H, W], "images"}``
+(``encode_requests``). Every timing is wall time (``time.perf_counter``, synchronised on CUDA) of one call,
+repeated ``repeats`` times with the compared calls *interleaved* inside one loop (so machine noise hits them
+alike); tables report medians over repeats and requests. ``T_q(m)`` is one draft decode step that feeds one
+new token to ``m`` drafting rows at once (the rows of ``tabed.DraftingRows``, one left-padded batch);
+``T_p`` is one target decode step at batch 1 on the same request. Eq. (1): ``τ / (γ · T_q/T_p + 1)``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from specdec import bench, results, tabed
+from specdec.cache import CachedLM
+
+# Rows of the m-row draft batch, in the order the TABED ensembles add them (m = 1: M, 2: MT, 4: MTCP).
+ROWS_BY_M = {1: ("M",), 2: ("M", "T"), 3: ("M", "T", "P"), 4: ("M", "T", "C", "P")}
+# Datasets of App. J.3 (ChartQA, Spot the Difference, PororoSV) mapped to the tiny suite's scenarios.
+SCENARIO_BY_IMAGES = {1: "docvqa", 2: "spot", 5: "psv"}
+PAPER_RATIO = 0.063  # Table 6: LLaVA-1.5 7B target, 68M draft, A6000
+COMPONENTS = ["vision encoder", "prefill", "decode"]
+
+
+# ------------------------------------------------------------------------------------------------- requests
+def encode_requests(processor, rows, counts=(1, 2, 5), per_count: int = 2,
+                    scenarios: dict | None = None) -> list[dict]:
+    """``per_count`` first-turn requests per number of images (``scenarios``: n_images -> scenario)."""
+    from specdec import tabed_bench
+
+    scenarios = scenarios or SCENARIO_BY_IMAGES
+    out = []
+    for n in counts:
+        picked = [r for r in rows if r["scenario"] == scenarios[n] and len(r["images"]) == n and r["turn"] == 1]
+        if len(picked) < per_count:
+            raise ValueError(f"only {len(picked)} first-turn {scenarios[n]} rows with {n} images; "
+                             f"load more rows per scenario (need {per_count})")
+        for row in picked[:per_count]:
+            ids, inputs = tabed_bench.encode(processor, row["prompt"], row["images"])
+            out.append({"id": row["id"], "n_images": n, "ids": ids, "pixel_values": inputs["pixel_values"],
+                        "images": row["images"]})
+    return out
+
+
+def _now(device) -> float:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def _timed(device, fn):
+    """``(seconds, fn())``."""
+    t0 = _now(device)
+    out = fn()
+    return _now(device) - t0, out
+
+
+def _device(model):
+    return next(model.parameters()).device
+
+
+# ------------------------------------------------------------------------------------------------- Table 4
+@torch.no_grad()
+def caption_vs_prefill(target, captioner, requests, repeats: int = 3, name: str = "draft LLaVA") -> list[dict]:
+    """Table 4 analogue: tidy rows ``{request, n_images, repeat, role, seconds}``, role ``"target prefill"``
+    (the target's whole prefill call, vision tower included) or ``"caption (<name>)"`` (``captioner(images)``
+    for all images of the request; it must not memoise, or repeats would time a cache lookup)."""
+    device = _device(target)
+    rows = []
+    for rep in tqdm(range(repeats), desc="caption vs prefill", leave=False):
+        for req in requests:
+            lm = CachedLM(target)
+            t_prefill, _ = _timed(device, lambda: lm.prefill([req["ids"].to(device)],
+                                                             pixel_values=req["pixel_values"].to(device)))
+            t_caption, _ = _timed(device, lambda: captioner(req["images"]))
+            base = {"request": req["id"], "n_images": req["n_images"], "repeat": rep}
+            rows += [{**base, "role": "target prefill", "seconds": t_prefill},
+                     {**base, "role": f"caption ({name})", "seconds": t_caption}]
+    return rows
+
+
+def caption_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Median seconds per role x n_images, plus the row ``caption / prefill``."""
+    table = frame.pivot_table(index="role", columns="n_images", values="seconds", aggfunc="median")
+    caption = [r for r in table.index if r.startswith("caption")]
+    table.loc["caption / prefill"] = table.loc[caption[0]] / table.loc["target prefill"]
+    return table
+
+
+def paper_caption_table() -> pd.DataFrame:
+    """The paper's Table 4 (seconds; LLaVA-1.5 7B prefill, BLIP, Florence-2) with ``caption / prefill`` rows."""
+    paper = results.paper_numbers("tabed_table4_caption_latency")
+    paper["latency_s"] = paper.latency_s.astype(float)
+    paper["n"] = paper.n.astype(int)
+    table = paper.pivot_table(index="model", columns="n", values="latency_s")
+    for captioner in ("BLIP", "Florence-2"):
+        table.loc[f"{captioner} / prefill"] = table.loc[captioner] / table.loc["LLaVA-1.5 7B"]
+    return table.rename_axis(columns="n_images")
+
+
+# ------------------------------------------------------------------------------------------------- Fig. 9
+@torch.no_grad()
+def generation_components(target, request, max_new_tokens: int = 100) -> dict:
+    """One greedy target generation of exactly ``max_new_tokens`` tokens (EOS ignored, as Fig. 9's fixed
+    length), split in seconds: ``vision encoder`` (vision tower + projector of all images,
+    ``tabed.visual_features``), ``prefill`` (the LLM over the prompt with those features in place of the
+    image tokens), ``decode`` (one call per new token); ``total`` is the wall time of the whole, so
+    ``total - sum(components)`` is the bookkeeping between calls. Also returns ``tokens`` (the output ids)."""
+    device = _device(target)
+    lm = CachedLM(target)
+    t_start = _now(device)
+    t_vision, features = _timed(device, lambda: tabed.visual_features(target, request["pixel_values"].to(device)))
+    t_prefill, _ = _timed(device, lambda: lm.prefill([request["ids"].to(device)],
+                                                     row_features=[features.flatten(0, 1)]))
+    t0 = _now(device)
+    tokens: list[int] = []
+    for _ in range(max_new_tokens):
+        tokens.append(int(lm.extend(tokens)[0, -1].argmax()))
+    t_end = _now(device)
+    return {"vision encoder": t_vision, "prefill": t_prefill, "decode": t_end - t0, "total": t_end - t_start,
+            "tokens": tokens}
+
+
+def component_times(target, requests, max_new_tokens: int = 100, repeats: int = 3) -> list[dict]:
+    """Fig. 9 analogue: tidy rows ``{request, n_images, repeat, component, seconds}`` (components of
+    ``generation_components`` plus ``total``); requests interleaved within each repeat."""
+    rows = []
+    for rep in tqdm(range(repeats), desc="Fig. 9 components", leave=False):
+        for req in requests:
+            split = generation_components(target, req, max_new_tokens)
+            base = {"request": req["id"], "n_images": req["n_images"], "repeat": rep}
+            rows += [{**base, "component": c, "seconds": split[c]} for c in COMPONENTS + ["total"]]
+    return rows
+
+
+def component_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Median seconds per n_images x component (medians over repeats, then mean over requests) and each
+    component's share of their sum."""
+    per_request = frame.groupby(["n_images", "request", "component"]).seconds.median()
+    table = per_request.groupby(["n_images", "component"]).mean().unstack("component")
+    table = table[COMPONENTS + ["total"]]
+    shares = table[COMPONENTS].div(table[COMPONENTS].sum(axis=1), axis=0).add_suffix(" share")
+    return pd.concat([table, shares], axis=1)
+
+
+# ------------------------------------------------------------------------------------------------- Remark 3
+@torch.no_grad()
+def decode_step_times(target, draft, tokenizer, requests, m_values=(1, 2, 3, 4), repeats: int = 20,
+                      captioner=None, warmup: int = 3) -> list[dict]:
+    """One decode step (one new token per row, cache holding the prompt) of the target at batch 1 and of the
+    draft with the ``m`` drafting rows ``ROWS_BY_M[m]`` in one batch, per request.
+
+    Tidy rows ``{request, n_images, model, m, S, repeat, seconds}`` (``model`` "target" has ``m`` 1; ``S`` is
+    the cached length). All steps of a request alternate inside each repeat, in an order rotated per repeat; a
+    step is undone by cropping the cache, so every repeat times the same call. ``captioner`` is needed when some ``m`` uses the C row.
+    """
+    device = _device(target)
+    rows = []
+    for req in tqdm(requests, desc="decode steps (T_p, T_q(m))", leave=False):
+        lms = {("target", 1): _prefilled_target(target, req)}
+        for m in m_values:
+            lms[("draft", m)] = _prefilled_draft(draft, tokenizer, req, ROWS_BY_M[m], captioner)
+        token = int(lms[("target", 1)].extend([])[0, -1].argmax())
+        for lm in lms.values():
+            if lm.cached_length < lm.width:  # feed each row's last prompt token once, untimed
+                lm.extend([])
+        order = list(lms.items())
+        for rep in range(warmup + repeats):
+            shift = rep % len(order)  # rotate who goes first, so no model always runs right after another
+            for (model, m), lm in order[shift:] + order[:shift]:
+                seconds, _ = _timed(device, lambda: lm.extend([token]))
+                lm.rollback([token])  # back to the prompt; ``token`` stays pending
+                if rep >= warmup:
+                    rows.append({"request": req["id"], "n_images": req["n_images"], "model": model, "m": m,
+                                 "S": lm.width, "repeat": rep - warmup, "seconds": seconds})
+    return rows
+
+
+def _prefilled_target(target, request) -> CachedLM:
+    device = _device(target)
+    lm = CachedLM(target)
+    lm.prefill([request["ids"].to(device)], pixel_values=request["pixel_values"].to(device))
+    return lm
+
+
+def _prefilled_draft(draft, tokenizer, request, methods, captioner) -> CachedLM:
+    device = _device(draft)
+    make_rows = tabed.DraftingRows(draft, methods, tokenizer, captioner=captioner)
+    rows, features = make_rows(request["ids"].to(device), request["pixel_values"].to(device), request["images"])
+    if tuple(make_rows.active) != tuple(methods):
+        raise RuntimeError(f"drafting rows {methods} requested but only {make_rows.active} were built")
+    lm = CachedLM(draft)
+    lm.prefill(rows, row_features=features)
+    return lm
+
+
+def batch_cost_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per m: median draft step (ms), its ratio to m = 1 (per request, then averaged), the rows it holds and
+    ``T_q(m)/T_p`` against the target step on the same requests; ``T_q(m) / T_q(1), min`` is the same ratio
+    from the fastest repeat of each (the noise-robust reading on a shared machine: noise only adds time)."""
+    grouped = frame.groupby(["request", "model", "m"]).seconds
+    med, fastest = grouped.median(), grouped.min()
+    target = med.xs("target", level="model").droplevel("m")
+    draft = med.xs("draft", level="model").unstack("m")
+    draft_min = fastest.xs("draft", level="model").unstack("m")
+    return pd.DataFrame({"rows": [",".join(ROWS_BY_M.get(m, ("?",))) for m in draft.columns],
+                         "T_q(m) ms": draft.median().mul(1e3).values,
+                         "T_q(m) / T_q(1)": draft.div(draft[1], axis=0).mean().values,
+                         "T_q(m) / T_q(1), min": draft_min.div(draft_min[1], axis=0).mean().values,
+                         "T_q(m) / T_p": draft.div(target, axis=0).mean().values},
+                        index=pd.Index(draft.columns, name="m"))
+
+
+def measured_ratio(frame: pd.DataFrame) -> float:
+    """``T_q/T_p`` at batch 1: per request the median draft step with the M row over the median target step,
+    averaged over requests (as the paper's Table 6 averages over datasets)."""
+    med = frame[frame.m.eq(1) | frame.model.eq("target")].groupby(["request", "model"]).seconds.median().unstack()
+    return float((med["draft"] / med["target"]).mean())
+
+
+def stored_real_sizes(profile: str) -> pd.DataFrame:
+    """The real-size latency grid (``latency_real_sizes``, measured on a GPU by notebook 01 /
+    scripts/device_runs.sh): from the output directory, else the committed copy under the repository."""
+    from specdec import zoo
+
+    key = ["model", "device", "B", "S", "gamma"]
+    frame = results.ResultStore(profile, "latency_real_sizes", key).frame()
+    if not len(frame):
+        frame = results.ResultStore(profile, "latency_real_sizes", key, root=zoo.ROOT / "results").frame()
+    return frame
+
+
+def gpu_reference(frame: pd.DataFrame, target: str = "llava-1.5-7b", draft: str = "draft-68m") -> pd.DataFrame:
+    """From the stored real-size grid (``latency_real_sizes``): per device and S, ``T_q/T_p`` at B = 1 and the
+    draft's ``T(B, S, 1) / T(1, S, 1)`` for each stored B."""
+    one = frame[frame.gamma.astype(int) == 1]
+    out = []
+    for (device, s), grid in one.groupby(["device", "S"]):
+        t = grid.set_index(["model", "B"]).seconds
+        row = {"device": device, "S": int(s), f"T_q/T_p ({draft}/{target})": t[(draft, 1)] / t[(target, 1)]}
+        for b in sorted(grid[grid.model == draft].B.unique()):
+            row[f"{draft} T(B={b})/T(B=1)"] = t[(draft, b)] / t[(draft, 1)]
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+# ------------------------------------------------------------------------------------------------- Eq. (1)
+def tau_by_method(frame: pd.DataFrame, methods) -> pd.Series:
+    """Mean block efficiency τ per method over the image-benchmark rows: per turn, then the mean of the turns
+    (as the paper's 1.74x averages Table 1's first- and second-turn ``Avg.`` cells)."""
+    bench_rows = frame[(frame.group == "benchmark") & frame.method.isin(methods)]
+    per_turn = bench_rows.groupby(["method", "turn"]).block_efficiency.mean()
+    return per_turn.groupby("method").mean().reindex(methods)
+
+
+def expected_speedup_table(tau: pd.Series, ratio_measured: float, ratio_paper: float = PAPER_RATIO,
+                           gamma: int = 5, batch_cost: dict | None = None) -> pd.DataFrame:
+    """Eq. (1) per method: ``τ / (γ · T_q/T_p + 1)`` with the measured ratio and with the paper's.
+
+    ``batch_cost`` (m -> T_q(m)/T_q(1)), if given, adds a column charging a method's draft step at its
+    measured m-row cost (``T_q/T_p · cost(m)``) instead of assuming, by Remark 3, that it costs batch 1."""
+    table = pd.DataFrame({"rows m": [len(tabed.ENSEMBLES[m]) for m in tau.index], "τ": tau.values},
+                         index=tau.index)
+    table["Eq.(1), measured T_q/T_p"] = [bench.expected_speedup(t, gamma, ratio_measured) for t in tau]
+    if batch_cost is not None:
+        table["Eq.(1), measured T_q/T_p × cost(m)"] = [
+            bench.expected_speedup(t, gamma, ratio_measured * batch_cost[m]) for t, m in zip(tau, table["rows m"])]
+    table[f"Eq.(1), paper T_q/T_p = {ratio_paper}"] = [bench.expected_speedup(t, gamma, ratio_paper) for t in tau]
+    return table
+
+
+def paper_tau(methods) -> pd.Series:
+    """The paper's τ per method: mean over the two turns of the benchmark ``Avg.`` cells of Table 10
+    (LLaVA-1.5 68M draft, LLaVA-1.5 7B target; its M / T / MT / MT* cells are Table 1's)."""
+    from specdec import tabed_bench
+
+    table = tabed_bench.paper_table(methods)
+    averages = table[[d == "Avg." for d in table.index.get_level_values("dataset")]]
+    return averages.mean().reindex(methods)
+
+
+def block_efficiencies(profile: str, methods, compute_fallback) -> tuple[pd.Series, str]:
+    """``(τ per method, where it came from)``: from notebooks 10-13's ``tabed_runs`` table (default setting:
+    γ = 5, window ALL, criterion kl, draft captioner) when it holds every method on benchmark rows, else
+    ``compute_fallback()``, which must return a frame of ``tabed_bench.run`` rows (e.g. a small subset stored
+    in a table of this notebook's own)."""
+    from specdec import tabed_bench
+
+    store = tabed_bench.store(profile)
+    frame = store.frame()
+    if len(frame) and {"group", "block_efficiency"} <= set(frame.columns):
+        chosen = tabed_bench.runs(frame)
+        chosen = _common_rows(chosen[chosen.group == "benchmark"], methods)
+        if len(chosen):
+            return tau_by_method(chosen, methods), f"{store.path.name} (notebooks 10-13, {len(chosen)} runs)"
+    chosen = tabed_bench.runs(compute_fallback())
+    n = int((chosen.group == "benchmark").sum())
+    return tau_by_method(chosen, methods), f"own subset ({n} runs; {store.path.name} not found or incomplete)"
+
+
+def _common_rows(frame: pd.DataFrame, methods) -> pd.DataFrame:
+    """The runs of ``methods`` on the requests that every one of them has run (a table still being filled
+    must not compare methods on different requests)."""
+    frame = frame[frame.method.isin(methods)]
+    counts = frame.groupby("row").method.nunique()
+    return frame[frame.row.isin(counts.index[counts == len(set(methods))])]
+
+
+# ------------------------------------------------------------------------------------------------- storing
+def stored(profile: str, table: str, key: dict, compute) -> pd.DataFrame:
+    """The rows of ``key`` in ``results/<profile>/<table>.csv``, computing them first (``compute()`` -> list of
+    row dicts, one whole measurement) unless a previous run already stored them."""
+    store = results.ResultStore(profile, table, list(key))
+    store.run([key], lambda **_: compute(), desc=table)
+    frame = store.frame()
+    for column, value in key.items():
+        frame = frame[frame[column].astype(str) == str(results._fmt(value))]
+    return frame
+
+
+# ------------------------------------------------------------------------------------------------- findings
+def verdict_caption(captions: pd.DataFrame, components: pd.DataFrame | None, device: str) -> str:
+    """Table 4: does captioning finish before the target's prefill, and what share of a whole generation is it."""
+    ours = captions.loc["caption / prefill"]
+    paper = paper_caption_table()
+    hides = bool((ours <= 1).all())
+    text = (f"**Table 4 premise {'holds' if hides else 'does not hold'} here** ({device}): the tiny draft-LLaVA "
+            f"captioner takes {_span(ours)}x the tiny target's prefill for {_images(ours.index)} images "
+            f"(paper, GPU: BLIP {_span(paper.loc['BLIP / prefill'])}x, Florence-2 "
+            f"{_span(paper.loc['Florence-2 / prefill'])}x of LLaVA-1.5 7B's prefill).")
+    if not hides:
+        text += (" Our captioner is a decode loop of the draft (up to 24 tokens) per image, one image after "
+                 "another, while the tiny target's prefill is one short call; the paper's captioners are "
+                 "dedicated models racing a 7B prefill.")
+    if components is not None:
+        caption = captions.loc[[r for r in captions.index if r.startswith("caption")][0]]
+        share = caption / components["total"].reindex(caption.index)
+        text += (f" Run once per request, the caption costs {_span(100 * share, '.0f')}% of a "
+                 "whole target generation of the Fig. 9 length.")
+    return text
+
+
+def verdict_components(table: pd.DataFrame, device: str) -> str:
+    """Fig. 9: vision encoder and prefill take longer with more images (fewest vs most), decode dominates."""
+    grows = {c: bool(table[c].iloc[-1] > table[c].iloc[0]) for c in ("vision encoder", "prefill")}
+    steady = [c for c in grows if not table[c].is_monotonic_increasing]
+    dominates = bool((table["decode share"] > 0.5).all())
+    holds = all(grows.values()) and dominates
+    n = table.index
+    ms = lambda c, i: f"{1e3 * table[c].iloc[i]:.1f}"  # noqa: E731
+    return (f"**Fig. 9 {'holds' if holds else 'does not hold'}** ({device}): from {n[0]} to {n[-1]} images the "
+            f"vision encoder goes {ms('vision encoder', 0)} → {ms('vision encoder', -1)} ms and the prefill "
+            f"{ms('prefill', 0)} → {ms('prefill', -1)} ms"
+            + (f" (not monotone through {n[1]} images for the {' and '.join(steady)}: a few ms of noise on a "
+               f"shared CPU)" if steady else "")
+            + f", while decode takes {_span(100 * table['decode share'], '.0f')}% of the time "
+            f"({'dominant' if dominates else 'not dominant'} in every case). The tiny vision tower (2 layers, "
+            f"16 patches) costs little per image, so its growth is small next to a 7B LVLM's 576-token images.")
+
+
+def verdict_batch(table: pd.DataFrame, gpu: pd.DataFrame | None, device: str, tol: float = 0.05) -> str:
+    """Remark 3: a draft step with m rows costs about one with 1 row (|ΔT/T| < tol)."""
+    change = table["T_q(m) / T_q(1)"] - 1
+    holds = bool((change.abs() < tol).all())
+    text = (f"**Remark 3 {'holds' if holds else 'does not hold'} on {device}**: one draft step with m = "
+            f"{table.index.min()}..{table.index.max()} TABED rows costs {_span(table['T_q(m) / T_q(1)'], '.2f')}x "
+            f"the one-row step (paper's threshold |ΔT/T| < {tol}): {100 * change.iloc[-1]:+.0f}% at m = "
+            f"{table.index[-1]}, far below the {table.index[-1]}x of running the rows one after another "
+            f"(from each setting's fastest repeat: {_span(table['T_q(m) / T_q(1), min'], '.2f')}x).")
+    if gpu is not None and len(gpu):
+        ratios = gpu.filter(like="T(B=").drop(columns=[c for c in gpu.columns if "T(B=1)/T(B=1)" in c])
+        values = ratios.to_numpy(dtype=float).ravel()
+        batches = "/".join(c.split("B=")[1].split(")")[0] for c in ratios.columns)
+        text += (f" Reference, {gpu.device.iloc[0]} (random-weight 68M draft, stored grid, S = "
+                 f"{'/'.join(str(s) for s in gpu.S)}): batch {batches} costs {min(values):.3f}–{max(values):.3f}x "
+                 f"batch 1 — {_gpu_reading(values, tol)}.")
+    return text
+
+
+def _gpu_reading(values, tol: float) -> str:
+    if (abs(values - 1) < tol).all():
+        return "Remark 3 holds there"
+    if (values < 1 + tol).all():
+        return (f"no batch costs more than batch 1 (the point of Remark 3), though |ΔT/T| reaches "
+                f"{max(abs(values - 1)):.3f} > {tol} because larger batches ran faster (noise at ~3 ms a call)")
+    return "Remark 3 does not hold there either"
+
+
+def verdict_speedup(table: pd.DataFrame, ratio: float, device: str) -> str:
+    """Eq. (1): which method is fastest with the measured and with the paper's latency ratio."""
+    measured, paper = "Eq.(1), measured T_q/T_p", [c for c in table.columns if c.startswith("Eq.(1), paper")][0]
+    best_m, best_p = table[measured].idxmax(), table[paper].idxmax()
+    return (f"**Eq. (1)**: with the measured T_q/T_p = {ratio:.3f} ({device}) the expected speedups are "
+            f"{table[measured].min():.2f}–{table[measured].max():.2f}x (best {best_m}); with the paper's "
+            f"T_q/T_p = {PAPER_RATIO} (A6000, 68M/7B) they would be {table[paper].min():.2f}–"
+            f"{table[paper].max():.2f}x (best {best_p}). MT* : {table.loc['MT*', measured]:.2f}x measured, "
+            f"{table.loc['MT*', paper]:.2f}x at the paper's ratio (paper: 1.74x with its own τ). "
+            + ("Per-call overhead dominates the steps of tiny models, so the measured ratio is far above the "
+               "paper's and eats most of τ; " if ratio > 2 * PAPER_RATIO else "")
+            + "the ranking of the methods is τ's at any one ratio.")
+
+
+def _span(values, fmt: str = ".2f") -> str:
+    lo, hi = float(min(values)), float(max(values))
+    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}–{hi:{fmt}}"
+
+
+def _images(index) -> str:
+    return ", ".join(str(i) for i in index)
+
+
+# ------------------------------------------------------------------------------------------------- figures
+def plot_components(table: pd.DataFrame, ax=None, title: str = ""):
+    """Fig. 9 layout: one stacked horizontal bar per number of images (seconds per component)."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.subplots(figsize=(6, 2.6))[1]
+    left = 0
+    labels = [f"{n} image{'s' if n > 1 else ''}" for n in table.index]
+    for component, color in zip(COMPONENTS, ("#4c72b0", "#dd8452", "#55a868")):
+        ax.barh(labels, table[component], left=left, color=color, label=component)
+        left = left + table[component]
+    ax.set_xlabel("seconds")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, frameon=False)
+    return ax
+
+
+def plot_batch_cost(table: pd.DataFrame, gpu: pd.DataFrame | None, ax=None, device: str = "", tol: float = 0.05):
+    """T_q(m)/T_q(1) against m, with the paper's ±tol band and the stored GPU reference if given."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.subplots(figsize=(4.5, 3.2))[1]
+    ax.axhspan(1 - tol, 1 + tol, color="grey", alpha=0.2, label=f"±{tol:.0%} (Remark 3)")
+    ax.plot(table.index, table["T_q(m) / T_q(1)"], marker="o", label=f"tiny draft, TABED rows ({device})")
+    if gpu is not None and len(gpu):
+        for _, row in gpu.iterrows():
+            cols = [c for c in gpu.columns if "T(B=" in c]
+            batches = [int(c.split("B=")[1].split(")")[0]) for c in cols]
+            ax.plot(batches, row[cols].astype(float), marker="s", ls="--",
+                    label=f"68M random, S={row.S} ({row.device})")
+    ax.set_xlabel("rows in the draft batch (m)")
+    ax.set_ylabel("T_q(m) / T_q(1)")
+    ax.set_xticks(list(table.index))
+    ax.legend(fontsize=6)
+    return ax
