@@ -44,6 +44,10 @@ def test_t1_needs_both_methods_to_win_somewhere():
     assert tb.verdict_t1(table).startswith("**T1 holds**")
     only_m = {k: dict(v, T=v["M"] - 0.5) for k, v in CELLS.items()}
     assert tb.verdict_t1(tb.block_table(_frame(only_m), tb.TABLE1)).startswith("**T1 does not hold**")
+    m_ahead_later = dict(CELLS)
+    m_ahead_later[("psv", 1)] = dict(M=2.2, T=2.0, MT=1.6, **{"MT*": 1.9})
+    m_ahead_later[("describe", 2)] = dict(M=2.6, T=2.4, MT=2.1, **{"MT*": 1.0})
+    assert tb.verdict_t1(tb.block_table(_frame(m_ahead_later), tb.TABLE1)).startswith("**T1 partly holds**")
 
 
 def test_t3_compares_mt_star_with_mt_on_ood_only():

@@ -287,8 +287,10 @@ def verdict_t1(table: pd.DataFrame) -> str:
     later = cells.loc[[i for i in cells.index if i[0] == 2 or i[1] == "ood"]]
     m_first = (first.M - first["T"]).mean()
     t_later = (later["T"] - later.M).mean()
-    holds = bool(m_wins) and bool(t_wins)
-    head = "**T1 holds**" if holds else "**T1 does not hold**"
+    both_win = bool(m_wins) and bool(t_wins)
+    pattern = m_first > 0 and t_later > 0  # the paper's pattern: M on first-turn image tasks, T later / OOD
+    head = ("**T1 holds**" if both_win and pattern else "**T1 partly holds**" if both_win
+            else "**T1 does not hold**")
     return (f"{head}: M beats T in {len(m_wins)} cells, T beats M in {len(t_wins)} of {len(cells)} "
             f"(T ahead: {names(t_wins)}). On first-turn image benchmarks M leads T by {m_first:+.2f} τ on average "
             f"({'as in' if m_first > 0 else 'unlike'} the paper); on second turns and OOD T leads M by {t_later:+.2f} "
