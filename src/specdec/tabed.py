@@ -134,6 +134,7 @@ class DraftingRows:
         if n_images and starts[-1] + self.per_image >= len(prompt_ids):
             raise ValueError("the prompt ends with an image: put the question text after the last <image>")
         self.active = tuple(m for m in self.methods if m != "C" or self._caption(images, pixel_values, n_images))
+        self.active = self.active or ("T",)  # C alone and its captioner failed: draft from the text
         rows, features = [], []
         for method in self.active:
             if method == "M":
@@ -162,8 +163,9 @@ class DraftingRows:
             if len(captions) != n_images or not all(isinstance(c, str) for c in captions):
                 raise ValueError(f"returned {len(captions)} captions for {n_images} images")
         except Exception as err:  # noqa: BLE001 - any captioner failure degrades to the other methods
+            others = [m for m in self.methods if m != "C"] or ["T"]
             warnings.warn(f"captioner failed ({type(err).__name__}: {err}); drafting without the caption row "
-                          f"(methods {[m for m in self.methods if m != 'C']})", RuntimeWarning, stacklevel=3)
+                          f"(methods {others})", RuntimeWarning, stacklevel=3)
             self.captions = None
             return False
         self.captions = captions
