@@ -27,6 +27,22 @@ def test_local_directory_loads_through_from_pretrained(tmp_path):
     assert res.acceptance_rate == 1.0  # same weights: every draft token is accepted
 
 
+def test_half_stored_weights_load_in_the_config_dtype(tmp_path):
+    """Zoo weights are stored as float16 with a float32 config (``train_cos.save_half``): they load as float32
+    unless a dtype is asked for, and the shipped zoos do too."""
+    from specdec.train_cos import save_half
+
+    model = random_llama(vocab_size=zoo.VOCAB_SIZE, hidden_size=32, layers=1)
+    save_half(model, tmp_path / "half")
+    loaded, _ = load(tmp_path / "half", with_tokenizer=False)
+    assert loaded.dtype == torch.float32
+    assert load(tmp_path / "half", with_tokenizer=False, dtype=torch.float16)[0].dtype == torch.float16
+    ids = torch.tensor([[1, 50, 60]])
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids).logits, model.half().float()(ids).logits)
+    assert load("tiny-draft-xs", with_tokenizer=False)[0].dtype == torch.float32
+
+
 def test_missing_hub_id_fails_fast_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()

@@ -36,7 +36,8 @@ def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu",
 
     kind: ``"causal_lm"`` (``AutoModelForCausalLM``) or ``"llava"`` (``LlavaForConditionalGeneration``,
     returning its processor instead of a tokenizer). dtype: e.g. ``torch.float16`` on a GPU (default: the
-    checkpoint's). Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
+    config's ``dtype`` for a local directory, so zoo weights stored as float16 with a float32 config load
+    as float32; else the checkpoint's). Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
     """
     from transformers import AutoModelForCausalLM, AutoProcessor, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -55,6 +56,8 @@ def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu",
         model_cls = LlavaForConditionalGeneration
     elif kind != "causal_lm":
         raise ValueError(f"kind must be 'causal_lm' or 'llava', got {kind!r}")
+    if dtype is None and (local / "config.json").exists():
+        dtype = _config_dtype(local / "config.json")
     try:
         model = model_cls.from_pretrained(source, dtype=dtype, local_files_only=_offline(local))
         tokenizer = None
@@ -72,6 +75,15 @@ def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu",
             "here, or pass a local directory saved with save_pretrained()."
         ) from None
     return model.to(device).eval(), tokenizer
+
+
+def _config_dtype(config_file: pathlib.Path):
+    """The ``dtype`` (or legacy ``torch_dtype``) a saved config names, as a torch dtype; None if absent."""
+    import json
+
+    config = json.loads(config_file.read_text())
+    name = config.get("dtype") or config.get("torch_dtype")
+    return getattr(torch, name) if isinstance(name, str) and isinstance(getattr(torch, name, None), torch.dtype) else None
 
 
 def _in_zoo(path: pathlib.Path) -> bool:

@@ -144,6 +144,8 @@ def main(argv=None):
     if args.threads:
         torch.set_num_threads(args.threads)
 
+    from specdec.train_cos import save_half
+
     docs = corpus_lib.build_corpus()
     tok_dir = args.out / "tokenizer"
     if args.skip_tokenizer:
@@ -167,7 +169,7 @@ def main(argv=None):
     for name in args.models:
         steps = max(1, int(zoo.TRAIN_STEPS[name] * args.steps_scale))
         model, log = train_model(name, train, heldout, steps=steps, seed=zoo.list_seed(name))
-        model.save_pretrained(args.out / name)
+        save_half(model, args.out / name)  # float16 tensors, float32 config: loads as float32
         tokenizer.save_pretrained(args.out / name)
         (args.out / name / "training_log.json").write_text(json.dumps(log, indent=0) + "\n")
 
