@@ -219,3 +219,28 @@ def test_data_card_is_written(tmp_path):
     assert out.read_text(encoding="utf-8") == text
     for needle in ("Django 5.2.19", f"Sphinx {parallel.SPHINX_VERSION}", "## Cleaning rules", "| de (German) |"):
         assert needle in text
+
+
+def test_joined_pairs_build_every_direction():
+    de_en = parallel.joined_pairs("django", "de", "en", "heldout")
+    rows = parallel.pairs("django", "de", "heldout")
+    assert len(de_en) == len(rows)
+    for joined, row in zip(de_en[:20], rows):
+        assert parallel.direction_prompt(joined)["prompt"] == parallel.translation_prompt(row, "xx-en")["prompt"]
+        assert parallel.direction_prompt(joined)["reference"] == parallel.translation_prompt(row, "xx-en")["reference"]
+    en_de = parallel.joined_pairs("django", "en", "de", "heldout")
+    assert parallel.direction_prompt(en_de[0])["prompt"] == parallel.translation_prompt(rows[0], "en-xx")["prompt"]
+    de_fr = parallel.joined_pairs("django", "de", "fr", "heldout")
+    by_id = {r["id"]: r for r in rows + parallel.pairs("django", "fr", "heldout")}
+    assert len(de_fr) > 0.5 * len(rows)
+    for r in de_fr:  # both sides translate one English string
+        a, b = (by_id[i] for i in r["id"].rsplit(":", 1)[0].split("+"))
+        assert r["src"] == "de" and r["tgt"] == "fr" and (a["xx"], b["xx"]) == (r["src_text"], r["tgt_text"])
+        assert parallel.english_key(a["en"]) == parallel.english_key(b["en"])
+    p = parallel.direction_prompt(de_fr[0])
+    assert p["prompt"] == f"Translate German to French: {de_fr[0]['src_text']}\nFrench:" and p["direction"] == "de-fr"
+    assert len({r["id"] for r in de_fr}) == len(de_fr)
+    with pytest.raises(ValueError):
+        parallel.joined_pairs("django", "de", "de", "heldout")
+    with pytest.raises(ValueError):
+        parallel.joined_pairs("django", "de", "es", "heldout")

@@ -284,6 +284,51 @@ def translation_prompt(row: dict, direction: str) -> dict:
             "reference": f" {tgt}"}
 
 
+def joined_pairs(source: str, src: str, tgt: str, split: str) -> list[dict]:
+    """Rows ``{"id", "source", "src", "tgt", "src_text", "tgt_text"}`` for any direction ``src`` → ``tgt``.
+
+    ``src`` / ``tgt`` are "en" or a language code (different from each other). A pair of two non-English
+    languages X → Y is built by joining X's and Y's rows on the same English string (``english_key``; the
+    first row of each key wins), so every row is a translation of one English message into both languages.
+    Rows come in the order of ``src``'s (or, for En → Y, ``tgt``'s) rows.
+    """
+    src = "en" if src == "en" else canonical_lang(src)
+    tgt = "en" if tgt == "en" else canonical_lang(tgt)
+    if src == tgt:
+        raise ValueError(f"source and target language are both {src!r}")
+    if "en" in (src, tgt):
+        lang = tgt if src == "en" else src
+        texts = [((r["en"], r["xx"]) if src == "en" else (r["xx"], r["en"]), r["id"])
+                 for r in pairs(source, lang, split)]
+    else:
+        other: dict[str, dict] = {}
+        for r in pairs(source, tgt, split):
+            other.setdefault(english_key(r["en"]), r)
+        texts = [((r["xx"], other[english_key(r["en"])]["xx"]), f"{r['id']}+{other[english_key(r['en'])]['id']}")
+                 for r in pairs(source, src, split) if english_key(r["en"]) in other]
+    return [{"id": f"{rid}:{src}-{tgt}", "source": source, "src": src, "tgt": tgt, "src_text": a, "tgt_text": b}
+            for (a, b), rid in texts]
+
+
+def language_name(code: str) -> str:
+    """"English" for "en", else the English name of a corpus language ("de" -> "German")."""
+    return "English" if code == "en" else LANGUAGES[canonical_lang(code)][0]
+
+
+def direction_prompt(row: dict) -> dict:
+    """The paper's prompt for a :func:`joined_pairs` row: ``"Translate German to French: <text>\nFrench:"``.
+
+    Same layout as :func:`translation_prompt` (for X → En and En → X the prompt and reference are the same
+    strings); ``direction`` is ``"<src>-<tgt>"`` (e.g. ``"de-fr"``), ``lang`` the non-English side (or the
+    source language when neither side is English).
+    """
+    src_name, tgt_name = language_name(row["src"]), language_name(row["tgt"])
+    lang = row["src"] if row["src"] != "en" else row["tgt"]
+    return {"id": row["id"], "source": row["source"], "lang": lang, "direction": f"{row['src']}-{row['tgt']}",
+            "prompt": f"Translate {src_name} to {tgt_name}: {row['src_text']}\n{tgt_name}:",
+            "reference": f" {row['tgt_text']}"}
+
+
 def corpus_card() -> list[dict]:
     """Tidy rows ``{source, lang, split, pairs, en_chars, xx_chars}``, one per source × language × split."""
     out = []

@@ -1,0 +1,491 @@
+"""Measuring the multilingual specialised drafters (Yi et al.): translation prompts, every SD method side by
+side with plain decoding, the paper's tables and the findings M1–M4.
+
+Methods (``METHODS``) all decode with the same target, so at T = 0 they must give the very tokens of plain
+(autoregressive) decoding — ``run_grid`` asserts it — and at T = 1 they sample from the same distribution:
+
+- ``ar``: plain decoding (the baseline), ``sps-generic``: SpS with the generic drafter (like vicuna-68m),
+- ``sps-f`` / ``sps-pf``: SpS with the pair's finetune-only (F) / pretrain-and-finetune (P-F) drafter,
+- ``pld``: prompt lookup decoding (n-gram copy from the context, no model).
+
+Medusa, EAGLE and Lookahead are not built here (``NOT_BUILT`` says why); tables show them as such.
+
+Block efficiency τ (new tokens per target call, bonus token counted; the paper's "acceptance length") is
+hardware-independent and carries the findings. Speed is reported two ways: the expected speedup
+``τ / (γ · T_q/T_p + 1)`` from the measured τ and the draft/target one-token call-time ratio, and the measured
+side-by-side walltime ratio (every method of one prompt runs back to back; median over prompts of
+tokens/s ratios), named with its device. Prompts are ``[<s>] + prompt ids`` of ``parallel.direction_prompt``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+import statistics
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from specdec import bench, parallel
+from specdec.sampling import SamplingConfig
+from specdec.tasks import encode
+
+LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
+METHODS = ("ar", "sps-generic", "sps-f", "sps-pf", "pld")
+METHOD_LABELS = {"ar": "autoregressive", "sps-generic": "SpS (generic drafter)", "sps-f": "SpS + F drafter",
+                 "sps-pf": "SpS + P-F drafter (ours)", "pld": "PLD (prompt lookup)"}
+NOT_BUILT = {
+    "Medusa": "not built: needs extra decoding heads trained on the target and tree attention in the engine",
+    "EAGLE": "not built: needs a feature-level autoregressive head on the target's hidden states and tree drafts",
+    "Lookahead": "not built: needs Jacobi-iteration n-gram pools (a different decoding loop)",
+}
+KEYS = ["pair", "source", "gamma", "temperature", "seed", "prompt", "method"]
+GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
+
+JPARACRAWL_URL = "https://www.kecl.ntt.co.jp/icl/lirg/jparacrawl/"
+
+
+def paper_setup() -> dict:
+    """The paper profile's evaluation sets and prompt (``multilingual`` in ``data/profiles/paper.yaml``)."""
+    from specdec.models import load_profile
+
+    return load_profile("paper")["multilingual"]
+
+
+def drafter_name(method: str, lang: str) -> str | None:
+    """The zoo model behind a method for a pair X → En (``None`` for ``ar`` and ``pld``)."""
+    return {"sps-generic": "ml-draft-generic", "sps-f": f"ml-draft-f-{lang}",
+            "sps-pf": f"ml-draft-pf-{lang}"}.get(method)
+
+
+@functools.lru_cache(maxsize=None)
+def load_model(name: str):
+    """A zoo model in eval mode (float32 on CPU), cached: drafters are shared by many cells."""
+    from specdec.models import load
+
+    return load(name, with_tokenizer=False)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from specdec import zoo
+
+    return AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
+
+
+def make_drafter(spec):
+    """``None`` (plain decoding), ``"pld"`` (a fresh ``PromptLookupDrafter``) or a zoo model name."""
+    from specdec.drafters import PromptLookupDrafter
+
+    if spec is None:
+        return None
+    if spec == "pld":
+        return PromptLookupDrafter(max_ngram=3, min_ngram=1)
+    return load_model(spec)
+
+
+# --------------------------------------------------------------------------------------------- prompts
+def prompt_set(source: str, src: str, tgt: str, n: int, *, max_prompt_tokens: int = 96, seed: int = 0,
+               profile: str = "tiny") -> list[dict]:
+    """``n`` held-out translation prompts ``src`` → ``tgt`` (seeded sample, prompts ≤ ``max_prompt_tokens``).
+
+    Each row is ``parallel.direction_prompt`` plus ``ids`` (``LongTensor[L]``: ``<s>`` + prompt ids).
+    profile "paper" loads the paper's WMT / IWSLT sets instead (``load_paper_prompts``).
+    """
+    if profile == "paper":
+        return load_paper_prompts(src, tgt, n, generalization=source == "sphinx")
+    if profile != "tiny":
+        raise ValueError(f"unknown profile {profile!r}; expected 'tiny' or 'paper'")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    tok = tokenizer()
+    rows = [parallel.direction_prompt(r) for r in parallel.joined_pairs(source, src, tgt, "heldout")]
+    rows = [{**r, "ids": encode(tok, r["prompt"])} for r in rows]
+    rows = [r for r in rows if len(r["ids"]) <= max_prompt_tokens]
+    if len(rows) < n:
+        raise ValueError(f"only {len(rows)} held-out {source} prompts {src}->{tgt} of <= {max_prompt_tokens} "
+                         f"tokens; asked for {n}")
+    return random.Random(f"{seed}:{source}:{src}-{tgt}").sample(rows, n)
+
+
+def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False) -> list[dict]:
+    """The paper's evaluation prompts (X → En in Vicuna's chat template, ``paper_setup()``); raises
+    ``DatasetNotAvailableError`` naming the dataset when it is neither reachable nor cached (this project
+    never downloads at run time)."""
+    from specdec.cos_tasks import DatasetNotAvailableError, _datasets_offline_if_unreachable
+
+    if tgt != "en":
+        raise ValueError("the paper evaluates X -> English only")
+    setup = paper_setup()
+    dataset_id, config = setup["generalization"] if generalization else setup["datasets"][parallel.canonical_lang(src)]
+    how = (f"On a machine with internet run `huggingface-cli download --repo-type dataset {dataset_id}` and load "
+           "it once with datasets.load_dataset, then copy the cache (HF_HOME) here; or use profile='tiny'.")
+    if config is None:
+        raise DatasetNotAvailableError(f"dataset {dataset_id} is not on the Hugging Face hub (get it from "
+                                       f"{JPARACRAWL_URL}); profile 'paper' has no loader for it: use profile='tiny'.")
+    try:
+        import datasets
+
+        with _datasets_offline_if_unreachable():
+            data = datasets.load_dataset(dataset_id, config, split="test")
+    except Exception as err:  # not cached / unreachable / datasets missing: all mean "not here"
+        raise DatasetNotAvailableError(f"cannot load dataset {dataset_id!r} (config {config!r}, split 'test'): "
+                                       f"{type(err).__name__}. " + how) from err
+    rows = []
+    for i, ex in enumerate(data.select(range(min(n, len(data))))):
+        pair = ex["translation"]
+        text = setup["prompt"].format(src_name=parallel.language_name(src), text=pair[src])
+        rows.append({"id": f"{dataset_id}/{i}", "source": dataset_id, "lang": src, "direction": f"{src}-en",
+                     "prompt": setup["chat_template"].format(prompt=text), "reference": " " + pair["en"]})
+    return rows
+
+
+def training_summary() -> pd.DataFrame:
+    """``data/multilingual/ml_training.csv``: one row per trained model (parameters, device, seconds, …)."""
+    from specdec import zoo
+
+    return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
+
+
+def budget_grid(lang: str = "de") -> pd.DataFrame:
+    """The finetune-budget grid of F and P-F drafters for ``lang``: recipe, budget, finetune_tokens and the
+    shipped model to load (the largest budget is the main drafter, ``same_as``)."""
+    df = training_summary()
+    df = df[(df.lang == lang) & df.model.str.contains(r"-b\d+$", regex=True) & df.recipe.isin(["F", "P-F"])]
+    out = df.assign(load=df.same_as.fillna(df.model))
+    return out[["model", "load", "recipe", "finetune_budget", "finetune_tokens"]].sort_values(
+        ["recipe", "finetune_budget"]).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------- quality
+def decode_text(output_ids: list[int]) -> str:
+    """Output ids → text, without ``</s>`` and surrounding space."""
+    return tokenizer().decode([t for t in output_ids if t != 2], skip_special_tokens=True).strip()
+
+
+def chrf(hypothesis: str, reference: str) -> float:
+    """sacrebleu sentence chrF (n = 6, β = 2), 0..100."""
+    import sacrebleu
+
+    return float(sacrebleu.sentence_chrf(hypothesis, [reference.strip()]).score)
+
+
+def corpus_chrf(hypotheses: list[str], references: list[str]) -> float:
+    import sacrebleu
+
+    return float(sacrebleu.corpus_chrf(list(hypotheses), [[r.strip() for r in references]]).score)
+
+
+def paired_bootstrap(a, b, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Paired bootstrap of mean(a − b) over items: mean, 95 % interval and a two-sided p-value
+    (share of resampled means on the other side of 0, doubled)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
+    p = 2 * min((means <= 0).mean(), (means >= 0).mean())
+    return {"mean_diff": float(d.mean()), "ci_low": float(np.quantile(means, 0.025)),
+            "ci_high": float(np.quantile(means, 0.975)), "p_value": float(min(1.0, p)), "n": len(d)}
+
+
+# --------------------------------------------------------------------------------------------- running
+def _seed(seed: int, prompt_index: int) -> int:
+    return 10_007 * seed + prompt_index
+
+
+def run_group(target, drafters: dict, prompt: dict, *, gamma: int, temperature: float, seed: int,
+              max_new_tokens: int) -> list[dict]:
+    """Every method of ``drafters`` (``{method: spec}``, ``ar`` first) on one prompt, back to back.
+
+    At T = 0 raises ``AssertionError`` if a method's tokens differ from plain decoding's. Rows carry τ, α,
+    timings, the output text and its chrF against the reference.
+    """
+    from specdec.engine import generate
+
+    sampling = SamplingConfig(temperature=temperature)
+    rows, reference_ids = [], None
+    for method, spec in drafters.items():
+        res = generate(target, prompt["ids"], make_drafter(spec), gamma=gamma, max_new_tokens=max_new_tokens,
+                       sampling=sampling, eos_token_id=2, seed=seed)
+        if method == "ar":
+            reference_ids = res.output_ids
+        elif temperature == 0 and reference_ids is not None:
+            assert res.output_ids == reference_ids, (
+                f"greedy {method} differs from plain decoding on {prompt['id']}: lossless SD is broken")
+        text = decode_text(res.output_ids)
+        rows.append({"method": method, "drafter": spec or "", "new_tokens": res.new_tokens,
+                     "target_calls": res.target_calls, "block_efficiency": res.block_efficiency,
+                     "accepted": sum(res.accepted_per_block), "drafted": sum(res.drafted_per_block),
+                     "total_time": res.total_time, "prefill_time": res.prefill_time, "draft_time": res.draft_time,
+                     "tokens_per_second": res.tokens_per_second,
+                     "same_as_ar": res.output_ids == reference_ids if reference_ids is not None else "",
+                     "chrf": chrf(text, prompt["reference"]), "text": text})
+    return rows
+
+
+def run_grid(store, target, prompts: dict, drafters_for, *, gamma: int, temperatures, seeds, max_new_tokens: int,
+             source: str = "django", desc: str = "") -> None:
+    """Run ``drafters_for(pair)`` (``{method: spec}``) on every prompt of ``prompts`` (``{pair: rows}``), at
+    every temperature (T = 0 once, T > 0 for each seed); rows go to ``store`` (keys ``KEYS``), skipping groups
+    already there. A group = one (pair, temperature, seed, prompt): its methods run back to back."""
+    groups = []
+    for pair, rows in prompts.items():
+        for t in temperatures:
+            for s in ([GREEDY_SEED] if t == 0 else seeds):
+                for i, row in enumerate(rows):
+                    key = dict(pair=pair, source=source, gamma=gamma, temperature=t, seed=s, prompt=row["id"])
+                    methods = drafters_for(pair)
+                    if not all(store.done(**key, method=m) for m in methods):
+                        groups.append((key, methods, row, _seed(s, i)))
+    if groups:  # the first calls of a model pay one-time costs: warm every model up once, untimed
+        key, methods, row, _ = groups[0]
+        run_group(target, methods, row, gamma=gamma, temperature=0.0, seed=0, max_new_tokens=8)
+    for key, methods, row, seed in tqdm(groups, desc=desc or "translation prompts", disable=not groups):
+        out = run_group(target, methods, row, gamma=gamma, temperature=key["temperature"], seed=seed,
+                        max_new_tokens=max_new_tokens)
+        store.append([{**key, **r} for r in out])
+
+
+def latency_ratios(store, target, drafters: list[str], context: int = 48, repeats: int = 30) -> dict:
+    """``T_q/T_p`` per drafter model (one-token call at ``S = context``), measured once per device and kept
+    in ``store`` (keys drafter, device, S). Prompt lookup has no model: its ratio is 0."""
+    device = bench.describe_device(next(target.parameters()).device)
+    for name in drafters:
+        if name and name != "pld" and not store.done(drafter=name, device=device, S=context):
+            store.append([{"drafter": name, "device": device, "S": context,
+                           "latency_ratio": bench.latency_ratio(target, load_model(name), context, repeats)}])
+    frame = store.frame()
+    frame = frame[(frame.device == device) & (frame.S == context)]
+    out = dict(zip(frame.drafter, frame.latency_ratio.astype(float)))
+    out["pld"] = 0.0
+    return out
+
+
+# --------------------------------------------------------------------------------------------- tables
+def method_table(frame: pd.DataFrame, gamma: int, ratios: dict) -> pd.DataFrame:
+    """One row per (pair, temperature, method): τ (pooled: Σ new tokens / Σ target calls), α, expected
+    speedup from τ and ``T_q/T_p``, measured speedup (median over prompts × seeds of the tokens/s ratio to
+    plain decoding in the same group), chrF (corpus, over all prompts and seeds) and runs."""
+    group = ["pair", "source", "temperature", "seed", "prompt"]
+    ar = frame[frame.method == "ar"].set_index(group)
+    out = []
+    for (pair, temperature, method), g in frame.groupby(["pair", "temperature", "method"], sort=False):
+        tau = g.new_tokens.sum() / g.target_calls.sum()
+        spec = g.drafter.fillna("").iloc[0] if method != "ar" else ""
+        ratio = 0.0 if method == "ar" else ratios.get(spec or method, float("nan"))
+        base = ar.reindex(g.set_index(group).index)
+        measured = (g.tokens_per_second.to_numpy() / base.tokens_per_second.to_numpy())
+        drafted = g.drafted.sum()
+        out.append({"pair": pair, "temperature": temperature, "method": method, "tau": tau,
+                    "acceptance": g.accepted.sum() / drafted if drafted else float("nan"),
+                    "latency_ratio": ratio,
+                    "expected_speedup": 1.0 if method == "ar" else bench.expected_speedup(tau, gamma, ratio),
+                    "measured_speedup": float(np.nanmedian(measured)),
+                    "chrf": corpus_chrf(g.text.fillna("").tolist(), _references(g)),
+                    "runs": len(g)})
+    return pd.DataFrame(out)
+
+
+_REFERENCES: dict[str, str] = {}
+
+
+def remember_references(prompts: dict) -> None:
+    """Keep each prompt's reference (results rows store the output text, not the reference)."""
+    for rows in prompts.values():
+        _REFERENCES.update({r["id"]: r["reference"] for r in rows})
+
+
+def _references(g: pd.DataFrame) -> list[str]:
+    return [_REFERENCES[p] for p in g.prompt]
+
+
+def table1(table: pd.DataFrame, value: str = "measured_speedup") -> pd.DataFrame:
+    """Table 1 layout: rows method (+ the methods not built), columns (T, pair) and their mean."""
+    wide = table.pivot_table(index="method", columns=["temperature", "pair"], values=value)
+    for t in sorted(table.temperature.unique()):
+        wide[(t, "mean")] = wide[t].mean(axis=1)
+    wide = wide.reindex(columns=sorted(wide.columns, key=lambda c: (c[0], c[1] == "mean", c[1])))
+    wide = wide.reindex([m for m in METHODS if m in wide.index])
+    wide.index = [METHOD_LABELS[m] for m in wide.index]
+    for name in NOT_BUILT:
+        wide.loc[name] = np.nan
+    return wide
+
+
+def not_built_note() -> str:
+    return "; ".join(f"{k}: {v}" for k, v in NOT_BUILT.items())
+
+
+def quality_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Output quality per temperature and method: corpus chrF; at T = 0 whether every output equals plain
+    decoding's; at T > 0 a paired bootstrap over (prompt, seed) of sentence chrF against plain decoding."""
+    group = ["pair", "source", "temperature", "seed", "prompt"]
+    rows = []
+    for t, ft in frame.groupby("temperature"):
+        ar = ft[ft.method == "ar"].set_index(group)
+        for method in [m for m in METHODS if m in set(ft.method)]:
+            g = ft[ft.method == method].set_index(group)
+            row = {"temperature": t, "method": method, "chrf": corpus_chrf(g.text.fillna("").tolist(),
+                                                                        _references(g.reset_index())),
+                   "mean_sentence_chrf": float(g.chrf.mean()), "runs": len(g)}
+            if method != "ar":
+                if t == 0:
+                    row["identical_to_ar"] = bool((g.text.fillna("") == ar.reindex(g.index).text.fillna("")).all()
+                                                  and g.same_as_ar.astype(str).eq("True").all())
+                else:
+                    test = paired_bootstrap(g.chrf.to_numpy(), ar.reindex(g.index).chrf.to_numpy())
+                    row.update({f"vs_ar_{k}": v for k, v in test.items() if k != "n"})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------- findings
+def m1_verdict(table: pd.DataFrame, temperature: float = 0.0) -> tuple[bool, str]:
+    """M1: P-F > F > generic (τ) on translation, per pair at ``temperature``."""
+    t = table[table.temperature == temperature].pivot_table(index="pair", columns="method", values="tau")
+    order = (t["sps-pf"] > t["sps-f"]) & (t["sps-f"] > t["sps-generic"])
+    mean = t[["sps-generic", "sps-f", "sps-pf"]].mean()
+    holds = bool(order.all())
+    text = (f"**M1 {'holds' if holds else 'holds only in part' if order.any() else 'does not hold'}** at "
+            f"T = {temperature:g}: τ P-F > F > generic in {int(order.sum())}/{len(order)} pairs; mean τ "
+            f"generic {mean['sps-generic']:.2f}, F {mean['sps-f']:.2f}, P-F {mean['sps-pf']:.2f}")
+    if not holds:
+        bad = ", ".join(t.index[~order])
+        text += f" (order broken in {bad})"
+    return holds, text + "."
+
+
+def loglinear_fit(frame: pd.DataFrame, x: str = "finetune_tokens", y: str = "tau") -> dict:
+    """Least squares ``y = a + b · log10(x)``: slope b, intercept a and R²."""
+    lx, yy = np.log10(frame[x].astype(float).to_numpy()), frame[y].astype(float).to_numpy()
+    b, a = np.polyfit(lx, yy, 1)
+    pred = a + b * lx
+    ss = ((yy - yy.mean()) ** 2).sum()
+    return {"slope": float(b), "intercept": float(a), "r2": float(1 - ((yy - pred) ** 2).sum() / ss) if ss else 1.0}
+
+
+def m2_verdict(fits: dict, min_r2: float = 0.8) -> tuple[bool, str]:
+    """M2: τ grows roughly linearly in log(tokens): positive slope and R² ≥ ``min_r2`` for every recipe.
+    "in part" when τ grows (positive slope) but the log-linear fit is poor for some recipe."""
+    ok = {k: f["slope"] > 0 and f["r2"] >= min_r2 for k, f in fits.items()}
+    grows = all(f["slope"] > 0 for f in fits.values())
+    holds = all(ok.values())
+    parts = ", ".join(f"{k}: {f['slope']:+.2f} τ per decade of tokens (R² {f['r2']:.2f})" for k, f in fits.items())
+    word = "holds" if holds else "holds only in part" if grows else "does not hold"
+    why = "" if holds else (" τ grows with the finetune tokens, but not linearly in log(tokens) for "
+                            + ", ".join(k for k, v in ok.items() if not v) if grows else
+                            " τ does not grow with the finetune tokens for "
+                            + ", ".join(k for k, f in fits.items() if f["slope"] <= 0))
+    return holds, f"**M2 {word}**: {parts} (criterion: slope > 0 and R² ≥ {min_r2}).{why + '.' if why else ''}"
+
+
+def ood_matrix(frame: pd.DataFrame) -> pd.DataFrame:
+    """τ per drafter (rows) and direction ``src-tgt`` (columns), pooled over prompts."""
+    g = frame.groupby(["drafter", "pair"]).agg(new=("new_tokens", "sum"), calls=("target_calls", "sum"))
+    return (g.new / g.calls).unstack("pair")
+
+
+def m3_verdict(matrix: pd.DataFrame) -> tuple[bool, str]:
+    """M3: for a drafter trained on X → En, directions with the same input language X (X → Z, Z ≠ En) keep
+    more τ than directions with the same output language (Y → En, Y ≠ X)."""
+    inp, outp, wins = [], [], 0
+    for drafter in matrix.index:
+        x = drafter.rsplit("-", 1)[-1]
+        same_in = [c for c in matrix.columns if c.startswith(f"{x}-") and c != f"{x}-en"]
+        same_out = [c for c in matrix.columns if c.endswith("-en") and c != f"{x}-en"]
+        a, b = matrix.loc[drafter, same_in].mean(), matrix.loc[drafter, same_out].mean()
+        inp.append(a)
+        outp.append(b)
+        wins += a > b
+    holds = wins == len(matrix)
+    word = "holds" if holds else "holds only in part" if wins else "does not hold"
+    return holds, (f"**M3 {word}**: input-language match (X→Z) mean τ {statistics.mean(inp):.2f} vs output-language "
+                   f"match (Y→En) {statistics.mean(outp):.2f}; input > output for {wins}/{len(matrix)} drafters.")
+
+
+def m4_verdict(sizes: pd.DataFrame, similar: float = 0.2) -> tuple[bool, str]:
+    """M4: the large drafter is slower despite similar τ. ``sizes``: rows per drafter ("small" / "large")
+    with tau, latency_ratio, expected_speedup, measured_speedup (one temperature)."""
+    s, l = sizes.loc["small"], sizes.loc["large"]
+    tau_close = abs(l.tau / s.tau - 1) <= similar
+    slower = l.expected_speedup < s.expected_speedup and l.measured_speedup < s.measured_speedup
+    holds = bool(tau_close and slower)
+    word = "holds" if holds else "holds only in part" if slower or tau_close else "does not hold"
+    return holds, (f"**M4 {word}**: τ large {l.tau:.2f} vs small {s.tau:.2f} ({'within' if tau_close else 'not within'} "
+                   f"±{similar:.0%}); T_q/T_p {l.latency_ratio:.2f} vs {s.latency_ratio:.2f}; expected speedup "
+                   f"{l.expected_speedup:.2f} vs {s.expected_speedup:.2f}; measured {l.measured_speedup:.2f} vs "
+                   f"{s.measured_speedup:.2f}.")
+
+
+def paper_claims() -> pd.DataFrame:
+    """The paper's prose numbers (``data/paper/multilingual_claims.csv``), key → value."""
+    from specdec.results import paper_numbers
+
+    return paper_numbers("multilingual_claims").set_index("key")
+
+
+def paper_value(key: str) -> float:
+    value = paper_claims().loc[key, "value"]
+    try:
+        return float(value)
+    except ValueError:
+        return math.nan
+
+
+def quality_verdict(quality: pd.DataFrame, alpha: float = 0.05) -> tuple[bool, str]:
+    """Lossless at T = 0 (every SD output identical to plain decoding) and no detectable chrF difference at
+    T > 0 (paired bootstrap p ≥ ``alpha`` for every method)."""
+    greedy = quality[(quality.temperature == 0) & (quality.method != "ar")]
+    sampled = quality[(quality.temperature != 0) & (quality.method != "ar")]
+    identical = bool(greedy.identical_to_ar.astype(bool).all()) if len(greedy) else True
+    equal = bool((sampled.vs_ar_p_value >= alpha).all()) if len(sampled) else True
+    text = (f"**Quality {'holds' if identical and equal else 'does not hold'}**: at T = 0 "
+            f"{'every' if identical else 'NOT every'} SD method's output is token-identical to plain decoding "
+            f"(chrF {greedy.chrf.iloc[0]:.1f} for all)" if len(greedy) else "**Quality**: no T = 0 runs")
+    if len(sampled):
+        worst = sampled.loc[sampled.vs_ar_p_value.idxmin()]
+        text += (f"; at T = 1, paired bootstrap over (prompt, seed) of sentence chrF vs plain decoding: smallest "
+                 f"p = {worst.vs_ar_p_value:.2f} ({worst.method}, mean difference {worst.vs_ar_mean_diff:+.1f}), "
+                 + ("no method differs at the 5 % level (statistically equal)." if equal
+                    else f"a difference at the {alpha:.0%} level."))
+    return identical and equal, text
+
+
+def table1_drafters(pair: str) -> dict:
+    """``{method: spec}`` of Table 1 for a pair ``"x-en"``: plain decoding first, then every SD method."""
+    x = pair.split("-")[0]
+    return {m: ("pld" if m == "pld" else drafter_name(m, x)) for m in METHODS}
+
+
+def select(frame: pd.DataFrame, prompts: dict, gamma: int, temperatures, seeds) -> pd.DataFrame:
+    """The rows of this run's configuration (a results file may hold other runs' rows too)."""
+    ids = {r["id"] for rows in prompts.values() for r in rows}
+    keep = (frame.pair.isin(list(prompts)) & frame.prompt.isin(ids) & (frame.gamma == gamma)
+            & frame.temperature.isin(list(temperatures))
+            & ((frame.temperature == 0) | frame.seed.isin(list(seeds))))
+    return frame[keep].reset_index(drop=True)
+
+
+def generalization_verdict(table: pd.DataFrame, temperature: float = 0.0) -> tuple[bool, str]:
+    """Table 7: on the held-out second source, the P-F drafter beats SpS with the generic drafter (τ and
+    expected speedup) in every pair."""
+    t = table[table.temperature == temperature].pivot_table(index="pair", columns="method",
+                                                             values=["tau", "expected_speedup", "measured_speedup"])
+    wins = (t["tau"]["sps-pf"] > t["tau"]["sps-generic"]) & (t["expected_speedup"]["sps-pf"] > t["expected_speedup"]["sps-generic"])
+    holds = bool(wins.all())
+    word = "holds" if holds else "holds only in part" if wins.any() else "does not hold"
+    return holds, (f"**Table 7 finding {word}** on the held-out source: P-F beats generic SpS in τ and expected "
+                   f"speedup in {int(wins.sum())}/{len(wins)} pairs (mean τ {t['tau']['sps-pf'].mean():.2f} vs "
+                   f"{t['tau']['sps-generic'].mean():.2f}; expected speedup {t['expected_speedup']['sps-pf'].mean():.2f} "
+                   f"vs {t['expected_speedup']['sps-generic'].mean():.2f}; measured {t['measured_speedup']['sps-pf'].mean():.2f} "
+                   f"vs {t['measured_speedup']['sps-generic'].mean():.2f}).")
+
+
+def show(frame: pd.DataFrame, digits: int = 2) -> str:
+    """A table as text, numbers rounded, missing cells (methods not built) as "—"."""
+    rounded = frame.round(digits).astype(object)
+    return rounded.where(frame.notna(), "—").to_string()

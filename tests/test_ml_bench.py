@@ -1,0 +1,148 @@
+"""Multilingual benchmark (specdec.ml_bench): lossless greedy SD for every shipped drafter on translation
+prompts, the tables, the statistics and the M1–M4 verdicts, the paper profile's offline error."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from specdec import ml_bench as mb
+from specdec import parallel, zoo
+from specdec.results import ResultStore
+
+ML_ZOO = (zoo.MODELS / "ml-target" / "config.json").exists()
+needs_zoo = pytest.mark.skipif(not ML_ZOO, reason="multilingual zoo not shipped")
+
+
+def _shipped_drafters() -> list[str]:
+    return sorted(p.name for p in zoo.MODELS.glob("ml-draft-*") if (p / "config.json").exists())
+
+
+def test_prompt_set_is_a_seeded_sample_of_heldout_prompts():
+    a = mb.prompt_set("django", "de", "en", 5, seed=0)
+    assert [r["id"] for r in a] == [r["id"] for r in mb.prompt_set("django", "de", "en", 5, seed=0)]
+    assert [r["id"] for r in a] != [r["id"] for r in mb.prompt_set("django", "de", "en", 5, seed=1)]
+    heldout = {r["id"] for r in parallel.pairs("django", "de", "heldout")}
+    for r in a:
+        assert r["prompt"].startswith("Translate German to English: ") and r["prompt"].endswith("\nEnglish:")
+        assert r["id"].rsplit(":", 1)[0] in heldout
+        assert r["ids"][0] == 1 and len(r["ids"]) <= 96
+    fr_ja = mb.prompt_set("sphinx", "fr", "ja", 3)
+    assert all(r["direction"] == "fr-ja" and r["prompt"].endswith("\nJapanese:") for r in fr_ja)
+    with pytest.raises(ValueError, match="asked for"):
+        mb.prompt_set("django", "de", "en", 10_000)
+    with pytest.raises(ValueError, match="profile"):
+        mb.prompt_set("django", "de", "en", 3, profile="huge")
+
+
+def test_paper_profile_fails_offline_naming_the_dataset(monkeypatch):
+    from specdec.cos_tasks import DatasetNotAvailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", "/nonexistent-specdec-cache")
+    with pytest.raises(DatasetNotAvailableError, match="wmt16.*huggingface-cli download"):
+        mb.prompt_set("django", "de", "en", 3, profile="paper")
+    with pytest.raises(DatasetNotAvailableError, match="iwslt2017"):
+        mb.prompt_set("sphinx", "de", "en", 3, profile="paper")
+    with pytest.raises(DatasetNotAvailableError, match="JParaCrawl"):
+        mb.prompt_set("django", "ja", "en", 3, profile="paper")
+    assert "{prompt}" in mb.paper_setup()["chat_template"]
+
+
+@needs_zoo
+def test_greedy_sd_is_lossless_for_every_shipped_drafter_and_pld():
+    torch.set_num_threads(1)
+    target = mb.load_model("ml-target")
+    drafters = {"ar": None, "pld": "pld", **{name: name for name in _shipped_drafters()}}
+    assert {"ml-draft-generic", "ml-draft-pf-de", "ml-draft-f-zh"} <= set(drafters)
+    for x, direction in (("de", ("de", "en")), ("ja", ("en", "ja"))):
+        prompt = mb.prompt_set("django", *direction, 1, seed=3)[0]
+        rows = mb.run_group(target, drafters, prompt, gamma=3, temperature=0.0, seed=0, max_new_tokens=24)
+        assert all(r["same_as_ar"] is True for r in rows)  # run_group also asserts it
+        assert len({r["text"] for r in rows}) == 1 and len({r["chrf"] for r in rows}) == 1
+        assert rows[0]["target_calls"] == rows[0]["new_tokens"]  # plain decoding: one call per token
+
+
+@needs_zoo
+def test_run_grid_resumes_and_tables_add_up(tmp_path):
+    torch.set_num_threads(1)
+    target = mb.load_model("ml-target")
+    store = ResultStore("tiny", "ml_main", mb.KEYS, root=tmp_path)
+    prompts = {"de-en": mb.prompt_set("django", "de", "en", 2)}
+    mb.remember_references(prompts)
+    kwargs = dict(gamma=3, temperatures=[0.0, 1.0], seeds=[0, 1], max_new_tokens=12)
+    mb.run_grid(store, target, prompts, mb.table1_drafters, **kwargs)
+    frame = store.frame()
+    assert len(frame) == 2 * (1 + 2) * len(mb.METHODS)
+    mb.run_grid(store, target, prompts, mb.table1_drafters, **kwargs)  # everything done: nothing appended
+    assert len(store.frame()) == len(frame)
+    frame = mb.select(frame, prompts, 3, [0.0, 1.0], [0, 1])
+    ratios = {d: 0.25 for d in mb.table1_drafters("de-en").values() if d} | {"pld": 0.0}
+    table = mb.method_table(frame, 3, ratios)
+    ar = table[table.method == "ar"]
+    assert (ar.tau == 1).all() and (ar.measured_speedup == 1).all() and (ar.expected_speedup == 1).all()
+    pf = table[(table.method == "sps-pf") & (table.temperature == 0)].iloc[0]
+    assert pf.expected_speedup == pytest.approx(pf.tau / (3 * 0.25 + 1))
+    wide = mb.table1(table, "tau")
+    assert {"Medusa", "EAGLE", "Lookahead"} <= set(wide.index) and wide.loc["EAGLE"].isna().all()
+    assert (0.0, "mean") in wide.columns
+    quality = mb.quality_table(frame)
+    assert quality[(quality.temperature == 0) & (quality.method != "ar")].identical_to_ar.all()
+    assert quality[quality.temperature == 1].vs_ar_p_value.dropna().between(0, 1).all()
+    assert mb.quality_verdict(quality)[1].startswith("**Quality")
+
+
+def test_paired_bootstrap_and_loglinear_fit():
+    rng = np.random.default_rng(0)
+    a = rng.normal(50, 5, 200)
+    same = mb.paired_bootstrap(a, a + rng.normal(0, 1, 200))
+    assert same["ci_low"] < 0 < same["ci_high"] and same["p_value"] > 0.05
+    shifted = mb.paired_bootstrap(a + 3, a)
+    assert shifted["mean_diff"] == pytest.approx(3) and shifted["p_value"] < 0.01
+    curve = pd.DataFrame({"finetune_tokens": [1e3, 1e4, 1e5, 1e6], "tau": [1.0, 1.5, 2.0, 2.5]})
+    fit = mb.loglinear_fit(curve)
+    assert fit["slope"] == pytest.approx(0.5) and fit["intercept"] == pytest.approx(-0.5) and fit["r2"] == pytest.approx(1)
+
+
+def _method_rows(taus: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"pair": p, "temperature": 0.0, "method": m, "tau": t} for p, d in taus.items()
+                         for m, t in d.items()])
+
+
+def test_verdicts_follow_the_data():
+    good = _method_rows({"de-en": {"sps-generic": 1.1, "sps-f": 1.5, "sps-pf": 2.0},
+                         "fr-en": {"sps-generic": 1.0, "sps-f": 1.4, "sps-pf": 1.9}})
+    assert mb.m1_verdict(good)[0] and "**M1 holds**" in mb.m1_verdict(good)[1]
+    bad = _method_rows({"de-en": {"sps-generic": 1.1, "sps-f": 2.5, "sps-pf": 2.0},
+                        "fr-en": {"sps-generic": 1.0, "sps-f": 1.4, "sps-pf": 1.9}})
+    holds, text = mb.m1_verdict(bad)
+    assert not holds and "in part" in text and "de-en" in text
+
+    assert mb.m2_verdict({"F": {"slope": 0.3, "intercept": 0, "r2": 0.95}})[0]
+    assert not mb.m2_verdict({"F": {"slope": 0.3, "intercept": 0, "r2": 0.5}})[0]
+
+    cols = ["de-en", "de-fr", "fr-en", "fr-de", "en-de", "en-fr"]
+    matrix = pd.DataFrame([[3.0, 2.5, 1.5, 1.2, 1.1, 1.0], [1.5, 1.2, 3.0, 2.6, 1.0, 1.1]],
+                          index=["ml-draft-pf-de", "ml-draft-pf-fr"], columns=cols)
+    assert mb.m3_verdict(matrix)[0]
+    assert not mb.m3_verdict(matrix.rename(columns={"de-fr": "x", "fr-de": "y"}).assign(**{"de-fr": 1.0, "fr-de": 1.0}))[0]
+
+    sizes = pd.DataFrame({"tau": [2.0, 2.2], "latency_ratio": [0.3, 0.8], "expected_speedup": [0.9, 0.52],
+                          "measured_speedup": [0.6, 0.4]}, index=["small", "large"])
+    assert mb.m4_verdict(sizes)[0]
+    assert not mb.m4_verdict(sizes.assign(tau=[1.0, 2.2]))[0]
+
+    table = pd.DataFrame([{"pair": "de-en", "temperature": 0.0, "method": m, "tau": t, "expected_speedup": e,
+                           "measured_speedup": e} for m, t, e in (("sps-generic", 1.1, 0.5), ("sps-pf", 1.8, 0.8))])
+    assert mb.generalization_verdict(table)[0]
+
+
+@needs_zoo
+def test_budget_grid_and_training_summary():
+    grid = mb.budget_grid("de")
+    assert list(grid.recipe.unique()) == ["F", "P-F"] and len(grid) == 8
+    assert set(grid[grid.finetune_budget == grid.finetune_budget.max()].load) == {"ml-draft-f-de", "ml-draft-pf-de"}
+    assert all((zoo.MODELS / name / "config.json").exists() for name in grid.load)
+    summary = mb.training_summary()
+    assert {"model", "parameters", "device", "seconds"} <= set(summary.columns)
