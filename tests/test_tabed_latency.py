@@ -66,10 +66,10 @@ def test_batched_draft_cost_rows_and_ratio(tiny):
     captioner = lambda images: ["a red square"] * len(images)  # noqa: E731
     frame = pd.DataFrame(tl.decode_step_times(target, draft, processor.tokenizer, requests[:1], (1, 2, 4),
                                               repeats=2, captioner=captioner, warmup=1))
-    assert len(frame) == 2 * 4 and (frame.seconds > 0).all()
+    assert len(frame) == 2 * 4 and (frame.seconds > 0).all() and (frame.load >= 0).all()
     assert set(frame[frame.model == "draft"].m) == {1, 2, 4}
     table = tl.batch_cost_table(frame)
-    assert table.loc[1, "T_q(m) / T_q(1)"] == 1.0 and table.loc[1, "T_q(m) / T_q(1), min"] == 1.0
+    assert table.loc[1, "T_q(m) / T_q(1)"] == 1.0
     assert table.loc[4, "rows"] == "M,T,C,P"
     assert tl.measured_ratio(frame) == pytest.approx(table.loc[1, "T_q(m) / T_p"])
 
