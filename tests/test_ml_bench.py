@@ -47,6 +47,10 @@ def test_paper_profile_fails_offline_naming_the_dataset(monkeypatch):
         mb.prompt_set("sphinx", "de", "en", 3, profile="paper")
     with pytest.raises(DatasetNotAvailableError, match="JParaCrawl"):
         mb.prompt_set("django", "ja", "en", 3, profile="paper")
+    with pytest.raises(DatasetNotAvailableError, match="wmt14"):
+        mb.prompt_set("django", "en", "fr", 3, profile="paper")
+    with pytest.raises(ValueError, match="no de->fr set"):
+        mb.prompt_set("django", "de", "fr", 3, profile="paper")
     assert "{prompt}" in mb.paper_setup()["chat_template"]
 
 
@@ -77,7 +81,7 @@ def test_run_grid_resumes_and_tables_add_up(tmp_path):
     assert len(frame) == 2 * (1 + 2) * len(mb.METHODS)
     mb.run_grid(store, target, prompts, mb.table1_drafters, **kwargs)  # everything done: nothing appended
     assert len(store.frame()) == len(frame)
-    frame = mb.select(frame, prompts, 3, [0.0, 1.0], [0, 1])
+    frame = mb.select(frame, prompts, 3, [0.0, 1.0], [0, 1], 12)
     ratios = {d: 0.25 for d in mb.table1_drafters("de-en").values() if d} | {"pld": 0.0}
     table = mb.method_table(frame, 3, ratios)
     ar = table[table.method == "ar"]
