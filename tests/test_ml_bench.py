@@ -150,3 +150,15 @@ def test_budget_grid_and_training_summary():
     assert all((zoo.MODELS / name / "config.json").exists() for name in grid.load)
     summary = mb.training_summary()
     assert {"model", "parameters", "device", "seconds"} <= set(summary.columns)
+
+
+@needs_zoo
+def test_latency_ratio_is_measured_once_per_drafter_shape(tmp_path):
+    torch.set_num_threads(1)
+    store = ResultStore("tiny", "ml_latency", ["drafter", "device", "S"], root=tmp_path)
+    target = mb.load_model("ml-target")
+    ratios = mb.latency_ratios(store, target, ["ml-draft-generic", "ml-draft-pf-de", "pld"], repeats=3)
+    assert ratios["ml-draft-generic"] == ratios["ml-draft-pf-de"] > 0 and ratios["pld"] == 0
+    assert len(store.frame()) == 1 and store.frame().drafter[0].startswith("llama h64 L2")
+    again = mb.latency_ratios(store, target, ["ml-draft-f-de"], repeats=3)  # same shape: read back, not re-measured
+    assert again["ml-draft-f-de"] == ratios["ml-draft-generic"] and len(store.frame()) == 1

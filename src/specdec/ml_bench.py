@@ -255,17 +255,30 @@ def run_grid(store, target, prompts: dict, drafters_for, *, gamma: int, temperat
         store.append([{**key, **r} for r in out])
 
 
-def latency_ratios(store, target, drafters: list[str], context: int = 48, repeats: int = 30) -> dict:
-    """``T_q/T_p`` per drafter model (one-token call at ``S = context``), measured once per device and kept
-    in ``store`` (keys drafter, device, S). Prompt lookup has no model: its ratio is 0."""
+def architecture(name: str) -> str:
+    """A label for a zoo model's shape ("llama h64 L2 mlp192 heads4"): models of one shape cost the same."""
+    c = load_model(name).config
+    return (f"llama h{c.hidden_size} L{c.num_hidden_layers} mlp{c.intermediate_size} heads{c.num_attention_heads}"
+            f" V{c.vocab_size}")
+
+
+def latency_ratios(store, target, drafters: list[str], context: int = 48, repeats: int = 50) -> dict:
+    """``T_q/T_p`` per drafter model (one-token call at ``S = context``, ``bench.latency_ratio``).
+
+    Drafters of one architecture cost the same, so the ratio is measured once per architecture (on its first
+    drafter) and per device and kept in ``store`` (keys drafter = architecture label, device, S): one number
+    per shape keeps machine noise from ranking drafters that only differ in their weights. Prompt lookup has
+    no model: its ratio is 0."""
     device = bench.describe_device(next(target.parameters()).device)
-    for name in drafters:
-        if name and name != "pld" and not store.done(drafter=name, device=device, S=context):
-            store.append([{"drafter": name, "device": device, "S": context,
+    shapes = {name: architecture(name) for name in drafters if name and name != "pld"}
+    for name, shape in shapes.items():
+        if not store.done(drafter=shape, device=device, S=context):
+            store.append([{"drafter": shape, "device": device, "S": context,
                            "latency_ratio": bench.latency_ratio(target, load_model(name), context, repeats)}])
     frame = store.frame()
     frame = frame[(frame.device == device) & (frame.S == context)]
-    out = dict(zip(frame.drafter, frame.latency_ratio.astype(float)))
+    by_shape = dict(zip(frame.drafter, frame.latency_ratio.astype(float)))
+    out = {name: by_shape[shape] for name, shape in shapes.items()}
     out["pld"] = 0.0
     return out
 
