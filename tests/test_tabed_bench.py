@@ -103,3 +103,32 @@ def test_paper_profile_fails_offline_with_clear_errors(monkeypatch):
         tb.load_pair("paper")
     with pytest.raises(DatasetNotAvailableError, match="lmms-lab/POPE"):
         tb.load_suite("paper", scenarios=["pope"])
+
+
+def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monkeypatch):
+    """Local copies in the paper datasets' format go through ``datasets.load_dataset`` like the hub ids."""
+    import datasets
+    from PIL import Image
+
+    from specdec import scenes
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    pope = tmp_path / "pope"
+    pope.mkdir()
+    images = [Image.new("RGB", (80, 60), (255, 0, 0)), Image.new("RGB", (64, 64), (0, 0, 255))]
+    data = datasets.Dataset.from_dict({"question": ["Is there a red car in the image?", " Is there a dog? "],
+                                       "image": images, "answer": ["yes", "no"]})
+    data.cast_column("image", datasets.Image()).to_parquet(str(pope / "test-00000-of-00001.parquet"))
+    nq = tmp_path / "nq"
+    nq.mkdir()
+    datasets.Dataset.from_dict({"question": ["who wrote hamlet"], "answer": [["Shakespeare"]]}).to_parquet(
+        str(nq / "validation-00000-of-00001.parquet"))
+
+    rows = tb.load_suite("paper", n_per_scenario=5, scenarios=["pope", "nq"],
+                         sources={"pope": str(pope), "nq": str(nq)})
+    assert [r["id"] for r in rows] == ["pope-t1-paper-00000", "pope-t1-paper-00001", "nq-t1-paper-00000"]
+    assert rows[1]["prompt"] == scenes.chat_prompt([("<image>\nIs there a dog?", None)])
+    assert rows[2]["prompt"] == "USER: who wrote hamlet ASSISTANT:" and rows[2]["images"] == []
+    assert rows[0]["images"][0].size == (80, 60)
+    with pytest.raises(Exception, match="no paper-profile loader is built"):
+        tb.load_suite("paper", scenarios=["psv"])

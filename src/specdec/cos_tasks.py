@@ -816,6 +816,13 @@ def _datasets_offline_if_unreachable():
 
 def _load_paper(name: str, n: int | None, split: str) -> list[dict]:
     dataset_id, config = PAPER_DATASETS[name]
+    data = load_hf_dataset(dataset_id, config, split, n)
+    return [_PAPER_ROWS[name](i, split, example) for i, example in enumerate(data)]
+
+
+def load_hf_dataset(dataset_id: str, config: str | None, split: str, n: int | None = None):
+    """``datasets.load_dataset(dataset_id, config, split=split)`` (its first ``n`` rows) from the hub or the local
+    cache; anything that keeps it from loading raises one ``DatasetNotAvailableError`` naming the fix."""
     try:
         import datasets
     except ImportError:
@@ -835,7 +842,7 @@ def _load_paper(name: str, n: int | None, split: str) -> list[dict]:
         ) from err
     if n is not None:
         data = data.select(range(min(n, len(data))))
-    return [_PAPER_ROWS[name](i, split, example) for i, example in enumerate(data)]
+    return data
 
 
 def _paper_humaneval(i, split, ex):

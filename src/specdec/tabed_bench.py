@@ -26,12 +26,17 @@ TABLE1 = ["M", "T", "MT", "MT*"]
 ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
 KEY = ["method", "gamma", "window", "criterion", "captioner", "row"]
 PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
-# Paper datasets (App. J), for the paper profile; loading them needs the Hugging Face cache.
-PAPER_DATASETS = {"describe": "lmms-lab/llava-bench-in-the-wild", "docvqa": "lmms-lab/DocVQA",
-                  "pope": "lmms-lab/POPE", "mmvet": "lmms-lab/MMVet", "iedit": "lmms-lab/IEdit (LLaVA-Interleave)",
-                  "magicbrush": "lmms-lab/MagicBrush (LLaVA-Interleave)",
-                  "spot": "lmms-lab/Spot-the-Diff (LLaVA-Interleave)", "psv": "PororoSV (LLaVA-Interleave)",
-                  "vist": "VIST (LLaVA-Interleave)", "nq": "nq_open", "gsm8k": "gsm8k"}
+# Paper datasets (App. J) for the paper profile, first turns: (id, config, split, question field, image field).
+# Loading them needs the local Hugging Face cache (or ``sources``: local copies in the same format).
+PAPER_DATASETS = {"describe": ("lmms-lab/llava-bench-in-the-wild", None, "train", "question", "image"),
+                  "docvqa": ("lmms-lab/DocVQA", "DocVQA", "validation", "question", "image"),
+                  "pope": ("lmms-lab/POPE", None, "test", "question", "image"),
+                  "mmvet": ("lmms-lab/MMVet", None, "test", "question", "image"),
+                  "nq": ("nq_open", None, "validation", "question", None),
+                  "gsm8k": ("gsm8k", "main", "test", "question", None)}
+# Multi-image sets come from the LLaVA-Interleave bench; no loader is built for them (nor for second turns).
+PAPER_NOT_BUILT = {"iedit": "IEdit", "magicbrush": "MagicBrush", "spot": "Spot-the-Diff", "psv": "PororoSV",
+                   "vist": "VIST"}
 
 
 # ------------------------------------------------------------------------------------------------- models, data
@@ -50,20 +55,49 @@ def load_pair(profile: str = "tiny", device: str = "cpu"):
     return target, draft, processor
 
 
-def load_suite(profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, scenarios=None) -> list[dict]:
-    """Requests ``{"id", "scenario", "turn", "prompt", "images", ...}``: the synthetic suite (tiny) or the paper's
-    datasets (paper profile; raises ``DatasetNotAvailableError`` naming the ids when they are not cached)."""
+def load_suite(profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, scenarios=None,
+               sources: dict | None = None) -> list[dict]:
+    """Requests ``{"id", "scenario", "turn", "prompt", "images", ...}``: the synthetic suite (tiny) or, for the
+    paper profile, the first turns of the App. J datasets in ``PAPER_DATASETS`` with the App. I chat prompt
+    (``DatasetNotAvailableError`` naming the id when one is not cached; ``sources``: ``{scenario: local path
+    or id}`` to load instead). Scenarios without a paper loader (``PAPER_NOT_BUILT``) raise when asked for
+    by name and are skipped with a warning otherwise."""
     if profile == "tiny":
         return scenes.scenario_suite("test", n_per_scenario, seed=seed, scenarios=scenarios)
     from specdec.cos_tasks import DatasetNotAvailableError
 
-    wanted = sorted({s for s, _ in scenes.SCENARIOS} if scenarios is None else
-                    {x if isinstance(x, str) else x[0] for x in scenarios})
-    raise DatasetNotAvailableError(
-        "the TABED paper profile evaluates on " + ", ".join(f"{s}: {PAPER_DATASETS[s]}" for s in wanted) +
-        ". This project does not download at run time and ships no loader for them yet: prepare rows with "
-        "the fields of scenes.scenario_suite (prompt with one <image> per image in the App. I chat format, "
-        "PIL images) on a machine that has the datasets, and pass them to tabed_bench.run(rows=...).")
+    names = [s for s, t in scenes.SCENARIOS if t == 1] if scenarios is None else \
+        list(dict.fromkeys(x if isinstance(x, str) else x[0] for x in scenarios))
+    missing = [s for s in names if s in PAPER_NOT_BUILT]
+    if missing and scenarios is not None:
+        raise DatasetNotAvailableError(
+            f"no paper-profile loader is built for {[PAPER_NOT_BUILT[s] for s in missing]} (LLaVA-Interleave bench, "
+            "multi-image): prepare rows with the fields of scenes.scenario_suite on a machine that has them and "
+            "pass them to tabed_bench.run(rows=...)")
+    if missing:
+        import warnings
+        warnings.warn(f"paper profile: skipping {[PAPER_NOT_BUILT[s] for s in missing]} (no loader built)", stacklevel=2)
+    rows = []
+    for scenario in (s for s in names if s not in PAPER_NOT_BUILT):
+        rows += paper_rows(scenario, n_per_scenario, (sources or {}).get(scenario))
+    return rows
+
+
+def paper_rows(scenario: str, n: int, source: str | None = None) -> list[dict]:
+    """First-turn requests of one paper dataset: ``USER: <image>\\n<question> ASSISTANT:`` (text-only sets
+    without the image)."""
+    from specdec.cos_tasks import load_hf_dataset
+
+    dataset_id, config, split, question, image = PAPER_DATASETS[scenario]
+    data = load_hf_dataset(source or dataset_id, None if source else config, split, n)
+    rows = []
+    for i, example in enumerate(data):
+        images = [] if image is None else [example[image].convert("RGB")]
+        text = example[question].strip()
+        user = f"{scenes.IMAGE_PLACEHOLDER}\n{text}" if images else text
+        rows.append({"id": f"{scenario}-t1-paper-{i:05d}", "scenario": scenario, "turn": 1, "split": split,
+                     "images": images, "prompt": scenes.chat_prompt([(user, None)]), "answer": "", "caption": None})
+    return rows
 
 
 def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
