@@ -214,16 +214,15 @@ def draft_captioner(draft, tokenizer, to_pixels: Callable, question: str = "Desc
     from specdec.engine import autoregressive
     from specdec.scenes import ASSISTANT, USER
 
-    per_image = tokens_per_image(draft)
     eos = tokenizer.eos_token_id
+    prompt = tokenizer(USER, add_special_tokens=False)["input_ids"]
+    tail = tokenizer(f"\n{question}{ASSISTANT}", add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([tokenizer.bos_token_id] + prompt + [draft.config.image_token_id] * tokens_per_image(draft) + tail)
 
     def caption(images) -> list[str]:
         pixels = images if torch.is_tensor(images) else to_pixels(images)
         out = []
         for k in range(pixels.shape[0]):
-            prompt = tokenizer(f"{USER}", add_special_tokens=False)["input_ids"]
-            tail = tokenizer(f"\n{question}{ASSISTANT}", add_special_tokens=False)["input_ids"]
-            ids = torch.tensor([tokenizer.bos_token_id] + prompt + [draft.config.image_token_id] * per_image + tail)
             res = autoregressive(draft, ids, max_new_tokens=max_new_tokens, eos_token_id=eos,
                                  target_inputs={"pixel_values": pixels[k:k + 1]})
             text = tokenizer.decode(res.output_ids, skip_special_tokens=True).strip()

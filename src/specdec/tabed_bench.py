@@ -10,7 +10,6 @@ target's own greedy output (it must: ``lossless``) and the per-block weights of 
 
 from __future__ import annotations
 
-import functools
 import json
 
 import pandas as pd
@@ -140,16 +139,16 @@ def make_captioner(kind: str, draft, processor):
     to_pixels = lambda images: processor.image_processor(images, return_tensors="pt")["pixel_values"]  # noqa: E731
     caption_one = tabed.draft_captioner(draft, processor.tokenizer, to_pixels)
 
-    @functools.lru_cache(maxsize=4096)
-    def cached(key: str, index: int) -> str:
-        return caption_one(_images[key][index:index + 1])[0]
-
-    _images: dict = {}
+    captions: dict[str, str] = {}  # image_key -> caption
 
     def caption(images) -> list[str]:
-        key = "|".join(scenes.image_key(im) for im in images) if not torch.is_tensor(images) else str(id(images))
-        _images[key] = to_pixels(images) if not torch.is_tensor(images) else images
-        return [cached(key, k) for k in range(len(images))]
+        if torch.is_tensor(images):
+            return caption_one(images)
+        for image in images:
+            key = scenes.image_key(image)
+            if key not in captions:
+                captions[key] = caption_one(to_pixels([image]))[0]
+        return [captions[scenes.image_key(image)] for image in images]
 
     return caption
 
@@ -163,7 +162,8 @@ def run(store, target, draft, processor, rows, methods, *, gamma: int = 5, max_n
     speculative output is compared with it (column ``lossless``). ``window`` (h, ``None`` = ALL) and
     ``criterion`` configure the adaptive ensembles (``criterion`` of MTCP* is its divergence, "kl" or "tvd").
     """
-    torch.set_num_threads(1) if target.device.type == "cpu" else None
+    if target.device.type == "cpu":
+        torch.set_num_threads(1)
     tokenizer = processor.tokenizer
     eos = tokenizer.eos_token_id
     requests = {r["id"]: r for r in rows}
