@@ -258,6 +258,22 @@ def test_hard_labels_take_priority_over_kl(criterion, expected):
     assert grid_weights(history(0.2, kept=0), n=10, criterion=criterion).tolist() == pytest.approx(expected)
 
 
+@pytest.mark.parametrize("criterion", ["kl", "tvd", "hard+kl"])
+@pytest.mark.parametrize("seed", range(5))
+def test_identical_rows_tie_at_the_balanced_candidate_whatever_the_rounding(criterion, seed):
+    """M and T of a text-only request give one distribution up to the last bits (which depend on the CPU's
+    vector width): every mixture is then the same, and the policy must not pick a weight from rounding noise."""
+    g = torch.Generator().manual_seed(seed)
+    h = History()
+    for t in range(12):
+        q = torch.rand(50, generator=g).softmax(-1)
+        noisy = q * (1 + 1e-7 * torch.randn(50, generator=g))
+        p = torch.rand(50, generator=g).softmax(-1)
+        h.add(torch.stack([q, noisy / noisy.sum()])[None], p[None], [int(p.argmax())])
+    for window in (None, 1, 4):
+        assert grid_weights(h, n=10, criterion=criterion, window=window).tolist() == [0.5, 0.5]
+
+
 def test_grid_resolution_follows_n():
     assert grid_weights(history(0.75, kept=0), n=4, criterion="kl").tolist() == pytest.approx([0.75, 0.25])
     assert grid_weights(history(0.75, kept=0), n=2, criterion="kl").tolist() in ([1.0, 0.0], [0.5, 0.5])

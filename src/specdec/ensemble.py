@@ -6,7 +6,8 @@ target kept there. Policies turn the last ``window`` positions into mixture weig
 
 - ``grid_weights`` (MT*): candidates ``[1 − j/n, j/n]``, j = 0..n (two methods); criterion ``"hard"``
   (most argmax matches with the kept tokens), ``"kl"`` (least Σ KL(p ‖ q_w)), ``"tvd"`` (least Σ TV(p, q_w)),
-  or ``"hard+kl"`` (matches, KL breaking ties). Remaining ties go to the most balanced candidate.
+  or ``"hard+kl"`` (matches, KL breaking ties). Remaining ties go to the most balanced candidate; divergences
+  equal up to float32 rounding are ties.
 - ``softmax_weights`` (MTCP*): ``e_k = Σ D(p, q_k)``; ``w = softmax([1/e_1 … 1/e_m] / τ)``.
 
 With no history yet, both return uniform weights.
@@ -19,6 +20,8 @@ from dataclasses import dataclass, field
 import torch
 
 _EPS = 1e-10
+_TIE_ATOL = 1e-5  # per scored position: float32 rounding of one divergence is ~1e-7
+_TIE_RTOL = 1e-5
 
 
 @dataclass
@@ -87,17 +90,27 @@ def grid_weights(history: History, n: int = 10, criterion: str = "hard+kl", wind
         mixed = candidates @ rows  # [candidates, V]
         return torch.stack([(mixed.argmax(-1) == token).float(), divergence(p[None], mixed, kind)], dim=1)
 
-    stats = history.per_position(("grid", n, kind), score, window).sum(0)  # [candidates, 2]
-    matches, errors = stats[:, 0], stats[:, 1]
-    balance = (candidates[:, 0] - 0.5).abs()  # final tie-break: the most balanced candidate
-    if criterion == "hard":
-        score = [(-m, b) for m, b in zip(matches.tolist(), balance.tolist())]
-    elif criterion == "hard+kl":
-        score = [(-m, e, b) for m, e, b in zip(matches.tolist(), errors.tolist(), balance.tolist())]
-    else:
-        score = [(e, b) for e, b in zip(errors.tolist(), balance.tolist())]
-    best = min(range(len(score)), key=score.__getitem__)
-    return candidates[best]
+    per_position = history.per_position(("grid", n, kind), score, window)  # [h, candidates, 2]
+    matches, errors = per_position.sum(0).unbind(1)
+    keep = torch.ones(len(candidates), dtype=torch.bool)
+    if criterion in ("hard", "hard+kl"):
+        keep &= matches == matches.max()  # counts: exact
+    if criterion != "hard":
+        keep &= _within_noise(errors, keep, n_positions=len(per_position))
+    balance = (candidates[:, 0] - 0.5).abs().masked_fill(~keep, float("inf"))
+    return candidates[int(balance.argmin())]  # remaining ties: the most balanced candidate
+
+
+def _within_noise(errors: torch.Tensor, keep: torch.Tensor, n_positions: int) -> torch.Tensor:
+    """The kept candidates whose summed divergence is the least up to float32 rounding.
+
+    Two drafting rows that give the same distribution (M and T of a text-only request) make every mixture
+    the same distribution; their divergences then differ only in the last bits, which depend on the CPU's
+    vector width. Those are ties, decided by balance, so that the chosen weights are the same on every
+    machine."""
+    best = errors[keep].min()
+    tolerance = _TIE_ATOL * n_positions + _TIE_RTOL * best.abs()
+    return keep & (errors <= best + tolerance)
 
 
 def softmax_weights(history: History, kind: str = "kl", temperature: float = 1.0,
