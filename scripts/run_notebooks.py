@@ -5,7 +5,8 @@ notebook receives the parameter ``profile`` plus whatever ``-f params.yaml`` and
 ``-p key value`` add (later sources win: --profile < -f < -p).
 
 For the ``tiny`` profile the notebooks are executed in place (the committed
-notebooks hold tiny-profile outputs); any other profile writes to
+notebooks hold tiny-profile outputs), through a temporary file that replaces the
+notebook only when every cell ran (a failed run leaves ``<name>.failed.ipynb``); any other profile writes to
 ``results/<profile>/notebooks/<name>.ipynb``. Afterwards papermill's per-run
 metadata (timings, status) is stripped so that re-runs do not produce git diffs.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -94,6 +96,7 @@ def strip_run_metadata(path: Path, kernel: str, display_name: str | None) -> Non
     """Drop papermill/nbclient per-run metadata and pin the kernelspec to `kernel`."""
     nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
     nb.metadata.pop("papermill", None)
+    nb.metadata.pop("widgets", None)  # tqdm widget state of the last run: noise in a diff
     kernelspec = nb.metadata.setdefault("kernelspec", {})
     kernelspec["name"] = kernel
     if display_name:
@@ -131,12 +134,15 @@ def main(argv=None) -> int:
     failed = []
     for nb_path in notebooks:
         out_path = nb_path if out_dir is None else out_dir / nb_path.name
+        # Execute into a temporary file beside the target and move it over the target only when every cell
+        # ran: an error, a kill or a full disk never leaves a committed notebook half-executed.
+        partial = out_path.with_name(f".{out_path.stem}.partial.ipynb")
         start = time.perf_counter()
         status = "ok"
         try:
             papermill.execute_notebook(
                 str(nb_path),
-                str(out_path),
+                str(partial),
                 parameters=params,
                 kernel_name=args.kernel,
                 language="python",
@@ -148,10 +154,15 @@ def main(argv=None) -> int:
             status = f"FAILED in cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
         except Exception as exc:  # kernel died, timeout, missing kernel, ...
             status = f"FAILED: {type(exc).__name__}: {exc}"
-        if status != "ok":
+        if status == "ok":
+            strip_run_metadata(partial, args.kernel, display_name)
+            os.replace(partial, out_path)
+        else:
             failed.append(nb_path.name)
-        if out_path.exists():
-            strip_run_metadata(out_path, args.kernel, display_name)
+            if partial.exists():
+                kept = out_path.with_name(f"{out_path.stem}.failed.ipynb")
+                os.replace(partial, kept)
+                status += f" (partial output in {kept.name}; {out_path.name} left as it was)"
         print(f"{nb_path.name}: {status} ({time.perf_counter() - start:.1f} s)", flush=True)
 
     if failed:
