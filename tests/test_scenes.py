@@ -5,8 +5,8 @@ import re
 import pytest
 import torch
 
-from specdec import scenes
-from specdec import train_llava as tl
+from specdec.tabed import scenes
+from specdec.tabed import train as tl
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +172,7 @@ def test_pack_roundtrip_and_pixels_match_processor(suites):
 
 
 def test_train_step_saves_and_reloads(tmp_path, tokenizer):
-    from specdec.models import load
+    from specdec.zoo.models import load
 
     torch.set_num_threads(1)
     data = tl.build_data(train_per_scenario=1, heldout_per_scenario=1, seed=0)

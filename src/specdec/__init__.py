@@ -6,7 +6,7 @@ Start with ``specdec.models.load_pair`` and ``specdec.engine.generate``; the ver
 
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from specdec.engine import GenerationResult, autoregressive, generate
-from specdec.models import load, load_pair
+from specdec.zoo.models import load, load_pair
 from specdec.sampling import SamplingConfig
 
 __version__ = "0.1.0"

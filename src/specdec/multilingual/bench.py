@@ -29,9 +29,10 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from specdec import bench, parallel
+from specdec import bench
+from specdec.multilingual import parallel
 from specdec.sampling import SamplingConfig
-from specdec.tasks import encode
+from specdec.zoo.tasks import encode
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
 METHODS = ("ar", "sps-generic", "sps-f", "sps-pf", "pld")
@@ -50,7 +51,7 @@ JPARACRAWL_URL = "https://www.kecl.ntt.co.jp/icl/lirg/jparacrawl/"
 
 def paper_setup() -> dict:
     """The paper profile's evaluation sets and prompt (``multilingual`` in ``data/profiles/paper.yaml``)."""
-    from specdec.models import load_profile
+    from specdec.zoo.models import load_profile
 
     return load_profile("paper")["multilingual"]
 
@@ -64,7 +65,7 @@ def drafter_name(method: str, lang: str) -> str | None:
 @functools.lru_cache(maxsize=None)
 def load_model(name: str):
     """A zoo model in eval mode (float32 on CPU), cached: drafters are shared by many cells."""
-    from specdec.models import load
+    from specdec.zoo.models import load
 
     return load(name, with_tokenizer=False)[0]
 
@@ -118,7 +119,7 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
     ``paper_setup()``); raises
     ``DatasetNotAvailableError`` naming the dataset when it is neither reachable nor cached (this project
     never downloads at run time)."""
-    from specdec.cos_tasks import DatasetNotAvailableError, _datasets_offline_if_unreachable
+    from specdec.hub import DatasetNotAvailableError, datasets_offline_if_unreachable
 
     if "en" not in (src, tgt):
         raise ValueError(f"the paper's test sets are X-English; there is no {src}->{tgt} set")
@@ -133,7 +134,7 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
     try:
         import datasets
 
-        with _datasets_offline_if_unreachable():
+        with datasets_offline_if_unreachable():
             data = datasets.load_dataset(dataset_id, config, split="test")
     except Exception as err:  # not cached / unreachable / datasets missing: all mean "not here"
         raise DatasetNotAvailableError(f"cannot load dataset {dataset_id!r} (config {config!r}, split 'test'): "

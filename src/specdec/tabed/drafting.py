@@ -29,7 +29,7 @@ from typing import Callable
 
 import torch
 
-from specdec import ensemble
+from specdec.tabed import ensemble
 from specdec.drafters import AdaptiveEnsembleDrafter, ModelDrafter
 
 METHODS = ("M", "T", "C", "P")
@@ -212,7 +212,7 @@ def draft_captioner(draft, tokenizer, to_pixels: Callable, question: str = "Desc
     """A captioner that asks the draft LLaVA itself (greedy) to describe each image, keeping the first
     sentence: ``images -> captions``. ``to_pixels(images) -> pixel_values`` is the draft's image processor."""
     from specdec.engine import autoregressive
-    from specdec.scenes import ASSISTANT, USER
+    from specdec.tabed.scenes import ASSISTANT, USER
 
     eos = tokenizer.eos_token_id
     prompt = tokenizer(USER, add_special_tokens=False)["input_ids"]
@@ -256,11 +256,11 @@ def load_images(images) -> list:
 def hf_captioner(model_id: str = "Salesforce/blip-image-captioning-base", device: str = "cpu",
                  max_new_tokens: int = 30) -> Callable:
     """A BLIP captioner from the local Hugging Face cache (the paper's alternative to Florence-2, App. D):
-    ``images (PIL) -> captions``. Raises ``models.ModelNotAvailableError`` naming the download command when
+    ``images (PIL) -> captions``. Raises ``hub.ModelNotAvailableError`` naming the download command when
     the weights are not cached (this project never downloads at run time)."""
     from transformers import AutoProcessor, BlipForConditionalGeneration
 
-    from specdec.models import ModelNotAvailableError, resolve
+    from specdec.hub import ModelNotAvailableError, resolve
 
     source = resolve(model_id)
     try:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from specdec import bench, cos
-from specdec.collab import Combination
+from specdec import bench
+from specdec.cos import decoding as cos
+from specdec.cos.combine import Combination
 from specdec.sampling import SamplingConfig
-from specdec.tasks import encode
+from specdec.zoo.tasks import encode
 
 
 def theorem_3_1(alpha: float, gamma: int, c: float) -> float:
@@ -104,8 +105,8 @@ def main_grid(store, cost_store, *, profile: str, configs: list[dict], tasks, n_
     """
     if torch.device(device or "cpu").type == "cpu":
         torch.set_num_threads(1)
-    from specdec import cos_tasks
-    from specdec.models import load_collab
+    from specdec.cos import tasks as cos_tasks
+    from specdec.zoo.models import load_collab
 
     methods = [("standard", 0), ("parallel", 0)] + [(m, g) for m in ("sd", "cos") for g in gammas]
     costs = {}
@@ -277,7 +278,7 @@ def main(argv=None):
     if args.dump_rows:
         import json
 
-        from specdec import cos_tasks
+        from specdec.cos import tasks as cos_tasks
 
         rows = {t: [{k: r[k] for k in ("id", "prompt", "reference")}
                     for r in cos_tasks.load_task(t, args.n_prompts, profile=args.profile)] for t in tasks}

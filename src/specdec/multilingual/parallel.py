@@ -4,7 +4,7 @@ English ``msgid`` ↔ translated ``msgstr`` pairs for German, French, Russian, J
 disjoint packages:
 
 - source A, ``django`` (the installed Django, pinned in ``requirements.txt``): ``django/conf/locale`` and
-  every ``django/contrib/*/locale`` catalog (read with :func:`specdec.corpus._django_catalogs`);
+  every ``django/contrib/*/locale`` catalog (read with :func:`specdec.zoo.corpus.django_catalogs`);
   split ``train`` / ``heldout`` by a hash of the English string (~10 % held out), so one English string is
   never in both splits;
 - source B, ``sphinx`` (Sphinx ``SPHINX_VERSION``; ``sphinx/locale/<lang>/LC_MESSAGES/sphinx.po``): a
@@ -36,9 +36,9 @@ import sys
 import time
 import zipfile
 
-from specdec.corpus import _django_catalogs, _is_heldout, read_po
+from specdec.zoo.corpus import django_catalogs, is_heldout, read_po
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 CARD = ROOT / "data/parallel/DATA_CARD.md"
 CACHE = pathlib.Path(os.environ.get("SPECDEC_PARALLEL_CACHE", ROOT / ".cache/parallel"))
 
@@ -229,10 +229,10 @@ def _build(source: str) -> tuple[dict[str, list[dict]], dict[str, collections.Co
     if source == "django":
         for lang, (_, django_code, _) in LANGUAGES.items():
             stats[lang] = collections.Counter()
-            raw = [pair for po in _django_catalogs(django_code) for pair in read_checked(po)]
+            raw = [pair for po in django_catalogs(django_code) for pair in read_checked(po)]
             rows[lang] = []
             for en, xx in clean_pairs(raw, stats[lang]):
-                split = "heldout" if _is_heldout(english_key(en), HELDOUT_FRACTION) else "train"
+                split = "heldout" if is_heldout(english_key(en), HELDOUT_FRACTION) else "train"
                 rows[lang].append(_row(source, lang, split, en, xx))
     elif source == "sphinx":
         in_a = {english_key(r["en"]) for lang_rows in _build("django")[0].values() for r in lang_rows}
@@ -361,7 +361,7 @@ def zoo_contamination() -> dict[str, int]:
     ``corpus.build_corpus`` splits its Django "phrasebook" documents by document name, not by English
     string, so the tiny zoo may have seen a held-out pair during pretraining. Counted per language.
     """
-    from specdec.corpus import build_corpus
+    from specdec.zoo.corpus import build_corpus
 
     train_text = normalise(" ".join(d["text"] for d in build_corpus()
                                     if d["kind"] == "translation" and d["split"] == "train"))

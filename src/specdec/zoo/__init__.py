@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 DATA = ROOT / "data"
 MODELS = DATA / "models"
 TOKENIZER_DIR = MODELS / "tokenizer"

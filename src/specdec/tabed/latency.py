@@ -18,7 +18,8 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from specdec import bench, results, tabed
+from specdec import bench, results
+from specdec.tabed import drafting as tabed
 from specdec.cache import CachedLM
 
 # Rows of the m-row draft batch, in the order the TABED ensembles add them (m = 1: M, 2: MT, 4: MTCP).
@@ -33,7 +34,7 @@ COMPONENTS = ["vision encoder", "prefill", "decode"]
 def encode_requests(processor, rows, counts=(1, 2, 5), per_count: int = 2,
                     scenarios: dict | None = None) -> list[dict]:
     """``per_count`` first-turn requests per number of images (``scenarios``: n_images -> scenario)."""
-    from specdec import tabed_bench
+    from specdec.tabed import bench as tabed_bench
 
     scenarios = scenarios or SCENARIO_BY_IMAGES
     out = []
@@ -293,7 +294,7 @@ def expected_speedup_table(tau: pd.Series, ratio_measured: float, ratio_paper: f
 def paper_tau(methods) -> pd.Series:
     """The paper's τ per method: mean over the two turns of the benchmark ``Avg.`` cells of Table 10
     (LLaVA-1.5 68M draft, LLaVA-1.5 7B target; its M / T / MT / MT* cells are Table 1's)."""
-    from specdec import tabed_bench
+    from specdec.tabed import bench as tabed_bench
 
     table = tabed_bench.paper_table(methods)
     averages = table[[d == "Avg." for d in table.index.get_level_values("dataset")]]
@@ -305,7 +306,7 @@ def block_efficiencies(profile: str, methods, compute_fallback) -> tuple[pd.Seri
     γ = 5, window ALL, criterion kl, draft captioner) when it holds every method on benchmark rows, else
     ``compute_fallback()``, which must return a frame of ``tabed_bench.run`` rows (e.g. a small subset stored
     in a table of this notebook's own)."""
-    from specdec import tabed_bench
+    from specdec.tabed import bench as tabed_bench
 
     store = tabed_bench.store(profile)
     frame = store.frame()

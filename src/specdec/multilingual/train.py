@@ -51,7 +51,7 @@ A finetune budget counts answer tokens seen (``</s>`` included): steps = budget 
 length of the pair's distilled data). ``--steps-scale`` multiplies every step count and budget and (below 1)
 the number of prompts per set; below ``SMOKE_SCALE`` (0.01) it also shrinks batches, windows and answer
 lengths (``SMOKE``): CI smoke runs. All seeds are fixed (a CRC of the model name). Weights are
-saved as float16 with a float32 config (``train_cos.save_half``) together with the tokenizer and a
+saved as float16 with a float32 config (``specdec.zoo.training.save_half``) together with the tokenizer and a
 ``training_log.json``; the output directory also gets ``ml_training.csv`` (one row per model),
 ``ml_distilled.jsonl`` and ``ml_run.json`` (configuration, phase timings, sizes).
 """
@@ -73,6 +73,8 @@ import zlib
 import torch
 
 from specdec import zoo
+from specdec.zoo import training
+from specdec.zoo.training import save_half
 
 TARGET = "ml-target"
 GENERIC = "ml-draft-generic"
@@ -109,7 +111,7 @@ SMOKE = dict(batch_size=8, seq_len=128, ft_batch_size=16, eval_windows=8, max_ne
 # ------------------------------------------------------------------------------------------------ data step
 def _drop_heldout_entries(doc: dict, heldout_keys: set[str], languages: dict[str, str]) -> tuple[str, int]:
     """Remove the phrasebook entries (``"English: …\\n<Language>: …"``) whose English string is held out."""
-    from specdec.parallel import english_key
+    from specdec.multilingual.parallel import english_key
 
     language = languages[doc["name"].split(":")[1]]
     kept, dropped = [], 0
@@ -171,8 +173,8 @@ def build_data(tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, max_docs: int | 
     """
     from transformers import AutoTokenizer
 
-    from specdec import corpus as corpus_lib
-    from specdec import parallel
+    from specdec.zoo import corpus as corpus_lib
+    from specdec.multilingual import parallel
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     languages = {lang: spec[0] for lang, spec in parallel.LANGUAGES.items()}
@@ -523,7 +525,6 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from specdec.train_cos import _device_name, save_half
 
     hf_logging.disable_progress_bar()
     cfg = {**TRAIN, **(SMOKE if steps_scale < SMOKE_SCALE else {}), **overrides}
@@ -540,7 +541,7 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
         raise ValueError(f"{tokenizer_dir} is not the tokenizer the data file was built with")
     meta_langs = list(data["meta"]["languages"])
     langs = list(langs or meta_langs)
-    device_name = _device_name(device)
+    device_name = training.device_name(device)
     scale = lambda n: max(1, int(n * steps_scale))  # noqa: E731
     if prompts_per_set is None and steps_scale < 1:
         n_max = max(collections_count(data["train"]["rows"]).values())

@@ -14,10 +14,11 @@ import statistics
 import torch
 from tqdm.auto import tqdm
 
-from specdec import tasks, zoo
+from specdec import zoo
+from specdec.zoo import tasks
 from specdec.bench import acceptance_sweep
 from specdec.engine import autoregressive
-from specdec.models import load
+from specdec.zoo.models import load
 from specdec.sampling import SamplingConfig
 
 DISTINCT_8GRAM_GATE = 0.5
