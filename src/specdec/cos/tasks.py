@@ -40,6 +40,7 @@ import re
 import statistics
 
 from specdec import hub
+from specdec.zoo.corpus import build_corpus
 
 TASKS = ("humaneval", "gsm8k", "mmlu", "cnndm")
 SPLITS = ("train", "test")
@@ -654,8 +655,6 @@ _BAD_START = ("*", "-", "+", "|", "=", "#", ">", "[", ":", "(")
 @functools.lru_cache(maxsize=1)
 def _prose_documents() -> tuple[tuple[str, str, str], ...]:
     """``(name, corpus split, text)`` of the corpus' prose documents (reads the installed sources once)."""
-    from specdec.zoo.corpus import build_corpus
-
     return tuple((d["name"], d["split"], d["text"]) for d in build_corpus() if d["kind"] == "prose")
 
 

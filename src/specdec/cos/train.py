@@ -20,6 +20,8 @@ import time
 import torch
 
 from specdec import zoo
+from specdec.cos import tasks as cos_tasks
+from specdec.zoo import corpus as corpus_lib
 from specdec.zoo.training import device_name, heldout_loss, save_half, train_model
 
 TASK_DOCS = {"gsm8k": 8000, "mmlu": 4000, "cnndm": None}  # documents per task (None: all of the split)
@@ -27,9 +29,6 @@ TASK_DOCS = {"gsm8k": 8000, "mmlu": 4000, "cnndm": None}  # documents per task (
 
 def build_streams(tokenizer) -> dict:
     """``{"train": {kind: LongTensor}, "heldout": {kind: LongTensor}}`` for every kind any mixture uses."""
-    from specdec.zoo import corpus as corpus_lib
-    from specdec.cos import tasks as cos_tasks
-
     def stream(texts):
         ids: list[int] = []
         for text in texts:

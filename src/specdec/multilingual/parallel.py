@@ -36,7 +36,7 @@ import sys
 import time
 import zipfile
 
-from specdec.zoo.corpus import django_catalogs, is_heldout, read_po
+from specdec.zoo.corpus import build_corpus, django_catalogs, is_heldout, read_po
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CARD = ROOT / "data/parallel/DATA_CARD.md"
@@ -361,8 +361,6 @@ def zoo_contamination() -> dict[str, int]:
     ``corpus.build_corpus`` splits its Django "phrasebook" documents by document name, not by English
     string, so the tiny zoo may have seen a held-out pair during pretraining. Counted per language.
     """
-    from specdec.zoo.corpus import build_corpus
-
     train_text = normalise(" ".join(d["text"] for d in build_corpus()
                                     if d["kind"] == "translation" and d["split"] == "train"))
     out = {}

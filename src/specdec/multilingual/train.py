@@ -73,7 +73,10 @@ import zlib
 import torch
 
 from specdec import zoo
+from specdec.multilingual import parallel
+from specdec.multilingual.parallel import english_key
 from specdec.zoo import training
+from specdec.zoo import corpus as corpus_lib
 from specdec.zoo.training import save_half
 
 TARGET = "ml-target"
@@ -111,8 +114,6 @@ SMOKE = dict(batch_size=8, seq_len=128, ft_batch_size=16, eval_windows=8, max_ne
 # ------------------------------------------------------------------------------------------------ data step
 def _drop_heldout_entries(doc: dict, heldout_keys: set[str], languages: dict[str, str]) -> tuple[str, int]:
     """Remove the phrasebook entries (``"English: …\\n<Language>: …"``) whose English string is held out."""
-    from specdec.multilingual.parallel import english_key
-
     language = languages[doc["name"].split(":")[1]]
     kept, dropped = [], 0
     for entry in re.split(r"\n\n(?=English: )", doc["text"]):
@@ -172,9 +173,6 @@ def build_data(tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, max_docs: int | 
     pairs per (source, language, split). Both are for tests; ``None`` keeps everything.
     """
     from transformers import AutoTokenizer
-
-    from specdec.zoo import corpus as corpus_lib
-    from specdec.multilingual import parallel
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     languages = {lang: spec[0] for lang, spec in parallel.LANGUAGES.items()}

@@ -29,8 +29,11 @@ from typing import Callable
 
 import torch
 
-from specdec.tabed import ensemble
 from specdec.drafters import AdaptiveEnsembleDrafter, ModelDrafter
+from specdec.engine import autoregressive
+from specdec.hub import ModelNotAvailableError, resolve
+from specdec.tabed import ensemble
+from specdec.tabed.scenes import ASSISTANT, USER
 
 METHODS = ("M", "T", "C", "P")
 ENSEMBLES: dict[str, tuple[str, ...]] = {
@@ -211,9 +214,6 @@ def draft_captioner(draft, tokenizer, to_pixels: Callable, question: str = "Desc
                     max_new_tokens: int = 24) -> Callable:
     """A captioner that asks the draft LLaVA itself (greedy) to describe each image, keeping the first
     sentence: ``images -> captions``. ``to_pixels(images) -> pixel_values`` is the draft's image processor."""
-    from specdec.engine import autoregressive
-    from specdec.tabed.scenes import ASSISTANT, USER
-
     eos = tokenizer.eos_token_id
     prompt = tokenizer(USER, add_special_tokens=False)["input_ids"]
     tail = tokenizer(f"\n{question}{ASSISTANT}", add_special_tokens=False)["input_ids"]
@@ -259,8 +259,6 @@ def hf_captioner(model_id: str = "Salesforce/blip-image-captioning-base", device
     ``images (PIL) -> captions``. Raises ``hub.ModelNotAvailableError`` naming the download command when
     the weights are not cached (this project never downloads at run time)."""
     from transformers import AutoProcessor, BlipForConditionalGeneration
-
-    from specdec.hub import ModelNotAvailableError, resolve
 
     source = resolve(model_id)
     try:
