@@ -1,4 +1,4 @@
-"""Multilingual benchmark (specdec.ml_bench): lossless greedy SD for every shipped drafter on translation
+"""Multilingual benchmark (specdec.multilingual.bench): lossless greedy SD for every shipped drafter on translation
 prompts, the tables, the statistics and the M1–M4 verdicts, the paper profile's offline error."""
 
 import numpy as np

@@ -1,4 +1,5 @@
-"""The parallel corpus (specdec.parallel): clean pairs, disjoint splits and sources, paper-style prompts."""
+"""The parallel corpus (specdec.multilingual.parallel): clean pairs, disjoint splits and sources, paper-style
+prompts."""
 
 import collections
 

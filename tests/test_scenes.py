@@ -1,4 +1,4 @@
-"""Synthetic TABED scenarios (``specdec.scenes``) and the tiny LLaVA zoo's data / training code (``train_llava``)."""
+"""Synthetic TABED scenarios (``specdec.tabed.scenes``) and the tiny LLaVA zoo's data / training code (``tabed.train``)."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""The multilingual zoo's training (specdec.train_multilingual): data step, end-to-end pipeline, lossless SD."""
+"""The multilingual zoo's training (specdec.multilingual.train): data step, end-to-end pipeline, lossless SD."""
 
 import json
 import random

@@ -1,6 +1,6 @@
 """specdec: speculative decoding on one engine (draft → verify → accept, with KV caches).
 
-Start with ``specdec.models.load_pair`` and ``specdec.engine.generate``; the verification rules are in
+Start with ``specdec.zoo.models.load_pair`` and ``specdec.engine.generate``; the verification rules are in
 ``specdec.verify``, drafters in ``specdec.drafters``, latency and speedup helpers in ``specdec.bench``.
 """
 

@@ -197,7 +197,7 @@ class History:
 class AdaptiveEnsembleDrafter(ModelDrafter):
     """``ModelDrafter`` whose mixture weights are re-chosen before every block from the verified history
     (TABED's test-time adaptation). ``policy(history) -> weights [m]``, e.g.
-    ``functools.partial(specdec.ensemble.grid_weights, criterion="hard+kl", window=None)``.
+    ``functools.partial(specdec.tabed.ensemble.grid_weights, criterion="hard+kl", window=None)``.
     ``weight_log`` keeps the weights used for each block."""
 
     def __init__(self, model, make_rows, policy):

@@ -245,7 +245,7 @@ GPU_TABLE = "cos_main_gpu"
 
 
 def stored_gpu_table(profile: str):
-    """The main grid as measured on a GPU by ``python -m specdec.cos_bench`` (None if never run)."""
+    """The main grid as measured on a GPU by ``python -m specdec.cos.bench`` (None if never run)."""
     path = RESULTS / profile / f"{GPU_TABLE}.csv"
     if not path.exists():
         return None

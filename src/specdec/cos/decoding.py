@@ -1,7 +1,7 @@
 """Collaborative decoding via speculation (CoS) and its baselines, for n models with one shared vocabulary.
 
 Every method produces tokens that follow the combined distribution ``r = combine(l_1, …, l_n)``
-(``specdec.collab.Combination``; greedy decoding takes ``argmax r``):
+(``specdec.cos.combine.Combination``; greedy decoding takes ``argmax r``):
 
 - ``standard``   one call of every model per token, serially (the paper's WE / CD baseline);
 - ``parallel``   the same, with the n calls run concurrently (WE-P / CD-P: threads, CUDA streams on GPU);

@@ -7,7 +7,7 @@ CNN/DailyMail. The tiny profile rebuilds each suite from what is installed, so i
 - ``gsm8k``: multi-step word problems from templates, with a worked solution in full sentences;
 - ``mmlu``: 4-option questions about the Python standard library, their ground truth found by importing
   the modules and evaluating the expressions (never written by hand);
-- ``cnndm``: paragraphs of the corpus' English prose (``specdec.corpus``) with their lead sentence as the
+- ``cnndm``: paragraphs of the corpus' English prose (``specdec.zoo.corpus``) with their lead sentence as the
   summary (Lead-1, the standard CNN/DailyMail baseline).
 
 Every row is a plain dict ``{"id", "task", "prompt", "reference", ...}``: ``reference`` is the expected

@@ -2,10 +2,10 @@
 
 Two steps, so the training can run on a machine without the corpus sources (e.g. a GPU box):
 
-    python -m specdec.train_cos streams --out .gpu/cos_streams.pt   # tokenise corpus + task documents
-    python -m specdec.train_cos train --streams .gpu/cos_streams.pt --device cuda --out data/models
+    python -m specdec.cos.train streams --out .gpu/cos_streams.pt   # tokenise corpus + task documents
+    python -m specdec.cos.train train --streams .gpu/cos_streams.pt --device cuda --out data/models
 
-``python -m specdec.train_cos`` (what ``make models-cos`` runs) does both on this machine. All models use the
+``python -m specdec.cos.train`` (what ``make models-cos`` runs) does both on this machine. All models use the
 foundation tokenizer; each draws training windows by its own mixture of kinds, with a fixed seed. Weights
 are stored as float16 (the config stays float32, so they load as float32): shipped tiny weights are data.
 """

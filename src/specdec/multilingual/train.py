@@ -2,17 +2,17 @@
 
 Reproduces the training recipe of *Towards Fast Multilingual LLM Inference: Speculative Decoding and
 Specialized Drafters* (Yi et al.) with tiny models on the foundation tokenizer (``data/models/tokenizer``,
-4096 ids) and the parallel corpus of ``specdec.parallel``. Two steps, so the training can run on a machine
+4096 ids) and the parallel corpus of ``specdec.multilingual.parallel``. Two steps, so the training can run on a machine
 without Django, Sphinx or the corpus sources (e.g. a GPU box):
 
-    python -m specdec.train_multilingual data --out .gpu/ml_data.pt        # here: tokenise text + prompts
-    python -m specdec.train_multilingual train --data .gpu/ml_data.pt --device cuda --out data/models
+    python -m specdec.multilingual.train data --out .gpu/ml_data.pt        # here: tokenise text + prompts
+    python -m specdec.multilingual.train train --data .gpu/ml_data.pt --device cuda --out data/models
 
-``python -m specdec.train_multilingual`` (step ``all``) does both on this machine.
+``python -m specdec.multilingual.train`` (step ``all``) does both on this machine.
 
 **Data step** (``build_data``; needs the corpus sources): token streams ``<s> doc </s>`` of general English
 text (corpus kinds ``prose`` + ``code``) and general multilingual text (corpus kind ``translation``, the
-Django phrasebook pages, with every entry whose English string is held out in ``specdec.parallel`` removed,
+Django phrasebook pages, with every entry whose English string is held out in ``specdec.multilingual.parallel`` removed,
 so no model ever trains on a held-out pair); and translation examples ``<s> prompt`` + ``reference </s>``
 built with ``parallel.translation_prompt`` in both directions for every language: the train split of
 source A (``django``) are the instruction documents of the target and the prompts that self-distillation

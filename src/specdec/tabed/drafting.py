@@ -15,7 +15,7 @@ batch whose KV cache rolls back together after each verification and mixes the r
 distributions (``q = Σ_k w_k q_k``). Ensembles (``ENSEMBLES``): static ``MT`` / ``MTCP`` (equal weights) and
 dynamic ``MT*`` (grid policy over ``[1 - j/n, j/n]``) / ``MTCP*`` (softmax of inverse errors), whose weights
 ``AdaptiveEnsembleDrafter`` re-chooses before every block from the verified history
-(``specdec.ensemble``). ``make_drafter(draft, "MT*", tokenizer)`` returns any of them; they plug into
+(``specdec.tabed.ensemble``). ``make_drafter(draft, "MT*", tokenizer)`` returns any of them; they plug into
 ``engine.generate`` like every other drafter.
 """
 

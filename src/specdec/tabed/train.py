@@ -1,12 +1,12 @@
-"""The tiny TABED zoo: a LLaVA target and a LLaVA draft trained on the synthetic scenarios of ``specdec.scenes``.
+"""The tiny TABED zoo: a LLaVA target and a LLaVA draft trained on the synthetic scenarios of ``specdec.tabed.scenes``.
 
 Two steps, so the training can run on a machine without PIL or the corpus (e.g. a GPU box):
 
-    python -m specdec.train_llava data --out .gpu/tabed_data.pt      # render + tokenise a fixed training set
-    python -m specdec.train_llava train --data .gpu/tabed_data.pt --device cuda --out data/models \\
+    python -m specdec.tabed.train data --out .gpu/tabed_data.pt      # render + tokenise a fixed training set
+    python -m specdec.tabed.train train --data .gpu/tabed_data.pt --device cuda --out data/models \\
         --models tabed-target tabed-draft
 
-``python -m specdec.train_llava`` (step ``all``) does both here. The ``train`` step reads only the saved tensors.
+``python -m specdec.tabed.train`` (step ``all``) does both here. The ``train`` step reads only the saved tensors.
 
 Models (``TABED_ZOO``): ``LlavaForConditionalGeneration`` with a CLIP vision tower (64 x 64 images, patch 16:
 16 patches, CLS dropped, last layer's features), a 2-layer GELU projector and a Llama text model on the
@@ -173,7 +173,7 @@ def processor_normalisation(data: dict) -> tuple[list[float], list[float]]:
             and torch.allclose(torch.tensor(std), torch.tensor(scenes.IMAGE_STD))):
         raise ValueError(f"the data file's image processor normalises with mean {mean} / std {std}, not "
                          f"scenes.IMAGE_MEAN {scenes.IMAGE_MEAN} / IMAGE_STD {scenes.IMAGE_STD}: rebuild it with "
-                         "`python -m specdec.train_llava data --out <file>`")
+                         "`python -m specdec.tabed.train data --out <file>`")
     return mean, std
 
 

@@ -1,6 +1,6 @@
 """Quality gates of the tiny zoo: held-out loss, non-degenerate target text, held-out τ per draft.
 
-``python -m specdec.quality`` prints the report and writes ``data/models/zoo_quality.csv`` beside the
+``python -m specdec.zoo.quality`` prints the report and writes ``data/models/zoo_quality.csv`` beside the
 weights it describes; notebook 00 shows it. Gates: distinct 8-gram fraction of the target's greedy
 continuations ≥ 0.5 (greedy loops would inflate τ) and greedy τ at γ = 5 ≥ 2.0 for each draft.
 """

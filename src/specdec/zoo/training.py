@@ -1,6 +1,6 @@
 """Training the tiny zoo: a byte-level BPE tokenizer and Llama models, with fixed seeds.
 
-``python -m specdec.training`` (what ``make models`` runs) rebuilds the corpus, the tokenizer, the
+``python -m specdec.zoo.training`` (what ``make models`` runs) rebuilds the corpus, the tokenizer, the
 held-out prompts and every model of ``specdec.zoo.TINY_ZOO``, and writes a data card. The weights it
 writes are the ones shipped under ``data/models/``.
 """
