@@ -74,19 +74,19 @@ test: install
 	SPECDEC_OUTPUT_DIR=$(CURDIR)/.cache/nbval-output MPLBACKEND=agg $(VENV)/bin/python -m pytest --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg --nbval-kernel-name $(KERNEL) --ignore-glob='notebooks/*.py' notebooks
 
 models: install
-	$(VENV)/bin/python -m specdec.training
-	$(VENV)/bin/python -m specdec.quality
+	$(VENV)/bin/python -m specdec.zoo.training
+	$(VENV)/bin/python -m specdec.zoo.quality
 
 # The CoS and multilingual zoos: data step here (needs the corpus sources), training on any device (a GPU
 # takes minutes; scripts/device_runs.sh is what ran on one). Weights land in data/models/.
 models-cos: install
-	$(VENV)/bin/python -m specdec.train_cos all --out data/models
+	$(VENV)/bin/python -m specdec.cos.train all --out data/models
 
 models-multilingual: install
-	$(VENV)/bin/python -m specdec.train_multilingual all --out data/models
+	$(VENV)/bin/python -m specdec.multilingual.train all --out data/models
 
 models-tabed: install
-	$(VENV)/bin/python -m specdec.train_llava all --out data/models
+	$(VENV)/bin/python -m specdec.tabed.train all --out data/models
 
 lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

@@ -7,12 +7,12 @@ for step in "$@"; do
   echo "== $step $(date +%T)"
   case $step in
     cos)  # notebook 20's grid on the GPU
-      python3 -m specdec.cos_bench --device cuda --rows .gpu/cos_rows.json --out "$OUT/cos_main_gpu.csv" 2>&1 | grep -v "it/s]" ;;
+      python3 -m specdec.cos.bench --device cuda --rows .gpu/cos_rows.json --out "$OUT/cos_main_gpu.csv" 2>&1 | grep -v "it/s]" ;;
     latency)  # notebook 01(c): random-weight LLaVA-1.5 7B/13B and 68M/160M drafts in fp16
       python3 -c "
 import os, pathlib
 from specdec import bench
-from specdec.models import load_profile
+from specdec.zoo.models import load_profile
 from specdec.results import ResultStore
 store = ResultStore('tiny', 'latency_real_sizes', key=['model', 'device', 'B', 'S', 'gamma'],
                     root=pathlib.Path(os.environ['OUT']) / 'results')
@@ -20,11 +20,11 @@ bench.real_size_latency(store, load_profile('paper')['latency_configs'], batch_s
                         contexts=[128, 1024], gammas=[1, 2, 4, 8], repeats=10)
 print(store.frame().to_string())" ;;
     llava)  # the TABED tiny zoo
-      python3 -m specdec.train_llava train --data .gpu/tabed_data.pt --device cuda --out /tmp/llava \
+      python3 -m specdec.tabed.train train --data .gpu/tabed_data.pt --device cuda --out /tmp/llava \
         --models tabed-target tabed-draft > "$OUT/llava_log.txt" 2>&1  # per-model steps / weight decay
       tail -n 5 "$OUT/llava_log.txt"; tar czf "$OUT/tabed_models.tgz" -C /tmp/llava . ;;
     multilingual)
-      python3 -m specdec.train_multilingual train --data .gpu/ml_data.pt --device cuda --out /tmp/ml \
+      python3 -m specdec.multilingual.train train --data .gpu/ml_data.pt --device cuda --out /tmp/ml \
         ${ML_ARGS:-} > "$OUT/ml_log.txt" 2>&1
       tail -n 5 "$OUT/ml_log.txt"; tar czf - -C /tmp/ml . | split -b 15m - "$OUT/ml_models.tgz." ;;  # files come back in <16 MiB parts
   esac

@@ -37,7 +37,7 @@ def sharp_pair():
 @pytest.fixture(scope="session")
 def zoo():
     """The shipped tiny zoo: (target, draft_s, draft_xs, tokenizer)."""
-    from specdec.models import load
+    from specdec.zoo.models import load
 
     target, tokenizer = load("tiny-target")
     draft_s, _ = load("tiny-draft-s")

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from specdec import tabed_bench as tb
+from specdec.tabed import bench as tb
 
 
 def _frame(taus: dict) -> pd.DataFrame:
@@ -95,8 +95,7 @@ def test_encode_rejects_a_placeholder_count_that_does_not_match():
 
 
 def test_paper_profile_fails_offline_with_clear_errors(monkeypatch):
-    from specdec.cos_tasks import DatasetNotAvailableError
-    from specdec.models import ModelNotAvailableError
+    from specdec.hub import DatasetNotAvailableError, ModelNotAvailableError
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotAvailableError, match="download"):
@@ -110,7 +109,7 @@ def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monk
     import datasets
     from PIL import Image
 
-    from specdec import scenes
+    from specdec.tabed import scenes
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     pope = tmp_path / "pope"

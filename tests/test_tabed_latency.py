@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 import torch
 
-from specdec import tabed_bench
-from specdec import tabed_latency as tl
+from specdec.tabed import bench as tabed_bench
+from specdec.tabed import latency as tl
 from specdec.engine import autoregressive
 
 

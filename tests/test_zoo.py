@@ -2,7 +2,8 @@
 
 import pytest
 
-from specdec import tasks, zoo
+from specdec import zoo
+from specdec.zoo import tasks
 from specdec.engine import autoregressive, generate
 
 

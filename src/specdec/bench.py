@@ -15,6 +15,7 @@ import torch
 from tqdm.auto import tqdm
 
 from specdec.cache import crop_cache
+from specdec.engine import generate
 
 
 def expected_block_efficiency(alpha: float, gamma: int) -> float:
@@ -89,8 +90,6 @@ def speedup_rows(target, drafter, prompts, *, gamma: int = 5, max_new_tokens: in
                  repeats: int = 3, eos_token_id=None, seed: int = 0, desc: str = "SD vs AR") -> list[dict]:
     """Run autoregressive and speculative decoding side by side on each prompt, ``repeats`` times,
     alternating them so machine noise hits both alike. One tidy row per (prompt, repeat, method)."""
-    from specdec.engine import generate
-
     rows = []
     for i, prompt_ids in enumerate(tqdm(prompts, desc=desc, leave=False)):
         for rep in range(repeats):
@@ -137,8 +136,6 @@ def acceptance_sweep(target, drafts: dict, prompts, gammas=(1, 2, 3, 4, 6, 8), m
 
     ``drafts``: ``{name: model or drafter}``. Rows: draft, gamma, block_efficiency, acceptance_rate,
     expected_block_efficiency, new_tokens, target_calls."""
-    from specdec.engine import generate
-
     rows = []
     for name, draft in drafts.items():
         for gamma in tqdm(gammas, desc=f"γ sweep {name}", leave=False):

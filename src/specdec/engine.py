@@ -87,9 +87,9 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
     target_inputs / draft_inputs: extra prefill inputs (e.g. ``pixel_values``) for each model.
     """
     sampling = sampling or SamplingConfig()
-    prompt_ids = _check_prompt(prompt_ids)
-    _check_int("gamma", gamma, minimum=1, hint="draft at least one token per block")
-    _check_int("max_new_tokens", max_new_tokens, minimum=0)
+    prompt_ids = check_prompt(prompt_ids)
+    check_int("gamma", gamma, minimum=1, hint="draft at least one token per block")
+    check_int("max_new_tokens", max_new_tokens, minimum=0)
     if stop_strings and tokenizer is None:
         raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
     if drafter is not None and not hasattr(drafter, "propose"):
@@ -105,15 +105,15 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
     verify_gen = torch.Generator(device=device).manual_seed(seed + 1)
 
     result = GenerationResult(prompt_ids=prompt_ids.tolist(), output_ids=[], gamma=gamma if drafter else 0)
-    t_start = _now(device)
+    t_start = now(device)
     target_lm.prefill([prompt_ids.to(device)], **(target_inputs or {}))
     if drafter is not None:
         drafter.prefill(prompt_ids.to(device), **(draft_inputs or {}))
-    result.prefill_time = _now(device) - t_start
+    result.prefill_time = now(device) - t_start
     out: list[int] = []
     while len(out) < max_new_tokens:
         block = 0 if drafter is None else min(gamma, max_new_tokens - len(out) - 1)
-        t0 = _now(device)
+        t0 = now(device)
         if block > 0:
             draft_tokens, draft_probs = drafter.propose(out, block, sampling, draft_gen)
             block = len(draft_tokens)  # a drafter may propose fewer tokens (prompt lookup)
@@ -121,11 +121,11 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
         else:
             draft_tokens = torch.zeros(0, dtype=torch.long, device=device)
             draft_probs = torch.zeros((0, target_lm.vocab_size), device=device)
-        t1 = _now(device)
+        t1 = now(device)
         target_logits = target_lm.extend(out + draft_tokens.tolist())[0, -(block + 1):]  # [block+1, V]
         n_accepted, next_token = verifier(draft_tokens, draft_probs, target_logits, sampling, verify_gen)
         new = draft_tokens[:n_accepted].tolist() + [next_token]
-        t2 = _now(device)
+        t2 = now(device)
         result.draft_time += t1 - t0
         result.verify_time += t2 - t1
         result.target_calls += 1
@@ -148,7 +148,7 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
     result.stop_reason = result.stop_reason or "max_new_tokens"
     result.output_ids = out[:max_new_tokens]
     result.from_draft = result.from_draft[:max_new_tokens]
-    result.total_time = _now(device) - t_start
+    result.total_time = now(device) - t_start
     result.target_tokens_fed = target_lm.tokens_fed
     if drafter is not None:
         result.draft_calls = drafter.calls
@@ -188,7 +188,7 @@ def _stop_index(out, first_new, eos_ids, stop_strings, tokenizer):
     return None
 
 
-def _eos_ids(model, eos_token_id) -> set[int]:
+def eos_ids(model, eos_token_id) -> set[int]:
     if eos_token_id is None:
         gen_config = getattr(model, "generation_config", None)
         eos_token_id = getattr(gen_config, "eos_token_id", None)
@@ -197,7 +197,10 @@ def _eos_ids(model, eos_token_id) -> set[int]:
     return {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
 
 
-def _check_prompt(prompt_ids) -> torch.Tensor:
+_eos_ids = eos_ids  # generate() names its local set ``eos_ids``
+
+
+def check_prompt(prompt_ids) -> torch.Tensor:
     prompt_ids = torch.as_tensor(prompt_ids)
     if prompt_ids.dim() == 2 and prompt_ids.shape[0] == 1:
         prompt_ids = prompt_ids[0]
@@ -211,12 +214,12 @@ def _check_prompt(prompt_ids) -> torch.Tensor:
     return prompt_ids.long()
 
 
-def _check_int(name, value, minimum, hint=""):
+def check_int(name, value, minimum, hint=""):
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}" + (f" ({hint})" if hint else ""))
 
 
-def _now(device) -> float:
+def now(device) -> float:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return time.perf_counter()

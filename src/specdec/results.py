@@ -36,7 +36,7 @@ class ResultStore:
         missing = [k for k in self.key if k not in row]
         if missing:
             raise KeyError(f"row lacks key columns {missing} of {self.path.name}")
-        return tuple(str(_fmt(row[k])) for k in self.key)  # formatted as written, so 0.0 matches "0"
+        return tuple(str(format_value(row[k])) for k in self.key)  # formatted as written, so 0.0 matches "0"
 
     def done(self, **key) -> bool:
         return self._key_of(key) in self._done
@@ -66,7 +66,7 @@ class ResultStore:
             if new_file:
                 writer.writeheader()
             for row in rows:
-                writer.writerow({k: _fmt(row.get(k, "")) for k in fields})
+                writer.writerow({k: format_value(row.get(k, "")) for k in fields})
         self._done.update(self._key_of(r) for r in rows)
 
     def run(self, keys: list[dict], compute, desc: str = "") -> None:
@@ -91,7 +91,8 @@ class ResultStore:
         return pd.read_csv(self.path) if self.path.exists() else pd.DataFrame(columns=self.key)
 
 
-def _fmt(value):
+def format_value(value):
+    """A cell as the CSV stores it (floats to 6 significant digits): the form keys are compared in."""
     if isinstance(value, float):
         return f"{value:.6g}"
     return value

@@ -1,6 +1,6 @@
 """Training the tiny zoo: a byte-level BPE tokenizer and Llama models, with fixed seeds.
 
-``python -m specdec.training`` (what ``make models`` runs) rebuilds the corpus, the tokenizer, the
+``python -m specdec.zoo.training`` (what ``make models`` runs) rebuilds the corpus, the tokenizer, the
 held-out prompts and every model of ``specdec.zoo.TINY_ZOO``, and writes a data card. The weights it
 writes are the ones shipped under ``data/models/``.
 """
@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from specdec import corpus as corpus_lib
+from specdec.zoo import corpus as corpus_lib
 from specdec import zoo
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>"]  # ids 0, 1, 2
@@ -133,6 +133,23 @@ def make_prompts(docs: list[dict], tokenizer, per_kind: int = 40, prompt_tokens:
     return prompts
 
 
+def save_half(model, path: pathlib.Path) -> None:
+    """``save_pretrained`` with float16 tensors and a float32 config (half the bytes in git)."""
+    from safetensors.torch import load_file, save_file
+
+    model.save_pretrained(path)
+    weights = path / "model.safetensors"
+    tensors = {k: v.half().contiguous() for k, v in load_file(weights).items()}
+    save_file(tensors, weights, metadata={"format": "pt"})
+
+
+def device_name(device: str) -> str:
+    """The GPU's name for a CUDA device, else ``"cpu"`` (the ``device`` of training summaries)."""
+    if str(device).startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    return "cpu"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Rebuild the tiny zoo (tokenizer, prompts, models).")
     parser.add_argument("--models", nargs="*", default=list(zoo.TINY_ZOO), help="which models to train")
@@ -143,8 +160,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-
-    from specdec.train_cos import save_half
 
     docs = corpus_lib.build_corpus()
     tok_dir = args.out / "tokenizer"

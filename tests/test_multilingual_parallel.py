@@ -1,11 +1,12 @@
-"""The parallel corpus (specdec.parallel): clean pairs, disjoint splits and sources, paper-style prompts."""
+"""The parallel corpus (specdec.multilingual.parallel): clean pairs, disjoint splits and sources, paper-style
+prompts."""
 
 import collections
 
 import pytest
 
-from specdec import parallel
-from specdec.corpus import read_po
+from specdec.multilingual import parallel
+from specdec.zoo.corpus import read_po
 
 LANGS = list(parallel.LANGUAGES)
 
@@ -139,9 +140,9 @@ def test_every_emitted_pair_is_clean(source):
 
 def test_a_real_catalog_marked_fuzzy_or_emptied_loses_those_pairs(tmp_path):
     # The shipped catalogs have no fuzzy entries: mark two real entries fuzzy and empty a third.
-    from specdec.corpus import _django_catalogs
+    from specdec.zoo.corpus import django_catalogs
 
-    original = _django_catalogs("de")[0]
+    original = django_catalogs("de")[0]
     text = original.read_text(encoding="utf-8")
     before = parallel.read_catalog(original)
     assert {("Arabic", "Arabisch"), ("German", "Deutsch"), ("Greek", "Griechisch")} <= set(before)

@@ -13,21 +13,10 @@ import pathlib
 
 import torch
 
-from specdec import zoo
+from specdec import hub, zoo
+from specdec.hub import ModelNotAvailableError, resolve
 
 PROFILES_DIR = zoo.DATA / "profiles"
-
-
-class ModelNotAvailableError(RuntimeError):
-    """The model is neither shipped, nor a local directory, nor in the local Hugging Face cache."""
-
-
-def resolve(name_or_path: str | os.PathLike) -> str:
-    """Map a zoo name to its shipped directory; leave hub ids and paths as they are."""
-    name = str(name_or_path)
-    if name in zoo.TINY_ZOO or (zoo.MODELS / name / "config.json").exists():
-        return str(zoo.model_dir(name))
-    return name
 
 
 def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu", dtype=None, kind: str = "causal_lm",
@@ -101,21 +90,7 @@ def _offline(local: pathlib.Path) -> bool:
     flags = (os.environ.get(v, "0") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
     if any(f not in ("0", "", "false", "False") for f in flags):
         return True
-    return not _hub_reachable()
-
-
-def _hub_reachable(timeout: float = 2.0) -> bool:
-    import socket
-    from urllib.parse import urlparse
-
-    from huggingface_hub import constants
-
-    host = urlparse(constants.ENDPOINT).hostname
-    try:
-        socket.create_connection((host, 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
+    return not hub.hub_reachable()
 
 
 def check_same_vocabulary(target_tokenizer, draft_tokenizer) -> None:

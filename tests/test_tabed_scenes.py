@@ -1,12 +1,12 @@
-"""Synthetic TABED scenarios (``specdec.scenes``) and the tiny LLaVA zoo's data / training code (``train_llava``)."""
+"""Synthetic TABED scenarios (``specdec.tabed.scenes``) and the tiny LLaVA zoo's data / training code (``tabed.train``)."""
 
 import re
 
 import pytest
 import torch
 
-from specdec import scenes
-from specdec import train_llava as tl
+from specdec.tabed import scenes
+from specdec.tabed import train as tl
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +172,7 @@ def test_pack_roundtrip_and_pixels_match_processor(suites):
 
 
 def test_train_step_saves_and_reloads(tmp_path, tokenizer):
-    from specdec.models import load
+    from specdec.zoo.models import load
 
     torch.set_num_threads(1)
     data = tl.build_data(train_per_scenario=1, heldout_per_scenario=1, seed=0)

@@ -1,4 +1,4 @@
-"""The multilingual zoo's training (specdec.train_multilingual): data step, end-to-end pipeline, lossless SD."""
+"""The multilingual zoo's training (specdec.multilingual.train): data step, end-to-end pipeline, lossless SD."""
 
 import json
 import random
@@ -6,8 +6,9 @@ import random
 import pytest
 import torch
 
-from specdec import parallel, zoo
-from specdec import train_multilingual as tm
+from specdec import zoo
+from specdec.multilingual import parallel
+from specdec.multilingual import train as tm
 from specdec.engine import autoregressive, generate
 
 LANGS = list(parallel.LANGUAGES)
@@ -86,7 +87,7 @@ def test_metrics_helpers():
 def test_pipeline_end_to_end(trained):
     from safetensors.torch import load_file
 
-    from specdec.models import load
+    from specdec.zoo.models import load
 
     out, rows = trained
     names = tm.model_names(LANGS, TINY, steps_scale=0.001)
@@ -118,7 +119,7 @@ def _prompt_ids(tok, row):
 
 
 def test_greedy_sd_with_a_trained_drafter_is_lossless(trained):
-    from specdec.models import load
+    from specdec.zoo.models import load
 
     out, _ = trained
     target, tok = load(out / "ml-target")
@@ -132,7 +133,7 @@ def test_greedy_sd_with_a_trained_drafter_is_lossless(trained):
 
 def test_batched_greedy_generate_matches_the_engine(trained):
     """Distillation's batched, left-padded ``generate`` decodes like the batch-1 engine (greedy)."""
-    from specdec.models import load
+    from specdec.zoo.models import load
 
     out, _ = trained
     target, tok = load(out / "ml-target")
@@ -146,7 +147,7 @@ def test_batched_greedy_generate_matches_the_engine(trained):
 
 @pytest.mark.skipif(not (zoo.MODELS / "ml-target" / "config.json").exists(), reason="multilingual zoo not shipped")
 def test_shipped_zoo_translates_and_sd_is_lossless():
-    from specdec.models import load
+    from specdec.zoo.models import load
 
     target, tok = load("ml-target")
     summary = json.loads((zoo.MODELS / "ml-target" / "training_log.json").read_text())["summary"]

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from specdec.collab import contrastive, uniform_average, weighted_ensemble
+from specdec.cos.combine import contrastive, uniform_average, weighted_ensemble
 
 
 def test_weighted_ensemble_mixes_probabilities():

@@ -1,4 +1,4 @@
-"""Multilingual benchmark (specdec.ml_bench): lossless greedy SD for every shipped drafter on translation
+"""Multilingual benchmark (specdec.multilingual.bench): lossless greedy SD for every shipped drafter on translation
 prompts, the tables, the statistics and the M1–M4 verdicts, the paper profile's offline error."""
 
 import numpy as np
@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 import torch
 
-from specdec import ml_bench as mb
-from specdec import parallel, zoo
+from specdec.multilingual import bench as mb
+from specdec import zoo
+from specdec.multilingual import parallel
 from specdec.results import ResultStore
 
 ML_ZOO = (zoo.MODELS / "ml-target" / "config.json").exists()
@@ -36,7 +37,7 @@ def test_prompt_set_is_a_seeded_sample_of_heldout_prompts():
 
 
 def test_paper_profile_fails_offline_naming_the_dataset(monkeypatch):
-    from specdec.cos_tasks import DatasetNotAvailableError
+    from specdec.hub import DatasetNotAvailableError
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

@@ -38,7 +38,7 @@ STDLIB_MODULES = [
 ]
 
 
-def _is_heldout(name: str, heldout_fraction: float) -> bool:
+def is_heldout(name: str, heldout_fraction: float) -> bool:
     digest = hashlib.sha256(name.encode()).digest()
     return int.from_bytes(digest[:4], "little") / 2**32 < heldout_fraction
 
@@ -107,7 +107,7 @@ def _has_words(text: str) -> bool:
     return sum(ch.isalpha() for ch in stripped) >= 2
 
 
-def _django_catalogs(lang: str) -> list[pathlib.Path]:
+def django_catalogs(lang: str) -> list[pathlib.Path]:
     import django
 
     root = pathlib.Path(django.__file__).parent
@@ -136,7 +136,7 @@ def build_corpus(heldout_fraction: float = 0.1) -> list[dict]:
                     docs.append({"name": f"doc:{module}.{name}", "kind": "prose", "text": doc})
 
     for lang, language in LANGUAGES.items():
-        for po in _django_catalogs(lang):
+        for po in django_catalogs(lang):
             app = po.parts[-5] if "contrib" in po.parts else "core"
             pairs = read_po(po)
             # Group pairs in chunks of 8 lines so each document is a short "phrasebook" page.
@@ -150,7 +150,7 @@ def build_corpus(heldout_fraction: float = 0.1) -> list[dict]:
         key = hashlib.sha256(doc["text"].encode()).hexdigest()
         if key not in seen:
             seen.add(key)
-            doc["split"] = "heldout" if _is_heldout(doc["name"], heldout_fraction) else "train"
+            doc["split"] = "heldout" if is_heldout(doc["name"], heldout_fraction) else "train"
             unique.append(doc)
     return unique
 

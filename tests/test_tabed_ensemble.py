@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from specdec.ensemble import History, grid_candidates, grid_weights, softmax_weights
+from specdec.tabed.ensemble import History, grid_candidates, grid_weights, softmax_weights
 
 
 def one_hot(i, v=4):

@@ -29,9 +29,15 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from specdec import bench, parallel
+from specdec import bench, zoo
+from specdec.drafters import PromptLookupDrafter
+from specdec.engine import generate
+from specdec.hub import DatasetNotAvailableError, datasets_offline_if_unreachable
+from specdec.multilingual import parallel
+from specdec.results import paper_numbers
 from specdec.sampling import SamplingConfig
-from specdec.tasks import encode
+from specdec.zoo.models import load, load_profile
+from specdec.zoo.tasks import encode
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
 METHODS = ("ar", "sps-generic", "sps-f", "sps-pf", "pld")
@@ -50,8 +56,6 @@ JPARACRAWL_URL = "https://www.kecl.ntt.co.jp/icl/lirg/jparacrawl/"
 
 def paper_setup() -> dict:
     """The paper profile's evaluation sets and prompt (``multilingual`` in ``data/profiles/paper.yaml``)."""
-    from specdec.models import load_profile
-
     return load_profile("paper")["multilingual"]
 
 
@@ -64,8 +68,6 @@ def drafter_name(method: str, lang: str) -> str | None:
 @functools.lru_cache(maxsize=None)
 def load_model(name: str):
     """A zoo model in eval mode (float32 on CPU), cached: drafters are shared by many cells."""
-    from specdec.models import load
-
     return load(name, with_tokenizer=False)[0]
 
 
@@ -73,15 +75,11 @@ def load_model(name: str):
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from specdec import zoo
-
     return AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
 
 
 def make_drafter(spec):
     """``None`` (plain decoding), ``"pld"`` (a fresh ``PromptLookupDrafter``) or a zoo model name."""
-    from specdec.drafters import PromptLookupDrafter
-
     if spec is None:
         return None
     if spec == "pld":
@@ -118,8 +116,6 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
     ``paper_setup()``); raises
     ``DatasetNotAvailableError`` naming the dataset when it is neither reachable nor cached (this project
     never downloads at run time)."""
-    from specdec.cos_tasks import DatasetNotAvailableError, _datasets_offline_if_unreachable
-
     if "en" not in (src, tgt):
         raise ValueError(f"the paper's test sets are X-English; there is no {src}->{tgt} set")
     setup = paper_setup()
@@ -133,7 +129,7 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
     try:
         import datasets
 
-        with _datasets_offline_if_unreachable():
+        with datasets_offline_if_unreachable():
             data = datasets.load_dataset(dataset_id, config, split="test")
     except Exception as err:  # not cached / unreachable / datasets missing: all mean "not here"
         raise DatasetNotAvailableError(f"cannot load dataset {dataset_id!r} (config {config!r}, split 'test'): "
@@ -151,8 +147,6 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
 
 def training_summary() -> pd.DataFrame:
     """``data/multilingual/ml_training.csv``: one row per trained model (parameters, device, seconds, …)."""
-    from specdec import zoo
-
     return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
 
 
@@ -208,8 +202,6 @@ def run_group(target, drafters: dict, prompt: dict, *, gamma: int, temperature: 
     At T = 0 raises ``AssertionError`` if a method's tokens differ from plain decoding's. Rows carry τ, α,
     timings, the output text and its chrF against the reference.
     """
-    from specdec.engine import generate
-
     sampling = SamplingConfig(temperature=temperature)
     rows, reference_ids = [], None
     for method, spec in drafters.items():
@@ -452,8 +444,6 @@ def m4_verdict(sizes: pd.DataFrame, similar: float = 0.2) -> tuple[bool, str]:
 
 def paper_claims() -> pd.DataFrame:
     """The paper's prose numbers (``data/paper/multilingual_claims.csv``), key → value."""
-    from specdec.results import paper_numbers
-
     return paper_numbers("multilingual_claims").set_index("key")
 
 

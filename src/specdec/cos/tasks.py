@@ -7,7 +7,7 @@ CNN/DailyMail. The tiny profile rebuilds each suite from what is installed, so i
 - ``gsm8k``: multi-step word problems from templates, with a worked solution in full sentences;
 - ``mmlu``: 4-option questions about the Python standard library, their ground truth found by importing
   the modules and evaluating the expressions (never written by hand);
-- ``cnndm``: paragraphs of the corpus' English prose (``specdec.corpus``) with their lead sentence as the
+- ``cnndm``: paragraphs of the corpus' English prose (``specdec.zoo.corpus``) with their lead sentence as the
   summary (Lead-1, the standard CNN/DailyMail baseline).
 
 Every row is a plain dict ``{"id", "task", "prompt", "reference", ...}``: ``reference`` is the expected
@@ -25,7 +25,6 @@ from __future__ import annotations
 import bisect
 import builtins
 import collections
-import contextlib
 import fractions
 import functools
 import hashlib
@@ -36,10 +35,12 @@ import itertools
 import json
 import math
 import operator
-import os
 import random
 import re
 import statistics
+
+from specdec import hub
+from specdec.zoo.corpus import build_corpus
 
 TASKS = ("humaneval", "gsm8k", "mmlu", "cnndm")
 SPLITS = ("train", "test")
@@ -55,8 +56,6 @@ PAPER_DATASETS = {
 }
 
 
-class DatasetNotAvailableError(RuntimeError):
-    """A paper dataset is neither reachable on the hub nor in the local Hugging Face datasets cache."""
 
 
 def hash_split(text: str) -> str:
@@ -656,8 +655,6 @@ _BAD_START = ("*", "-", "+", "|", "=", "#", ">", "[", ":", "(")
 @functools.lru_cache(maxsize=1)
 def _prose_documents() -> tuple[tuple[str, str, str], ...]:
     """``(name, corpus split, text)`` of the corpus' prose documents (reads the installed sources once)."""
-    from specdec.corpus import build_corpus
-
     return tuple((d["name"], d["split"], d["text"]) for d in build_corpus() if d["kind"] == "prose")
 
 
@@ -785,64 +782,10 @@ def load_task(name: str, n: int | None, split: str = "test", profile: str = "tin
     return summaries(n, split, seed=seed)
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "0") not in ("0", "", "false", "False")
-
-
-@contextlib.contextmanager
-def _datasets_offline_if_unreachable():
-    """Put ``datasets`` in offline mode (local cache only) while an offline flag is set or the hub is
-    unreachable, so a missing dataset fails at once instead of after half a minute of retries. (``datasets``
-    reads the flags when it is imported; setting them later has no effect without this.) Restores them after."""
-    import datasets.config
-    import huggingface_hub.constants
-
-    from specdec.models import _hub_reachable
-
-    if not any(_env_flag(v) for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")) and _hub_reachable():
-        yield
-        return
-    targets = [(datasets.config, "HF_HUB_OFFLINE"), (datasets.config, "HF_DATASETS_OFFLINE"),
-               (huggingface_hub.constants, "HF_HUB_OFFLINE")]
-    saved = [(obj, attr, getattr(obj, attr)) for obj, attr in targets if hasattr(obj, attr)]
-    for obj, attr, _ in saved:
-        setattr(obj, attr, True)
-    try:
-        yield
-    finally:
-        for obj, attr, value in saved:
-            setattr(obj, attr, value)
-
-
 def _load_paper(name: str, n: int | None, split: str) -> list[dict]:
     dataset_id, config = PAPER_DATASETS[name]
-    data = load_hf_dataset(dataset_id, config, split, n)
+    data = hub.load_dataset(dataset_id, config, split, n)
     return [_PAPER_ROWS[name](i, split, example) for i, example in enumerate(data)]
-
-
-def load_hf_dataset(dataset_id: str, config: str | None, split: str, n: int | None = None):
-    """``datasets.load_dataset(dataset_id, config, split=split)`` (its first ``n`` rows) from the hub or the local
-    cache; anything that keeps it from loading raises one ``DatasetNotAvailableError`` naming the fix."""
-    try:
-        import datasets
-    except ImportError:
-        raise DatasetNotAvailableError(f"loading {dataset_id} needs the datasets package: `pip install datasets`, "
-                                       "or use profile='tiny'") from None
-    try:
-        with _datasets_offline_if_unreachable():
-            data = datasets.load_dataset(dataset_id, config, split=split)
-    except Exception as err:  # ConnectionError, FileNotFoundError, DatasetNotFoundError, ... all mean "not here"
-        cache = os.environ.get("HF_HOME", "~/.cache/huggingface")
-        raise DatasetNotAvailableError(
-            f"cannot load dataset {dataset_id!r} (config {config!r}, split {split!r}): "
-            f"{type(err).__name__}: {str(err)[:200]}. This machine does not download from the Hugging Face hub. "
-            f"On a machine with internet run `huggingface-cli download --repo-type dataset {dataset_id}` and "
-            f"load it once with datasets.load_dataset, then copy the cache (HF_HOME={cache}) here; "
-            "or use profile='tiny'."
-        ) from err
-    if n is not None:
-        data = data.select(range(min(n, len(data))))
-    return data
 
 
 def _paper_humaneval(i, split, ex):

@@ -2,17 +2,17 @@
 
 Reproduces the training recipe of *Towards Fast Multilingual LLM Inference: Speculative Decoding and
 Specialized Drafters* (Yi et al.) with tiny models on the foundation tokenizer (``data/models/tokenizer``,
-4096 ids) and the parallel corpus of ``specdec.parallel``. Two steps, so the training can run on a machine
+4096 ids) and the parallel corpus of ``specdec.multilingual.parallel``. Two steps, so the training can run on a machine
 without Django, Sphinx or the corpus sources (e.g. a GPU box):
 
-    python -m specdec.train_multilingual data --out .gpu/ml_data.pt        # here: tokenise text + prompts
-    python -m specdec.train_multilingual train --data .gpu/ml_data.pt --device cuda --out data/models
+    python -m specdec.multilingual.train data --out .gpu/ml_data.pt        # here: tokenise text + prompts
+    python -m specdec.multilingual.train train --data .gpu/ml_data.pt --device cuda --out data/models
 
-``python -m specdec.train_multilingual`` (step ``all``) does both on this machine.
+``python -m specdec.multilingual.train`` (step ``all``) does both on this machine.
 
 **Data step** (``build_data``; needs the corpus sources): token streams ``<s> doc </s>`` of general English
 text (corpus kinds ``prose`` + ``code``) and general multilingual text (corpus kind ``translation``, the
-Django phrasebook pages, with every entry whose English string is held out in ``specdec.parallel`` removed,
+Django phrasebook pages, with every entry whose English string is held out in ``specdec.multilingual.parallel`` removed,
 so no model ever trains on a held-out pair); and translation examples ``<s> prompt`` + ``reference </s>``
 built with ``parallel.translation_prompt`` in both directions for every language: the train split of
 source A (``django``) are the instruction documents of the target and the prompts that self-distillation
@@ -51,7 +51,7 @@ A finetune budget counts answer tokens seen (``</s>`` included): steps = budget 
 length of the pair's distilled data). ``--steps-scale`` multiplies every step count and budget and (below 1)
 the number of prompts per set; below ``SMOKE_SCALE`` (0.01) it also shrinks batches, windows and answer
 lengths (``SMOKE``): CI smoke runs. All seeds are fixed (a CRC of the model name). Weights are
-saved as float16 with a float32 config (``train_cos.save_half``) together with the tokenizer and a
+saved as float16 with a float32 config (``specdec.zoo.training.save_half``) together with the tokenizer and a
 ``training_log.json``; the output directory also gets ``ml_training.csv`` (one row per model),
 ``ml_distilled.jsonl`` and ``ml_run.json`` (configuration, phase timings, sizes).
 """
@@ -73,6 +73,11 @@ import zlib
 import torch
 
 from specdec import zoo
+from specdec.multilingual import parallel
+from specdec.multilingual.parallel import english_key
+from specdec.zoo import training
+from specdec.zoo import corpus as corpus_lib
+from specdec.zoo.training import save_half
 
 TARGET = "ml-target"
 GENERIC = "ml-draft-generic"
@@ -109,8 +114,6 @@ SMOKE = dict(batch_size=8, seq_len=128, ft_batch_size=16, eval_windows=8, max_ne
 # ------------------------------------------------------------------------------------------------ data step
 def _drop_heldout_entries(doc: dict, heldout_keys: set[str], languages: dict[str, str]) -> tuple[str, int]:
     """Remove the phrasebook entries (``"English: …\\n<Language>: …"``) whose English string is held out."""
-    from specdec.parallel import english_key
-
     language = languages[doc["name"].split(":")[1]]
     kept, dropped = [], 0
     for entry in re.split(r"\n\n(?=English: )", doc["text"]):
@@ -170,9 +173,6 @@ def build_data(tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, max_docs: int | 
     pairs per (source, language, split). Both are for tests; ``None`` keeps everything.
     """
     from transformers import AutoTokenizer
-
-    from specdec import corpus as corpus_lib
-    from specdec import parallel
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     languages = {lang: spec[0] for lang, spec in parallel.LANGUAGES.items()}
@@ -523,7 +523,6 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from specdec.train_cos import _device_name, save_half
 
     hf_logging.disable_progress_bar()
     cfg = {**TRAIN, **(SMOKE if steps_scale < SMOKE_SCALE else {}), **overrides}
@@ -540,7 +539,7 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
         raise ValueError(f"{tokenizer_dir} is not the tokenizer the data file was built with")
     meta_langs = list(data["meta"]["languages"])
     langs = list(langs or meta_langs)
-    device_name = _device_name(device)
+    device_name = training.device_name(device)
     scale = lambda n: max(1, int(n * steps_scale))  # noqa: E731
     if prompts_per_set is None and steps_scale < 1:
         n_max = max(collections_count(data["train"]["rows"]).values())

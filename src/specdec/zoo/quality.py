@@ -1,6 +1,6 @@
 """Quality gates of the tiny zoo: held-out loss, non-degenerate target text, held-out τ per draft.
 
-``python -m specdec.quality`` prints the report and writes ``data/models/zoo_quality.csv`` beside the
+``python -m specdec.zoo.quality`` prints the report and writes ``data/models/zoo_quality.csv`` beside the
 weights it describes; notebook 00 shows it. Gates: distinct 8-gram fraction of the target's greedy
 continuations ≥ 0.5 (greedy loops would inflate τ) and greedy τ at γ = 5 ≥ 2.0 for each draft.
 """
@@ -14,10 +14,11 @@ import statistics
 import torch
 from tqdm.auto import tqdm
 
-from specdec import tasks, zoo
+from specdec import zoo
+from specdec.zoo import tasks
 from specdec.bench import acceptance_sweep
 from specdec.engine import autoregressive
-from specdec.models import load
+from specdec.zoo.models import load
 from specdec.sampling import SamplingConfig
 
 DISTINCT_8GRAM_GATE = 0.5

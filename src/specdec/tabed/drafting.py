@@ -15,7 +15,7 @@ batch whose KV cache rolls back together after each verification and mixes the r
 distributions (``q = Σ_k w_k q_k``). Ensembles (``ENSEMBLES``): static ``MT`` / ``MTCP`` (equal weights) and
 dynamic ``MT*`` (grid policy over ``[1 - j/n, j/n]``) / ``MTCP*`` (softmax of inverse errors), whose weights
 ``AdaptiveEnsembleDrafter`` re-chooses before every block from the verified history
-(``specdec.ensemble``). ``make_drafter(draft, "MT*", tokenizer)`` returns any of them; they plug into
+(``specdec.tabed.ensemble``). ``make_drafter(draft, "MT*", tokenizer)`` returns any of them; they plug into
 ``engine.generate`` like every other drafter.
 """
 
@@ -29,8 +29,11 @@ from typing import Callable
 
 import torch
 
-from specdec import ensemble
 from specdec.drafters import AdaptiveEnsembleDrafter, ModelDrafter
+from specdec.engine import autoregressive
+from specdec.hub import ModelNotAvailableError, resolve
+from specdec.tabed import ensemble
+from specdec.tabed.scenes import ASSISTANT, USER
 
 METHODS = ("M", "T", "C", "P")
 ENSEMBLES: dict[str, tuple[str, ...]] = {
@@ -211,9 +214,6 @@ def draft_captioner(draft, tokenizer, to_pixels: Callable, question: str = "Desc
                     max_new_tokens: int = 24) -> Callable:
     """A captioner that asks the draft LLaVA itself (greedy) to describe each image, keeping the first
     sentence: ``images -> captions``. ``to_pixels(images) -> pixel_values`` is the draft's image processor."""
-    from specdec.engine import autoregressive
-    from specdec.scenes import ASSISTANT, USER
-
     eos = tokenizer.eos_token_id
     prompt = tokenizer(USER, add_special_tokens=False)["input_ids"]
     tail = tokenizer(f"\n{question}{ASSISTANT}", add_special_tokens=False)["input_ids"]
@@ -256,11 +256,9 @@ def load_images(images) -> list:
 def hf_captioner(model_id: str = "Salesforce/blip-image-captioning-base", device: str = "cpu",
                  max_new_tokens: int = 30) -> Callable:
     """A BLIP captioner from the local Hugging Face cache (the paper's alternative to Florence-2, App. D):
-    ``images (PIL) -> captions``. Raises ``models.ModelNotAvailableError`` naming the download command when
+    ``images (PIL) -> captions``. Raises ``hub.ModelNotAvailableError`` naming the download command when
     the weights are not cached (this project never downloads at run time)."""
     from transformers import AutoProcessor, BlipForConditionalGeneration
-
-    from specdec.models import ModelNotAvailableError, resolve
 
     source = resolve(model_id)
     try:

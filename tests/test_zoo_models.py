@@ -9,7 +9,8 @@ from transformers import AutoTokenizer
 from conftest import random_llama
 from specdec import zoo
 from specdec.engine import generate
-from specdec.models import ModelNotAvailableError, check_same_vocabulary, load, load_pair, load_profile
+from specdec.hub import ModelNotAvailableError
+from specdec.zoo.models import check_same_vocabulary, load, load_pair, load_profile
 
 
 def test_local_directory_loads_through_from_pretrained(tmp_path):
@@ -28,9 +29,9 @@ def test_local_directory_loads_through_from_pretrained(tmp_path):
 
 
 def test_half_stored_weights_load_in_the_config_dtype(tmp_path):
-    """Zoo weights are stored as float16 with a float32 config (``train_cos.save_half``): they load as float32
+    """Zoo weights are stored as float16 with a float32 config (``specdec.zoo.training.save_half``): they load as float32
     unless a dtype is asked for, and the shipped zoos do too."""
-    from specdec.train_cos import save_half
+    from specdec.zoo.training import save_half
 
     model = random_llama(vocab_size=zoo.VOCAB_SIZE, hidden_size=32, layers=1)
     save_half(model, tmp_path / "half")

@@ -3,7 +3,7 @@
 The TABED paper benchmarks LVLM drafting on seven image datasets (LLaVA-Bench in-the-wild, DocVQA, POPE,
 MM-Vet, IEdit, MagicBrush, Spot-the-Diff), two out-of-distribution five-image story sets (PororoSV, VIST),
 second turns, and text-only NLP turns (NQ, GSM8K). This module rebuilds each of those *scenarios* offline
-from images drawn with PIL, so a tiny LLaVA trained here (``specdec.train_llava``) can be evaluated on the
+from images drawn with PIL, so a tiny LLaVA trained here (``specdec.tabed.train``) can be evaluated on the
 same mix of inputs.
 
 Images
@@ -27,7 +27,7 @@ Chat layout (LLaVA-1.5 "v1" style, as in the paper's App. I)
     second turn: ``USER: <image>\\n<question 1> ASSISTANT: <answer 1></s>USER: <question 2> ASSISTANT:``
     ``<image>`` (``IMAGE_PLACEHOLDER``) appears once per image, images first, each followed by a newline (the
     VIST-like rows interleave images with captions, as in the paper). The reply is ``" " + answer`` followed by
-    ``</s>``. The models add ``<s>`` in front (``specdec.train_llava.encode_prompt`` tokenises a prompt and
+    ``</s>``. The models add ``<s>`` in front (``specdec.tabed.train.encode_prompt`` tokenises a prompt and
     expands each placeholder into the image-token ids).
 
 Scenario suite
@@ -219,7 +219,7 @@ def render_caption(images) -> list[str]:
     for image in images:
         caption = image.info.get("caption") or _CAPTIONS.get(image_key(image))
         if caption is None:
-            raise KeyError("image not rendered by specdec.scenes in this process (no caption registered); "
+            raise KeyError("image not rendered by specdec.tabed.scenes in this process (no caption registered); "
                            "render it with scenario_suite / render_scene / render_document first")
         out.append(caption)
     return out

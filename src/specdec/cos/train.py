@@ -2,10 +2,10 @@
 
 Two steps, so the training can run on a machine without the corpus sources (e.g. a GPU box):
 
-    python -m specdec.train_cos streams --out .gpu/cos_streams.pt   # tokenise corpus + task documents
-    python -m specdec.train_cos train --streams .gpu/cos_streams.pt --device cuda --out data/models
+    python -m specdec.cos.train streams --out .gpu/cos_streams.pt   # tokenise corpus + task documents
+    python -m specdec.cos.train train --streams .gpu/cos_streams.pt --device cuda --out data/models
 
-``python -m specdec.train_cos`` (what ``make models-cos`` runs) does both on this machine. All models use the
+``python -m specdec.cos.train`` (what ``make models-cos`` runs) does both on this machine. All models use the
 foundation tokenizer; each draws training windows by its own mixture of kinds, with a fixed seed. Weights
 are stored as float16 (the config stays float32, so they load as float32): shipped tiny weights are data.
 """
@@ -20,16 +20,15 @@ import time
 import torch
 
 from specdec import zoo
-from specdec.training import heldout_loss, train_model
+from specdec.cos import tasks as cos_tasks
+from specdec.zoo import corpus as corpus_lib
+from specdec.zoo.training import device_name, heldout_loss, save_half, train_model
 
 TASK_DOCS = {"gsm8k": 8000, "mmlu": 4000, "cnndm": None}  # documents per task (None: all of the split)
 
 
 def build_streams(tokenizer) -> dict:
     """``{"train": {kind: LongTensor}, "heldout": {kind: LongTensor}}`` for every kind any mixture uses."""
-    from specdec import corpus as corpus_lib
-    from specdec import cos_tasks
-
     def stream(texts):
         ids: list[int] = []
         for text in texts:
@@ -75,27 +74,11 @@ def train_all(streams: dict, names, out_dir: pathlib.Path, device: str = "cpu", 
         save_half(model.cpu(), out_dir / name)
         tokenizer.save_pretrained(out_dir / name)
         info = {"model": name, "parameters": sum(p.numel() for p in model.parameters()), "steps": steps,
-                "device": _device_name(device), "seconds": round(seconds, 1), "heldout_loss": per_kind}
+                "device": device_name(device), "seconds": round(seconds, 1), "heldout_loss": per_kind}
         (out_dir / name / "training_log.json").write_text(json.dumps({"summary": info, "log": log}, indent=0) + "\n")
         rows.append(info)
         print(json.dumps(info), flush=True)
     return rows
-
-
-def save_half(model, path: pathlib.Path) -> None:
-    """``save_pretrained`` with float16 tensors and a float32 config (half the bytes in git)."""
-    from safetensors.torch import load_file, save_file
-
-    model.save_pretrained(path)
-    weights = path / "model.safetensors"
-    tensors = {k: v.half().contiguous() for k, v in load_file(weights).items()}
-    save_file(tensors, weights, metadata={"format": "pt"})
-
-
-def _device_name(device: str) -> str:
-    if str(device).startswith("cuda"):
-        return torch.cuda.get_device_name(torch.device(device))
-    return "cpu"
 
 
 def main(argv=None):

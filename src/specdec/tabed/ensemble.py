@@ -15,49 +15,13 @@ With no history yet, both return uniform weights.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
+
+from specdec.drafters import History  # the verified history the policies read (also re-exported from here)
 
 _EPS = 1e-10
 _TIE_ATOL = 1e-5  # per scored position: float32 rounding of one divergence is ~1e-7
 _TIE_RTOL = 1e-5
-
-
-@dataclass
-class History:
-    row_probs: list[torch.Tensor] = field(default_factory=list)     # each [m, V]
-    target_probs: list[torch.Tensor] = field(default_factory=list)  # each [V]
-    tokens: list[int] = field(default_factory=list)
-    stats: dict = field(default_factory=dict)  # per-position policy statistics, computed once per position
-
-    def add(self, row_probs: torch.Tensor, target_probs: torch.Tensor, tokens: list[int]) -> None:
-        """Record ``n`` verified positions: ``row_probs [n, m, V]``, ``target_probs [n, V]``, ``tokens [n]``."""
-        if not (len(row_probs) == len(target_probs) == len(tokens)):
-            raise ValueError("row_probs, target_probs and tokens must cover the same verified positions")
-        self.row_probs += list(row_probs)
-        self.target_probs += list(target_probs)
-        self.tokens += list(tokens)
-
-    def window(self, h: int | None):
-        """The last ``h`` positions (all when ``h`` is None) as tensors ``[h, m, V]``, ``[h, V]``, ``[h]``."""
-        start = 0 if h is None else max(0, len(self.tokens) - h)
-        return (torch.stack(self.row_probs[start:]), torch.stack(self.target_probs[start:]),
-                torch.tensor(self.tokens[start:]))
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-    def per_position(self, key, fn, h: int | None) -> torch.Tensor:
-        """``fn(row_probs [m, V], target_probs [V], token) -> Tensor[...]`` for the last ``h`` positions, stacked.
-
-        Each position is scored once and kept under ``key``: a policy consulted before every block then costs
-        O(h) small additions instead of re-mixing the whole window's ``[h, m, V]`` distributions."""
-        done = self.stats.setdefault(key, [])
-        for t in range(len(done), len(self.tokens)):
-            done.append(fn(self.row_probs[t].float(), self.target_probs[t].float(), self.tokens[t]))
-        start = 0 if h is None else max(0, len(done) - h)
-        return torch.stack(done[start:])
 
 
 def divergence(p: torch.Tensor, q: torch.Tensor, kind: str = "kl") -> torch.Tensor:

@@ -4,7 +4,7 @@ English ``msgid`` ↔ translated ``msgstr`` pairs for German, French, Russian, J
 disjoint packages:
 
 - source A, ``django`` (the installed Django, pinned in ``requirements.txt``): ``django/conf/locale`` and
-  every ``django/contrib/*/locale`` catalog (read with :func:`specdec.corpus._django_catalogs`);
+  every ``django/contrib/*/locale`` catalog (read with :func:`specdec.zoo.corpus.django_catalogs`);
   split ``train`` / ``heldout`` by a hash of the English string (~10 % held out), so one English string is
   never in both splits;
 - source B, ``sphinx`` (Sphinx ``SPHINX_VERSION``; ``sphinx/locale/<lang>/LC_MESSAGES/sphinx.po``): a
@@ -14,11 +14,11 @@ disjoint packages:
   ``pip download sphinx==SPHINX_VERSION --no-deps`` into the ignored ``.cache/parallel/`` and only the five
   catalogs are extracted from it (the wheel is checked against ``SPHINX_WHEEL_SHA256``).
 
-Catalogs are parsed with :func:`specdec.corpus.read_po` (drops header, fuzzy, plural and untranslated
+Catalogs are parsed with :func:`specdec.zoo.corpus.read_po` (drops header, fuzzy, plural and untranslated
 entries), then :func:`clean_pairs` applies the rules listed in ``CLEANING_RULES``. Nothing but the data card
 is written: rows are rebuilt from the packages on first use (well under a second) and cached in memory.
 
-``python -m specdec.parallel`` writes ``data/parallel/DATA_CARD.md``.
+``python -m specdec.multilingual.parallel`` writes ``data/parallel/DATA_CARD.md``.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ import sys
 import time
 import zipfile
 
-from specdec.corpus import _django_catalogs, _is_heldout, read_po
+from specdec.zoo.corpus import build_corpus, django_catalogs, is_heldout, read_po
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 CARD = ROOT / "data/parallel/DATA_CARD.md"
 CACHE = pathlib.Path(os.environ.get("SPECDEC_PARALLEL_CACHE", ROOT / ".cache/parallel"))
 
@@ -61,7 +61,7 @@ SPHINX_WHEEL = f"sphinx-{SPHINX_VERSION}-py3-none-any.whl"
 SPHINX_WHEEL_SHA256 = "5bebc595a5e943ea248b99c13814c1c5e10b3ece718976824ffa7959ff95fffb"
 
 CLEANING_RULES = [
-    "parse with `specdec.corpus.read_po`: skip the header, `#, fuzzy` entries, plural entries "
+    "parse with `specdec.zoo.corpus.read_po`: skip the header, `#, fuzzy` entries, plural entries "
     "(`msgid_plural`), untranslated entries (empty `msgstr`) and obsolete `#~` entries; a malformed file "
     "raises `ValueError` naming the file and line",
     "reject a catalog in which a `#,` flag line directly follows an entry's strings without a blank line "
@@ -229,10 +229,10 @@ def _build(source: str) -> tuple[dict[str, list[dict]], dict[str, collections.Co
     if source == "django":
         for lang, (_, django_code, _) in LANGUAGES.items():
             stats[lang] = collections.Counter()
-            raw = [pair for po in _django_catalogs(django_code) for pair in read_checked(po)]
+            raw = [pair for po in django_catalogs(django_code) for pair in read_checked(po)]
             rows[lang] = []
             for en, xx in clean_pairs(raw, stats[lang]):
-                split = "heldout" if _is_heldout(english_key(en), HELDOUT_FRACTION) else "train"
+                split = "heldout" if is_heldout(english_key(en), HELDOUT_FRACTION) else "train"
                 rows[lang].append(_row(source, lang, split, en, xx))
     elif source == "sphinx":
         in_a = {english_key(r["en"]) for lang_rows in _build("django")[0].values() for r in lang_rows}
@@ -361,8 +361,6 @@ def zoo_contamination() -> dict[str, int]:
     ``corpus.build_corpus`` splits its Django "phrasebook" documents by document name, not by English
     string, so the tiny zoo may have seen a held-out pair during pretraining. Counted per language.
     """
-    from specdec.corpus import build_corpus
-
     train_text = normalise(" ".join(d["text"] for d in build_corpus()
                                     if d["kind"] == "translation" and d["split"] == "train"))
     out = {}
@@ -389,11 +387,12 @@ def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, con
     versions = source_versions()
     card = corpus_card()
     by = {(c["source"], c["lang"], c["split"]): c for c in card}
-    parts = ["# Data card: the parallel corpus (`specdec.parallel`)", "",
+    parts = ["# Data card: the parallel corpus (`specdec.multilingual.parallel`)", "",
              "English ↔ German / French / Russian / Japanese / Chinese sentence pairs taken from the gettext "
              "catalogs (`.po`) that two packages ship. Nothing is downloaded from a data hub and no pair is "
-             "stored in the repository: `specdec.parallel.pairs(source, lang, split)` rebuilds the rows from "
-             "the catalogs on first use. Regenerate this card with `python -m specdec.parallel`.", "",
+             "stored in the repository: `specdec.multilingual.parallel.pairs(source, lang, split)` "
+             "rebuilds the rows from the catalogs on first use. Regenerate this card with "
+             "`python -m specdec.multilingual.parallel`.", "",
              "## Sources", "",
              _md_table(["source", "package", "catalogs", "languages", "role"], [
                  ["A `django`", f"Django {versions['django']} (installed, `requirements.txt`)",
@@ -423,7 +422,7 @@ def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, con
              "The split is by English string, so it is shared by all languages: an English string held out "
              "for German is held out for every language.", ""]
     if contamination is not None:
-        parts += ["**Overlap with the tiny zoo's pretraining corpus.** `specdec.corpus` puts the same Django "
+        parts += ["**Overlap with the tiny zoo's pretraining corpus.** `specdec.zoo.corpus` puts the same Django "
                   "pairs in its `translation` documents and splits those by document name, not by English "
                   "string. Source-A held-out pairs that occur verbatim in a *training* document of the "
                   "embedded corpus: " + ", ".join(f"{lang} {n}/{by['django', lang, 'heldout']['pairs']}"

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from conftest import chi2_pvalue, random_llama
-from specdec import cos_bench
-from specdec.collab import Combination
-from specdec.cos import decode
+from specdec.cos import bench as cos_bench
+from specdec.cos.combine import Combination
+from specdec.cos.decoding import decode
 from specdec.sampling import SamplingConfig
 
 V = 16
@@ -64,7 +64,7 @@ def test_stochastic_tokens_follow_r(sharp_trio, method, n_models, kind, gamma):
 
 @pytest.fixture(scope="module")
 def cos_zoo():
-    from specdec.models import load_collab
+    from specdec.zoo.models import load_collab
 
     return {name: load_collab("tiny", name) for name in ("we", "we3", "cd")}
 
@@ -72,8 +72,8 @@ def cos_zoo():
 @pytest.mark.parametrize("set_name", ["we", "we3", "cd"])
 def test_greedy_cos_equals_greedy_combined_decoding(cos_zoo, set_name):
     """Greedy CoS (and every baseline) emits argmax r at every step, id for id, on 50 task prompts."""
-    from specdec import cos_tasks
-    from specdec.tasks import encode
+    from specdec.cos import tasks as cos_tasks
+    from specdec.zoo.tasks import encode
 
     models, tokenizer, kind = cos_zoo[set_name]
     combine = cos_bench.make_combination(kind, len(models), temperature=0.0)

@@ -15,8 +15,12 @@ import json
 import pandas as pd
 import torch
 
-from specdec import results, scenes, tabed
+from specdec import results
 from specdec.engine import autoregressive, generate
+from specdec.hub import DatasetNotAvailableError, load_dataset
+from specdec.tabed import scenes
+from specdec.tabed import drafting as tabed
+from specdec.zoo import models
 
 GROUP = {"describe": "benchmark", "docvqa": "benchmark", "pope": "benchmark", "mmvet": "benchmark",
          "iedit": "benchmark", "magicbrush": "benchmark", "spot": "benchmark", "psv": "ood", "vist": "ood",
@@ -41,8 +45,6 @@ PAPER_NOT_BUILT = {"iedit": "IEdit", "magicbrush": "MagicBrush", "spot": "Spot-t
 # ------------------------------------------------------------------------------------------------- models, data
 def load_pair(profile: str = "tiny", device: str = "cpu"):
     """``(target, draft, processor)``: tiny ``tabed-target`` / ``tabed-draft``; paper: the ``llava-7b`` pair."""
-    from specdec import models
-
     if profile == "tiny":
         target_name, draft_name = "tabed-target", "tabed-draft"
     else:
@@ -63,7 +65,6 @@ def load_suite(profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, sc
     by name and are skipped with a warning otherwise."""
     if profile == "tiny":
         return scenes.scenario_suite("test", n_per_scenario, seed=seed, scenarios=scenarios)
-    from specdec.cos_tasks import DatasetNotAvailableError
 
     names = [s for s, t in scenes.SCENARIOS if t == 1] if scenarios is None else \
         list(dict.fromkeys(x if isinstance(x, str) else x[0] for x in scenarios))
@@ -85,10 +86,8 @@ def load_suite(profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, sc
 def paper_rows(scenario: str, n: int, source: str | None = None) -> list[dict]:
     """First-turn requests of one paper dataset: ``USER: <image>\\n<question> ASSISTANT:`` (text-only sets
     without the image)."""
-    from specdec.cos_tasks import load_hf_dataset
-
     dataset_id, config, split, question, image = PAPER_DATASETS[scenario]
-    data = load_hf_dataset(source or dataset_id, None if source else config, split, n)
+    data = load_dataset(source or dataset_id, None if source else config, split, n)
     rows = []
     for i, example in enumerate(data):
         images = [] if image is None else [example[image].convert("RGB")]

@@ -1,7 +1,7 @@
 """Collaborative decoding via speculation (CoS) and its baselines, for n models with one shared vocabulary.
 
 Every method produces tokens that follow the combined distribution ``r = combine(l_1, …, l_n)``
-(``specdec.collab.Combination``; greedy decoding takes ``argmax r``):
+(``specdec.cos.combine.Combination``; greedy decoding takes ``argmax r``):
 
 - ``standard``   one call of every model per token, serially (the paper's WE / CD baseline);
 - ``parallel``   the same, with the n calls run concurrently (WE-P / CD-P: threads, CUDA streams on GPU);
@@ -29,9 +29,10 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from specdec import verify
+from specdec import engine, verify
 from specdec.cache import CachedLM
-from specdec.collab import Combination
+from specdec.cos.combine import Combination
+from specdec.engine import generate
 from specdec.sampling import SamplingConfig, logits_to_probs, sample
 
 METHODS = ("standard", "parallel", "sd", "naive", "cos")
@@ -168,8 +169,6 @@ def decode(models, prompt_ids, combine: Combination, method: str = "cos", *, gam
         return collaborate(models, prompt_ids, combine, gammas=_gammas(gamma, gammas, len(models), default),
                            default=default, apf=(method == "cos"), max_new_tokens=max_new_tokens,
                            sampling=sampling, eos_token_id=eos_token_id, seed=seed)
-    from specdec.engine import generate
-
     target = CombinedLM(models, combine, parallel=(method == "parallel"))
     drafter = models[default] if method == "sd" else None
     res = generate(target, prompt_ids, drafter, gamma=gamma, max_new_tokens=max_new_tokens,
@@ -207,10 +206,8 @@ def collaborate(models, prompt_ids, combine: Combination, *, gammas, default: in
     i's own proposal, which it extends to ``gammas[i]`` tokens; without ``apf`` only the default model
     proposes and the others just score, in order.
     """
-    from specdec.engine import _check_int, _check_prompt, _eos_ids, _now
-
     sampling = sampling or SamplingConfig()
-    prompt_ids = _check_prompt(prompt_ids)
+    prompt_ids = engine.check_prompt(prompt_ids)
     lms = [CachedLM(m) for m in models]
     _check_models(lms, combine)
     n = len(lms)
@@ -218,20 +215,20 @@ def collaborate(models, prompt_ids, combine: Combination, *, gammas, default: in
     if len(gammas) != n:
         raise ValueError(f"give one proposal length per model: {n} models, gammas={gammas}")
     for g in gammas:
-        _check_int("gamma", g, minimum=1, hint="each model proposes at least one token")
+        engine.check_int("gamma", g, minimum=1, hint="each model proposes at least one token")
     if not 0 <= default < n:
         raise ValueError(f"default proposer {default} is not one of the {n} models")
-    _check_int("max_new_tokens", max_new_tokens, minimum=0)
-    eos_ids = _eos_ids(models[-1], eos_token_id)
+    engine.check_int("max_new_tokens", max_new_tokens, minimum=0)
+    eos_ids = engine.eos_ids(models[-1], eos_token_id)
     device = lms[0].device
     draw_gen = torch.Generator(device=device).manual_seed(seed)
     verify_gen = torch.Generator(device=device).manual_seed(seed + 1)
 
     res = CollabResult("cos" if apf else "naive", prompt_ids.tolist(), [], [0] * n, [0] * n, [0] * n, [0] * n)
-    t_start = _now(device)
+    t_start = engine.now(device)
     for lm in lms:
         lm.prefill([prompt_ids.to(device)])
-    res.prefill_time = _now(device) - t_start
+    res.prefill_time = engine.now(device) - t_start
     out: list[int] = []
     pending: list[_Pending] = []
     caller, turn = default, 0  # turn: position of the caller in the fixed Naive-CoS order
@@ -266,7 +263,7 @@ def collaborate(models, prompt_ids, combine: Combination, *, gammas, default: in
             caller = (default + turn) % n
     res.output_ids = out[:max_new_tokens]
     res.stop_reason = "eos" if res.output_ids and res.output_ids[-1] in eos_ids else "max_new_tokens"
-    res.total_time = _now(device) - t_start
+    res.total_time = engine.now(device) - t_start
     res.tokens_fed = [lm.tokens_fed for lm in lms]
     return res
 

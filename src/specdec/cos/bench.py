@@ -11,10 +11,14 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from specdec import bench, cos
-from specdec.collab import Combination
+from specdec import bench
+from specdec.cos import decoding as cos
+from specdec.cos import tasks as cos_tasks
+from specdec.cos.combine import Combination
+from specdec.results import RESULTS, ResultStore, paper_numbers
 from specdec.sampling import SamplingConfig
-from specdec.tasks import encode
+from specdec.zoo.models import load_collab
+from specdec.zoo.tasks import encode
 
 
 def theorem_3_1(alpha: float, gamma: int, c: float) -> float:
@@ -104,8 +108,6 @@ def main_grid(store, cost_store, *, profile: str, configs: list[dict], tasks, n_
     """
     if torch.device(device or "cpu").type == "cpu":
         torch.set_num_threads(1)
-    from specdec import cos_tasks
-    from specdec.models import load_collab
 
     methods = [("standard", 0), ("parallel", 0)] + [(m, g) for m in ("sd", "cos") for g in gammas]
     costs = {}
@@ -191,8 +193,6 @@ PAPER_TASKS = {"humaneval": "HumanEval", "gsm8k": "GSM8K", "mmlu": "MMLU", "cnnd
 
 def paper_speedups(table: str, model_pair: str, temperature: str | None = None) -> pd.DataFrame:
     """A paper table (``cos_table2_we``, ``cos_table3_cd``, ``cos_apf_ablation`` …) as method × task speedups."""
-    from specdec.results import paper_numbers
-
     df = paper_numbers(table)
     df = df[(df.model_pair == model_pair) & (df.unit == "x")]
     if temperature is not None:
@@ -245,9 +245,7 @@ GPU_TABLE = "cos_main_gpu"
 
 
 def stored_gpu_table(profile: str):
-    """The main grid as measured on a GPU by ``python -m specdec.cos_bench`` (None if never run)."""
-    from specdec.results import RESULTS
-
+    """The main grid as measured on a GPU by ``python -m specdec.cos.bench`` (None if never run)."""
     path = RESULTS / profile / f"{GPU_TABLE}.csv"
     if not path.exists():
         return None
@@ -262,8 +260,6 @@ def main(argv=None):
     import pathlib
     import tempfile
 
-    from specdec.results import ResultStore
-
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--profile", default="tiny")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -276,8 +272,6 @@ def main(argv=None):
     tasks = ["humaneval", "gsm8k", "mmlu", "cnndm"]
     if args.dump_rows:
         import json
-
-        from specdec import cos_tasks
 
         rows = {t: [{k: r[k] for k in ("id", "prompt", "reference")}
                     for r in cos_tasks.load_task(t, args.n_prompts, profile=args.profile)] for t in tasks}
@@ -301,10 +295,6 @@ def main(argv=None):
     args.out.parent.mkdir(parents=True, exist_ok=True)
     best.to_csv(args.out, index=False)
     print(best.pivot_table(index=["set", "temperature", "method"], columns="task", values="speedup").round(2))
-
-
-if __name__ == "__main__":
-    main()
 
 
 @torch.no_grad()
@@ -387,3 +377,7 @@ def gamma_trend(curves: pd.DataFrame, costs: dict, tolerance: float = 0.10) -> p
         rows.append(dict(curve=curve, shape=shape, best_gamma=best, alpha=alpha, c=c, theory_predicts=predicted,
                          explained=shape == "interior optimum" or shape == predicted))
     return pd.DataFrame(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,12 +1,12 @@
-"""The tiny TABED zoo: a LLaVA target and a LLaVA draft trained on the synthetic scenarios of ``specdec.scenes``.
+"""The tiny TABED zoo: a LLaVA target and a LLaVA draft trained on the synthetic scenarios of ``specdec.tabed.scenes``.
 
 Two steps, so the training can run on a machine without PIL or the corpus (e.g. a GPU box):
 
-    python -m specdec.train_llava data --out .gpu/tabed_data.pt      # render + tokenise a fixed training set
-    python -m specdec.train_llava train --data .gpu/tabed_data.pt --device cuda --out data/models \\
+    python -m specdec.tabed.train data --out .gpu/tabed_data.pt      # render + tokenise a fixed training set
+    python -m specdec.tabed.train train --data .gpu/tabed_data.pt --device cuda --out data/models \\
         --models tabed-target tabed-draft
 
-``python -m specdec.train_llava`` (step ``all``) does both here. The ``train`` step reads only the saved tensors.
+``python -m specdec.tabed.train`` (step ``all``) does both here. The ``train`` step reads only the saved tensors.
 
 Models (``TABED_ZOO``): ``LlavaForConditionalGeneration`` with a CLIP vision tower (64 x 64 images, patch 16:
 16 patches, CLS dropped, last layer's features), a 2-layer GELU projector and a Llama text model on the
@@ -28,7 +28,7 @@ then ``(x - scenes.IMAGE_MEAN) / scenes.IMAGE_STD``, no resize at 64 x 64). That
 background to 0; the CLIP mean / std used before made the background a large constant input, the vision
 features collapsed to a constant during the first steps and the trained models ignored their images (see
 ``scenes.IMAGE_MEAN``). ``train`` refuses a data file whose processor uses another normalisation.
-Weights are saved as float16 with a float32 config (``train_cos.save_half``), together with the processor and
+Weights are saved as float16 with a float32 config (``specdec.zoo.training.save_half``), together with the processor and
 tokenizer files (written by the ``data`` step into the data file) and ``training_log.json``.
 
 Training settings are per model (``TABED_ZOO[name]["train"]``: steps, batch size, lr, weight decay); the
@@ -49,7 +49,9 @@ import zlib
 
 import torch
 
-from specdec import scenes, zoo
+from specdec import zoo
+from specdec.tabed import scenes
+from specdec.zoo.training import device_name, save_half
 
 IMAGE_TOKEN_ID = 4093  # the foundation tokenizer's "-------+"
 IMAGE_TOKEN_TEXT = "-------+"
@@ -171,7 +173,7 @@ def processor_normalisation(data: dict) -> tuple[list[float], list[float]]:
             and torch.allclose(torch.tensor(std), torch.tensor(scenes.IMAGE_STD))):
         raise ValueError(f"the data file's image processor normalises with mean {mean} / std {std}, not "
                          f"scenes.IMAGE_MEAN {scenes.IMAGE_MEAN} / IMAGE_STD {scenes.IMAGE_STD}: rebuild it with "
-                         "`python -m specdec.train_llava data --out <file>`")
+                         "`python -m specdec.tabed.train data --out <file>`")
     return mean, std
 
 
@@ -389,8 +391,7 @@ def _select(split: _Split, max_images: int, scenarios=None, held_out: bool = Fal
 
 
 def save_model(model, data: dict, path: pathlib.Path) -> None:
-    """float16 weights + float32 config (``train_cos.save_half``), generation config and processor files."""
-    from specdec.train_cos import save_half
+    """float16 weights + float32 config (``specdec.zoo.training.save_half``), generation config and processor files."""
 
     gen = model.generation_config
     gen.bos_token_id, gen.eos_token_id, gen.pad_token_id = 1, 2, 0
@@ -405,7 +406,6 @@ def train_all(data: dict, names, out_dir: pathlib.Path, device: str = "cpu", ste
     """Train ``names`` of ``TABED_ZOO``, save each under ``out_dir/<name>``; returns summary rows.
 
     ``steps`` / ``batch_size`` / ``lr`` / ``weight_decay``: ``None`` takes each model's ``train_settings``."""
-    from specdec.train_cos import _device_name
 
     if str(device).startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -430,7 +430,7 @@ def train_all(data: dict, names, out_dir: pathlib.Path, device: str = "cpu", ste
         text_params = sum(p.numel() for n, p in model.named_parameters() if "language_model" in n or "lm_head" in n)
         info = {"model": name, "parameters": sum(p.numel() for p in model.parameters()),
                 "text_parameters": text_params, **cfg, "scenarios": scenarios,
-                "max_images": TABED_ZOO[name]["max_images"], "device": _device_name(device),
+                "max_images": TABED_ZOO[name]["max_images"], "device": device_name(device),
                 "seconds": round(seconds, 1), "train_sample": train_eval, "heldout": heldout}
         (out_dir / name / "training_log.json").write_text(json.dumps({"summary": info, "log": log}, indent=0) + "\n")
         rows.append(info)

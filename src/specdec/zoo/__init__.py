@@ -1,14 +1,14 @@
 """The tiny model zoo: names, configurations and where the shipped weights live.
 
 Every model is a transformers ``LlamaForCausalLM`` built from a config and trained by
-``specdec.training`` on the embedded corpus; all share one BPE tokenizer (``data/models/tokenizer``).
+``specdec.zoo.training`` on the embedded corpus; all share one BPE tokenizer (``data/models/tokenizer``).
 """
 
 from __future__ import annotations
 
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 DATA = ROOT / "data"
 MODELS = DATA / "models"
 TOKENIZER_DIR = MODELS / "tokenizer"
@@ -35,7 +35,7 @@ TRAIN_STEPS = {"tiny-target": 1100, "tiny-draft-s": 900, "tiny-draft-xs": 900}
 # The CoS zoo (collaborative decoding): WE members of one size with different specialities (general text,
 # Python code, arithmetic; like Qwen2.5 / -Coder / -Math) and a CD pair (small amateur, large expert) trained
 # on the same mixture. ``mix`` weights the kinds of training windows: the embedded corpus (prose, code,
-# translation) and the task-format documents of ``specdec.cos_tasks`` (gsm8k, mmlu, cnndm; train split).
+# translation) and the task-format documents of ``specdec.cos.tasks`` (gsm8k, mmlu, cnndm; train split).
 _WE_SIZE = dict(hidden_size=128, intermediate_size=384, num_hidden_layers=3, num_attention_heads=4,
                 num_key_value_heads=4)
 _GENERAL_MIX = {"prose": 0.30, "translation": 0.10, "code": 0.15, "gsm8k": 0.18, "mmlu": 0.17, "cnndm": 0.10}

@@ -18,8 +18,10 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from specdec import bench, results, tabed
+from specdec import bench, results, zoo
 from specdec.cache import CachedLM
+from specdec.tabed import bench as tabed_bench
+from specdec.tabed import drafting as tabed
 
 # Rows of the m-row draft batch, in the order the TABED ensembles add them (m = 1: M, 2: MT, 4: MTCP).
 ROWS_BY_M = {1: ("M",), 2: ("M", "T"), 3: ("M", "T", "P"), 4: ("M", "T", "C", "P")}
@@ -33,8 +35,6 @@ COMPONENTS = ["vision encoder", "prefill", "decode"]
 def encode_requests(processor, rows, counts=(1, 2, 5), per_count: int = 2,
                     scenarios: dict | None = None) -> list[dict]:
     """``per_count`` first-turn requests per number of images (``scenarios``: n_images -> scenario)."""
-    from specdec import tabed_bench
-
     scenarios = scenarios or SCENARIO_BY_IMAGES
     out = []
     for n in counts:
@@ -242,8 +242,6 @@ def measured_ratio(frame: pd.DataFrame) -> float:
 def stored_real_sizes(profile: str) -> pd.DataFrame:
     """The real-size latency grid (``latency_real_sizes``, measured on a GPU by notebook 01 /
     scripts/device_runs.sh): from the output directory, else the committed copy under the repository."""
-    from specdec import zoo
-
     key = ["model", "device", "B", "S", "gamma"]
     frame = results.ResultStore(profile, "latency_real_sizes", key).frame()
     if not len(frame):
@@ -293,8 +291,6 @@ def expected_speedup_table(tau: pd.Series, ratio_measured: float, ratio_paper: f
 def paper_tau(methods) -> pd.Series:
     """The paper's τ per method: mean over the two turns of the benchmark ``Avg.`` cells of Table 10
     (LLaVA-1.5 68M draft, LLaVA-1.5 7B target; its M / T / MT / MT* cells are Table 1's)."""
-    from specdec import tabed_bench
-
     table = tabed_bench.paper_table(methods)
     averages = table[[d == "Avg." for d in table.index.get_level_values("dataset")]]
     return averages.mean().reindex(methods)
@@ -305,8 +301,6 @@ def block_efficiencies(profile: str, methods, compute_fallback) -> tuple[pd.Seri
     γ = 5, window ALL, criterion kl, draft captioner) when it holds every method on benchmark rows, else
     ``compute_fallback()``, which must return a frame of ``tabed_bench.run`` rows (e.g. a small subset stored
     in a table of this notebook's own)."""
-    from specdec import tabed_bench
-
     store = tabed_bench.store(profile)
     frame = store.frame()
     if len(frame) and {"group", "block_efficiency"} <= set(frame.columns):
@@ -335,7 +329,7 @@ def stored(profile: str, table: str, key: dict, compute) -> pd.DataFrame:
     store.run([key], lambda **_: compute(), desc=table)
     frame = store.frame()
     for column, value in key.items():
-        frame = frame[frame[column].astype(str) == str(results._fmt(value))]
+        frame = frame[frame[column].astype(str) == str(results.format_value(value))]
     return frame
 
 

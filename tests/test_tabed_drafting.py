@@ -8,11 +8,13 @@ import warnings
 import pytest
 import torch
 
-from specdec import ensemble, scenes, tabed, tabed_bench
+from specdec.tabed import bench as tabed_bench
+from specdec.tabed import drafting as tabed
+from specdec.tabed import ensemble, scenes
 from specdec.cache import CachedLM
 from specdec.drafters import AdaptiveEnsembleDrafter, ModelDrafter
 from specdec.engine import autoregressive, generate
-from specdec.ensemble import History, divergence, grid_weights, softmax_weights
+from specdec.tabed.ensemble import History, divergence, grid_weights, softmax_weights
 from specdec.sampling import SamplingConfig
 
 GAMMAS = (1, 3, 5)

@@ -1,0 +1,5 @@
+"""Multilingual speculative decoding (Towards Fast Multilingual LLM Inference).
+
+``parallel``: the gettext parallel corpus (Django, Sphinx); ``train``: the pretrain → self-distil → finetune
+pipeline of the multilingual zoo; ``bench``: every SD method side by side with plain decoding.
+"""
