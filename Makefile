@@ -2,7 +2,10 @@
 #
 #   make install      create .venv, install pinned deps + this package, register the kernel
 #   make reproduce    execute notebooks/[0-9]*.ipynb with papermill (PROFILE=tiny by default)
-#   make test         unit tests, then nbval on the committed notebooks
+#   make test         ruff, unit tests, then nbval on the committed notebooks (2 workers)
+#   make test-all     the same, plus the tests marked slow
+#   make lint         ruff check + ruff format --check
+#   make ci-clean     CI exactly as on main: a fresh clone of HEAD, CI=true bash .ci/run (recorded)
 #
 # Everything Jupyter/IPython/matplotlib/HF would normally write to $HOME is
 # redirected into the checkout (.cache/, .venv/share/jupyter).
@@ -26,7 +29,7 @@ export JUPYTER_RUNTIME_DIR            = $(CURDIR)/.cache/jupyter-runtime
 export JUPYTER_DATA_DIR               = $(CURDIR)/.venv/share/jupyter
 export JUPYTER_CONFIG_DIR             = $(CURDIR)/.cache/jupyter-config
 export MPLCONFIGDIR                   = $(CURDIR)/.cache/matplotlib
-export HF_HOME                        = $(CURDIR)/.cache/huggingface
+export HF_HOME                       ?= $(CURDIR)/.cache/huggingface
 export HF_HUB_OFFLINE                 = 1
 export TRANSFORMERS_OFFLINE           = 1
 export HF_DATASETS_OFFLINE            = 1
@@ -34,13 +37,16 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install reproduce test models models-cos models-multilingual models-tabed lab clean-results
+.PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed lab clean-results
 
 help:
 	@echo "Targets:"
 	@echo "  install        create $(VENV), pip install -r requirements.txt + -e ., register kernel '$(KERNEL)'"
 	@echo "  reproduce      run notebooks/[0-9]*.ipynb with papermill (PROFILE=$(PROFILE))"
-	@echo "  test           pytest tests/, then nbval (--nbval-lax) on notebooks/"
+	@echo "  test           ruff, pytest tests/, then nbval (--nbval-lax) on notebooks/, 2 workers (~15 min on 2 cores)"
+	@echo "  test-all       test, plus the tests marked slow"
+	@echo "  lint / format  ruff check + format --check / ruff format + check --fix"
+	@echo "  ci-clean       CI=true bash .ci/run on a fresh clone of HEAD (recorded for the pre-push hook)"
 	@echo "  models         retrain the tiny model zoo (slow)"
 	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
 	@echo "  lab            start JupyterLab in notebooks/"
@@ -63,15 +69,37 @@ install: $(STAMP)
 reproduce: install
 	$(VENV)/bin/python scripts/run_notebooks.py --profile $(PROFILE) --kernel $(KERNEL)
 
-# nbval 0.11 rejects --current-env together with --nbval-kernel-name, so the
-# notebooks run on the registered kernel only. --ignore-glob keeps pytest from
-# collecting anything but the .ipynb files under notebooks/.
-# nbval runs the notebooks with results/ and figures/ redirected to an empty folder, so every checked
-# number is recomputed (not read back from the committed results) and must match the committed outputs.
-test: install
-	MPLBACKEND=agg $(VENV)/bin/python -m pytest tests
+# nbval 0.11 rejects --current-env together with --nbval-kernel-name, so the notebooks run on the registered
+# kernel only. --ignore-glob keeps pytest from collecting anything but the committed .ipynb files.
+# nbval runs the notebooks with results/ and figures/ redirected to empty folders (one per xdist worker, see
+# conftest.py), so every checked number is recomputed, not read back from the committed results, and must
+# match the committed outputs. -n 2 --dist loadgroup: each notebook series (0x, 1x, 2x, 3x) on one worker.
+NBVAL = SPECDEC_OUTPUT_DIR=$(CURDIR)/.cache/nbval-output MPLBACKEND=agg $(VENV)/bin/python -m pytest \
+	-n $(WORKERS) --dist loadgroup --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg \
+	--nbval-kernel-name $(KERNEL) --ignore-glob='notebooks/*.py' --ignore-glob='notebooks/*.failed.ipynb' \
+	--ignore-glob='notebooks/.*' --durations=10
+WORKERS ?= 2
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: lint
+	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) -m "not slow" --durations=10 tests
 	rm -rf .cache/nbval-output
-	SPECDEC_OUTPUT_DIR=$(CURDIR)/.cache/nbval-output MPLBACKEND=agg $(VENV)/bin/python -m pytest --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg --nbval-kernel-name $(KERNEL) --ignore-glob='notebooks/*.py' notebooks
+	$(NBVAL) notebooks
+
+test-all: lint
+	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --durations=10 tests
+	rm -rf .cache/nbval-output
+	$(NBVAL) notebooks
+
+ci-clean:
+	bash scripts/ci_clean_clone.sh
 
 models: install
 	$(VENV)/bin/python -m specdec.zoo.training

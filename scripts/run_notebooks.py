@@ -51,17 +51,33 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="tiny", help="value of the `profile` parameter (default: tiny)")
     ap.add_argument("--kernel", default="specdec", help="Jupyter kernel name (default: specdec)")
-    ap.add_argument("--only", metavar="PATTERN",
-                    help="run only notebooks whose file name contains PATTERN (glob allowed), e.g. 00_")
-    ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
-                    help="extra notebook parameter (repeatable)")
-    ap.add_argument("-f", "--parameters-file", type=Path, metavar="YAML",
-                    help="YAML mapping of extra notebook parameters")
-    ap.add_argument("--notebooks-dir", type=Path, default=ROOT / "notebooks",
-                    help="directory holding the notebooks (default: <repo>/notebooks)")
-    ap.add_argument("--output-dir", type=Path,
-                    help="where executed notebooks go (default: in place for the tiny profile, "
-                         "else <repo>/results/<profile>/notebooks)")
+    ap.add_argument(
+        "--only", metavar="PATTERN", help="run only notebooks whose file name contains PATTERN (glob allowed), e.g. 00_"
+    )
+    ap.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("KEY", "VALUE"),
+        help="extra notebook parameter (repeatable)",
+    )
+    ap.add_argument(
+        "-f", "--parameters-file", type=Path, metavar="YAML", help="YAML mapping of extra notebook parameters"
+    )
+    ap.add_argument(
+        "--notebooks-dir",
+        type=Path,
+        default=ROOT / "notebooks",
+        help="directory holding the notebooks (default: <repo>/notebooks)",
+    )
+    ap.add_argument(
+        "--output-dir",
+        type=Path,
+        help="where executed notebooks go (default: in place for the tiny profile, "
+        "else <repo>/results/<profile>/notebooks)",
+    )
     return ap.parse_args(argv)
 
 

@@ -14,8 +14,9 @@ def test_weighted_ensemble_mixes_probabilities():
     torch.testing.assert_close(uniform_average([p, q, q]), (p + 2 * q) / 3)
 
 
-@pytest.mark.parametrize("weights, match", [([0.5, 0.6], "sum to one"), ([1.2, -0.2], "non-negative"),
-                                            ([1.0], "2 distributions")])
+@pytest.mark.parametrize(
+    "weights, match", [([0.5, 0.6], "sum to one"), ([1.2, -0.2], "non-negative"), ([1.0], "2 distributions")]
+)
 def test_weighted_ensemble_rejects_bad_weights(weights, match):
     p = torch.tensor([0.5, 0.5])
     with pytest.raises(ValueError, match=match):
@@ -32,8 +33,9 @@ def test_weighted_ensemble_rejects_mismatched_vocabularies_and_logits():
 def test_contrastive():
     expert = torch.tensor([2.0, 1.0, 0.0])
     amateur = torch.tensor([3.0, 0.0, 0.0])
-    torch.testing.assert_close(contrastive(expert, amateur, mu=0.5, temperature=1.0),
-                               torch.tensor([0.5, 1.0, 0.0]).softmax(-1))
+    torch.testing.assert_close(
+        contrastive(expert, amateur, mu=0.5, temperature=1.0), torch.tensor([0.5, 1.0, 0.0]).softmax(-1)
+    )
     assert contrastive(expert, amateur, mu=0.5, temperature=0).tolist() == [0.0, 1.0, 0.0]
     assert contrastive(expert, amateur, mu=0.0, temperature=0).tolist() == [1.0, 0.0, 0.0]
     with pytest.raises(ValueError, match="mu must be >= 0"):

@@ -34,20 +34,34 @@ def _r_first_two(models, combine, prompt):
     return r1, r2
 
 
-@pytest.mark.parametrize("method, n_models, kind, gamma", [
-    ("naive", 2, "we", 2), ("cos", 2, "we", 1), ("cos", 2, "cd", 2), ("naive", 2, "cd", 1), ("cos", 3, "we", 1)])
+@pytest.mark.parametrize(
+    "method, n_models, kind, gamma",
+    [("naive", 2, "we", 2), ("cos", 2, "we", 1), ("cos", 2, "cd", 2), ("naive", 2, "cd", 1), ("cos", 3, "we", 1)],
+)
 def test_stochastic_tokens_follow_r(sharp_trio, method, n_models, kind, gamma):
     """First and second new tokens follow r exactly (T = 1); the second token often comes from a bonus token
     that the other model proposed (APF), so both verification directions are exercised."""
     models = sharp_trio[:n_models]
-    combine = Combination.weighted(0.4) if kind == "we" and n_models == 2 else (
-        Combination.weighted(n_models=3) if kind == "we" else Combination("cd", mu=0.5, temperature=1.0))
+    combine = (
+        Combination.weighted(0.4)
+        if kind == "we" and n_models == 2
+        else (Combination.weighted(n_models=3) if kind == "we" else Combination("cd", mu=0.5, temperature=1.0))
+    )
     prompt = torch.tensor([1, 5, 9])
     r1, r2 = _r_first_two(models, combine, prompt)
     firsts, seconds, swaps = [], [], 0
     for seed in range(800):
-        res = decode(models, prompt, combine, method, gamma=gamma, max_new_tokens=2,
-                     sampling=SamplingConfig(1.0), eos_token_id=[], seed=seed)
+        res = decode(
+            models,
+            prompt,
+            combine,
+            method,
+            gamma=gamma,
+            max_new_tokens=2,
+            sampling=SamplingConfig(1.0),
+            eos_token_id=[],
+            seed=seed,
+        )
         firsts.append(res.output_ids[0])
         seconds.append(res.output_ids[1])
         swaps += res.role_swaps
@@ -161,18 +175,41 @@ def test_theorems_and_we_acceptance_bound():
 
 
 def _row(method, gamma, prompt, tps, calls0, calls1, proposed=0, accepted=0):
-    return dict(set="we", task="gsm8k", method=method, gamma=gamma, temperature=1.0, lam=0.5, mu=0.1, prompt=prompt,
-                new_tokens=10, total_time=10 / tps + 0.5, prefill_time=0.5, tokens_per_second=tps,
-                calls_0=calls0, calls_1=calls1, proposed_0=proposed, accepted_0=accepted, proposed_1=0, accepted_1=0)
+    return dict(
+        set="we",
+        task="gsm8k",
+        method=method,
+        gamma=gamma,
+        temperature=1.0,
+        lam=0.5,
+        mu=0.1,
+        prompt=prompt,
+        new_tokens=10,
+        total_time=10 / tps + 0.5,
+        prefill_time=0.5,
+        tokens_per_second=tps,
+        calls_0=calls0,
+        calls_1=calls1,
+        proposed_0=proposed,
+        accepted_0=accepted,
+        proposed_1=0,
+        accepted_1=0,
+    )
 
 
 def test_speedup_table_is_the_median_of_side_by_side_ratios():
     import pandas as pd
 
-    frame = pd.DataFrame([_row("standard", 0, "a", 10, 10, 10), _row("standard", 0, "b", 20, 10, 10),
-                          _row("standard", 0, "c", 10, 10, 10),
-                          _row("cos", 1, "a", 15, 6, 5, 8, 6), _row("cos", 1, "b", 50, 6, 5, 8, 6),
-                          _row("cos", 1, "c", 30, 6, 5, 8, 6)])
+    frame = pd.DataFrame(
+        [
+            _row("standard", 0, "a", 10, 10, 10),
+            _row("standard", 0, "b", 20, 10, 10),
+            _row("standard", 0, "c", 10, 10, 10),
+            _row("cos", 1, "a", 15, 6, 5, 8, 6),
+            _row("cos", 1, "b", 50, 6, 5, 8, 6),
+            _row("cos", 1, "c", 30, 6, 5, 8, 6),
+        ]
+    )
     table = cos_bench.speedup_table(frame, costs={"we": [1.0, 1.0]}).set_index("method")
     assert table.loc["cos", "speedup"] == pytest.approx(2.5)  # ratios 1.5, 2.5, 3.0
     assert table.loc["cos", "calls_per_token"] == pytest.approx(1.1)
@@ -187,8 +224,14 @@ def test_gamma_trend_shapes_and_theory_direction():
     def curve(name, speedups, alpha):
         return pd.DataFrame(dict(curve=name, gamma=range(1, len(speedups) + 1), speedup=speedups, acceptance=alpha))
 
-    curves = pd.concat([curve("cd/a", [1.0, 1.3, 1.6, 1.4, 1.1], 0.8), curve("cd/b", [1.2, 1.25, 1.5, 1.7, 1.8], 0.95),
-                        curve("we/c", [1.6, 1.3, 1.2, 1.0, 1.02], 0.7), curve("we/d", [1.0, 1.5, 0.8, 1.6, 1.0], 0.5)])
+    curves = pd.concat(
+        [
+            curve("cd/a", [1.0, 1.3, 1.6, 1.4, 1.1], 0.8),
+            curve("cd/b", [1.2, 1.25, 1.5, 1.7, 1.8], 0.95),
+            curve("we/c", [1.6, 1.3, 1.2, 1.0, 1.02], 0.7),
+            curve("we/d", [1.0, 1.5, 0.8, 1.6, 1.0], 0.5),
+        ]
+    )
     shapes = cos_bench.gamma_trend(curves, {"cd": [0.1, 1.0], "we": [1.0, 1.0]}).set_index("curve")
     assert shapes.loc["cd/a", "shape"] == "interior optimum" and shapes.loc["cd/a", "explained"]
     assert shapes.loc["cd/b", "shape"] == "increasing" and shapes.loc["cd/b", "theory_predicts"] == "increasing"

@@ -68,8 +68,13 @@ def test_generation_does_not_depend_on_the_hash_seed():
     other_seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
     here = os.path.dirname(__file__)
     env = dict(os.environ, PYTHONHASHSEED=other_seed, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-c", "from test_cos_tasks import _digest; print(_digest())"],
-                          env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "from test_cos_tasks import _digest; print(_digest())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout.strip() == _digest()
 
 
@@ -126,7 +131,7 @@ def test_multiple_choice_ground_truth_is_reverified_by_python():
         assert row["reference"] == f" {letter}. {options[index]}"
         lines = row["prompt"].split("\n")
         assert lines[0].startswith("Question: ") and lines[-1] == "Answer:"
-        assert lines[1:5] == [f"{l}. {o}" for l, o in zip("ABCD", options)]
+        assert lines[1:5] == [f"{letter}. {o}" for letter, o in zip("ABCD", options)]
         if row["kind"] == "defines":
             correct = [hasattr(_import_option(o), row["name"]) for o in options]
             assert f"`{row['name']}`" in lines[0]
@@ -137,9 +142,26 @@ def test_multiple_choice_ground_truth_is_reverified_by_python():
             cls = getattr(builtins, row["type"])
             correct = [callable(getattr(cls, o, None)) for o in options]
         else:
-            value = eval(row["expression"], {"math": math, **{m: _import_option(m) for m in  # noqa: S307
-                         ("statistics", "bisect", "heapq", "itertools", "functools", "operator", "collections",
-                          "json", "fractions")}})
+            value = eval(
+                row["expression"],
+                {
+                    "math": math,
+                    **{
+                        m: _import_option(m)
+                        for m in (  # noqa: S307
+                            "statistics",
+                            "bisect",
+                            "heapq",
+                            "itertools",
+                            "functools",
+                            "operator",
+                            "collections",
+                            "json",
+                            "fractions",
+                        )
+                    },
+                },
+            )
             correct = [o == repr(value) for o in options]
             assert f"`{row['expression']}`" in lines[0]
         assert correct.count(True) == 1 and correct[index], (row["prompt"], correct)
@@ -147,8 +169,11 @@ def test_multiple_choice_ground_truth_is_reverified_by_python():
 
 def test_multiple_choice_known_fact():
     """A spot check with a fact known by heart: urljoin lives in urllib.parse, not in json or math."""
-    rows = [r for r in ct.multiple_choice(500, "train") + ct.multiple_choice(500, "test")
-            if r["kind"] == "defines" and r["name"] in ("urljoin", "floor", "dumps", "deque")]
+    rows = [
+        r
+        for r in ct.multiple_choice(500, "train") + ct.multiple_choice(500, "test")
+        if r["kind"] == "defines" and r["name"] in ("urljoin", "floor", "dumps", "deque")
+    ]
     assert rows, "expected at least one of the well-known names among 1000 questions"
     where = {"urljoin": "urllib.parse", "floor": "math", "dumps": "json", "deque": "collections"}
     for row in rows:
@@ -174,7 +199,7 @@ def test_summaries_are_the_lead_sentence(max_words):
         assert len(article.split()) <= max_words
         assert article.startswith(lead) and len(lead) < len(article)
         assert re.search(r"[.!?][\"”’)]*$", lead), lead  # a whole sentence...
-        assert re.match(r" [\"“(]?[A-Z]", article[len(lead):]), article  # ...followed by the next one
+        assert re.match(r" [\"“(]?[A-Z]", article[len(lead) :]), article  # ...followed by the next one
         assert len(lead.split()) >= 6
         assert row["source"] in heldout  # test articles come from the corpus' held-out documents
 
@@ -268,5 +293,12 @@ def test_paper_rows_have_the_tiny_rows_shape(monkeypatch):
     assert mmlu[0]["reference"] == " B. 4" and mmlu[0]["answer"] == "B"
     cnndm = ct.load_task("cnndm", 1, split="train", profile="paper")
     assert calls[-1] == ("cnn_dailymail", "3.0.0", "train")
-    assert cnndm == [{"id": "abc", "task": "cnndm", "prompt": "Article: A long article.\nSummary:",
-                      "reference": " Short.\n", "article": "A long article."}]
+    assert cnndm == [
+        {
+            "id": "abc",
+            "task": "cnndm",
+            "prompt": "Article: A long article.\nSummary:",
+            "reference": " Short.\n",
+            "article": "A long article.",
+        }
+    ]

@@ -53,8 +53,8 @@ def test_kv_rollback_matches_fresh_forward(random_pair):
     lm = CachedLM(target)
     prompt = torch.tensor([4, 8, 15, 16, 23])
     lm.prefill([prompt])
-    lm.extend([42, 7, 9, 30])          # a block of which only the first token will be kept
-    lm.rollback([42, 11])              # kept: 42 and the corrected token 11 (pending)
+    lm.extend([42, 7, 9, 30])  # a block of which only the first token will be kept
+    lm.rollback([42, 11])  # kept: 42 and the corrected token 11 (pending)
     logits = lm.extend([42, 11])[0, -1]
     with torch.no_grad():
         fresh = target(torch.cat([prompt, torch.tensor([42, 11])])[None]).logits[0, -1]
@@ -81,8 +81,9 @@ def test_two_identical_draft_rows_change_nothing(random_pair):
     target, draft = random_pair
     prompt = torch.tensor([3, 4, 5, 6])
     one = generate(target, prompt, ModelDrafter(draft), gamma=3, max_new_tokens=20, eos_token_id=[])
-    two = generate(target, prompt, ModelDrafter(draft, make_rows=lambda p: [p, p]), gamma=3,
-                   max_new_tokens=20, eos_token_id=[])
+    two = generate(
+        target, prompt, ModelDrafter(draft, make_rows=lambda p: [p, p]), gamma=3, max_new_tokens=20, eos_token_id=[]
+    )
     assert one.output_ids == two.output_ids
     assert one.accepted_per_block == two.accepted_per_block
 
@@ -92,20 +93,19 @@ def _target_next_probs(target, ids, sampling):
         return logits_to_probs(target(ids[None]).logits[0, -1], sampling)
 
 
-@pytest.mark.parametrize("sampling, runs", [(SamplingConfig(1.0), 1500),
-                                             (SamplingConfig(0.7, top_k=6, top_p=0.9), 800)])
+@pytest.mark.parametrize(
+    "sampling, runs", [(SamplingConfig(1.0), 1500), (SamplingConfig(0.7, top_k=6, top_p=0.9), 800)]
+)
 def test_stochastic_sd_first_two_tokens_follow_target(sharp_pair, sampling, runs):
     """Full SD runs: the first new token follows p(x1 | prompt), the second p(x2 | prompt), where p is the
     target's distribution after the same temperature / top-k / top-p warping as the draft's."""
     target, draft = sharp_pair
     prompt = torch.tensor([1, 5, 9])
     p1 = _target_next_probs(target, prompt, sampling)
-    p2 = sum(p1[x] * _target_next_probs(target, torch.cat([prompt, torch.tensor([x])]), sampling)
-             for x in range(16))
+    p2 = sum(p1[x] * _target_next_probs(target, torch.cat([prompt, torch.tensor([x])]), sampling) for x in range(16))
     firsts, seconds = [], []
     for seed in range(runs):
-        res = generate(target, prompt, draft, gamma=2, max_new_tokens=3, sampling=sampling,
-                       eos_token_id=[], seed=seed)
+        res = generate(target, prompt, draft, gamma=2, max_new_tokens=3, sampling=sampling, eos_token_id=[], seed=seed)
         firsts.append(res.output_ids[0])
         seconds.append(res.output_ids[1])
     for samples, probs in ((firsts, p1), (seconds, p2)):
@@ -118,7 +118,7 @@ def test_eos_and_stop_strings(random_pair):
     free = autoregressive(target, prompt, max_new_tokens=20, eos_token_id=[])
     eos = free.output_ids[5]
     cut = generate(target, prompt, draft, gamma=4, max_new_tokens=20, eos_token_id=eos)
-    assert cut.output_ids == free.output_ids[:free.output_ids.index(eos) + 1]
+    assert cut.output_ids == free.output_ids[: free.output_ids.index(eos) + 1]
     assert cut.stop_reason == "eos"
 
     class Chars:  # a tokenizer stand-in: token id -> one character
@@ -127,10 +127,11 @@ def test_eos_and_stop_strings(random_pair):
 
     text = Chars().decode(free.output_ids)
     stop = text[7:9]
-    res = generate(target, prompt, draft, gamma=4, max_new_tokens=20, eos_token_id=[], stop_strings=[stop],
-                   tokenizer=Chars())
+    res = generate(
+        target, prompt, draft, gamma=4, max_new_tokens=20, eos_token_id=[], stop_strings=[stop], tokenizer=Chars()
+    )
     assert Chars().decode(res.output_ids).endswith(stop) and res.stop_reason == "stop_string"
-    assert res.output_ids == free.output_ids[:len(res.output_ids)]
+    assert res.output_ids == free.output_ids[: len(res.output_ids)]
 
 
 def test_max_new_tokens_is_exact(random_pair):
@@ -140,13 +141,16 @@ def test_max_new_tokens_is_exact(random_pair):
         assert res.new_tokens == n
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(gamma=0), "gamma must be an integer >= 1"),
-    (dict(max_new_tokens=-1), "max_new_tokens must be an integer >= 0"),
-    (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt is empty"),
-    (dict(sampling="neg"), "temperature must be >= 0"),
-    (dict(stop_strings=["x"]), "need the tokenizer"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(gamma=0), "gamma must be an integer >= 1"),
+        (dict(max_new_tokens=-1), "max_new_tokens must be an integer >= 0"),
+        (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt is empty"),
+        (dict(sampling="neg"), "temperature must be >= 0"),
+        (dict(stop_strings=["x"]), "need the tokenizer"),
+    ],
+)
 def test_bad_input_gives_one_clear_error(random_pair, kwargs, match):
     target, draft = random_pair
     prompt = kwargs.pop("prompt", torch.tensor([3, 4]))
@@ -161,3 +165,33 @@ def test_vocabulary_mismatch_is_refused(random_pair):
     other = random_llama(vocab_size=32, hidden_size=16, layers=1)
     with pytest.raises(ValueError, match="shared tokenizer"):
         generate(target, torch.tensor([3, 4]), other)
+
+
+def test_eos_from_the_generation_config_stops_a_cached_target(random_pair):
+    """A ``CachedLM`` target stops at the wrapped model's ``generation_config.eos_token_id`` like the model."""
+    target, draft = random_pair
+    prompt = torch.tensor([5, 9, 11])
+    free = autoregressive(target, prompt, max_new_tokens=12, eos_token_id=[]).output_ids
+    eos = free[4]
+    old = target.generation_config.eos_token_id
+    target.generation_config.eos_token_id = eos
+    try:
+        for wrapped in (target, CachedLM(target)):
+            out = generate(wrapped, prompt, draft, gamma=3, max_new_tokens=12)
+            assert out.output_ids == free[: free.index(eos) + 1] and out.stop_reason == "eos"
+    finally:
+        target.generation_config.eos_token_id = old
+
+
+def test_drafters_and_targets_are_checked_against_their_protocols(random_pair):
+    from specdec.cache import TargetLM
+    from specdec.drafters import AdaptiveDrafter, Drafter, PromptLookupDrafter
+
+    target, draft = random_pair
+    assert isinstance(ModelDrafter(draft), Drafter) and isinstance(PromptLookupDrafter(), Drafter)
+    assert not isinstance(ModelDrafter(draft), AdaptiveDrafter)
+    assert isinstance(CachedLM(target), TargetLM) and not isinstance(target, TargetLM)
+    with pytest.raises(TypeError, match="Drafter"):
+        generate(target, torch.tensor([5, 9]), object(), max_new_tokens=2)
+    with pytest.raises(TypeError, match="TargetLM"):
+        generate("a model id", torch.tensor([5, 9]), draft, max_new_tokens=2)

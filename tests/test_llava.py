@@ -13,13 +13,32 @@ IMAGE = 63  # image_token_id (< vocab size); a 32x32 image with 16x16 patches gi
 
 def tiny_llava(hidden_size, layers, seed):
     torch.manual_seed(seed)
-    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                              image_size=32, patch_size=16, projection_dim=32)
-    text = LlamaConfig(vocab_size=64, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-                       num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
-                       max_position_embeddings=256)
-    config = LlavaConfig(vision_config=vision, text_config=text, image_token_id=IMAGE, projector_hidden_act="gelu",
-                         vision_feature_layer=-1, vision_feature_select_strategy="default")
+    vision = CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        image_size=32,
+        patch_size=16,
+        projection_dim=32,
+    )
+    text = LlamaConfig(
+        vocab_size=64,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+    )
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_id=IMAGE,
+        projector_hidden_act="gelu",
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="default",
+    )
     return LlavaForConditionalGeneration(config).eval()
 
 
@@ -38,8 +57,16 @@ def test_llava_greedy_sd_is_lossless(llava_pair, n_images, gamma):
         prompt = torch.cat([torch.tensor([1]), *[torch.tensor([IMAGE] * 4 + [5]) for _ in range(n_images)], text])
         pixels = {"pixel_values": torch.randn(n_images, 3, 32, 32, generator=g)}
         ar = autoregressive(target, prompt, max_new_tokens=16, eos_token_id=[], target_inputs=pixels)
-        sd = generate(target, prompt, draft, gamma=gamma, max_new_tokens=16, eos_token_id=[],
-                      target_inputs=pixels, draft_inputs=pixels)
+        sd = generate(
+            target,
+            prompt,
+            draft,
+            gamma=gamma,
+            max_new_tokens=16,
+            eos_token_id=[],
+            target_inputs=pixels,
+            draft_inputs=pixels,
+        )
         assert sd.output_ids == ar.output_ids
         with torch.no_grad():  # the cached decode agrees with a full forward pass over prompt + images
             assert int(target(input_ids=prompt[None], **pixels).logits[0, -1].argmax()) == ar.output_ids[0]
@@ -53,6 +80,13 @@ def test_llava_target_with_text_only_batched_draft(llava_pair):
     pixels = {"pixel_values": torch.randn(1, 3, 32, 32)}
     rows = lambda p: [p[p != IMAGE], torch.where(p == IMAGE, torch.tensor(10), p)]  # noqa: E731
     ar = autoregressive(target, prompt, max_new_tokens=20, eos_token_id=[], target_inputs=pixels)
-    sd = generate(target, prompt, ModelDrafter(draft, make_rows=rows, weights=[0.5, 0.5]), gamma=3,
-                  max_new_tokens=20, eos_token_id=[], target_inputs=pixels)
+    sd = generate(
+        target,
+        prompt,
+        ModelDrafter(draft, make_rows=rows, weights=[0.5, 0.5]),
+        gamma=3,
+        max_new_tokens=20,
+        eos_token_id=[],
+        target_inputs=pixels,
+    )
     assert sd.output_ids == ar.output_ids

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 import torch
 
-from specdec.multilingual import bench as mb
 from specdec import zoo
+from specdec.multilingual import bench as mb
 from specdec.multilingual import parallel
 from specdec.results import ResultStore
 
@@ -61,7 +61,7 @@ def test_greedy_sd_is_lossless_for_every_shipped_drafter_and_pld():
     target = mb.load_model("ml-target")
     drafters = {"ar": None, "pld": "pld", **{name: name for name in _shipped_drafters()}}
     assert {"ml-draft-generic", "ml-draft-pf-de", "ml-draft-f-zh"} <= set(drafters)
-    for x, direction in (("de", ("de", "en")), ("ja", ("en", "ja"))):
+    for _x, direction in (("de", ("de", "en")), ("ja", ("en", "ja"))):
         prompt = mb.prompt_set("django", *direction, 1, seed=3)[0]
         rows = mb.run_group(target, drafters, prompt, gamma=3, temperature=0.0, seed=0, max_new_tokens=24)
         assert all(r["same_as_ar"] is True for r in rows)  # run_group also asserts it
@@ -107,20 +107,31 @@ def test_paired_bootstrap_and_loglinear_fit():
     assert shifted["mean_diff"] == pytest.approx(3) and shifted["p_value"] < 0.01
     curve = pd.DataFrame({"finetune_tokens": [1e3, 1e4, 1e5, 1e6], "tau": [1.0, 1.5, 2.0, 2.5]})
     fit = mb.loglinear_fit(curve)
-    assert fit["slope"] == pytest.approx(0.5) and fit["intercept"] == pytest.approx(-0.5) and fit["r2"] == pytest.approx(1)
+    assert (
+        fit["slope"] == pytest.approx(0.5) and fit["intercept"] == pytest.approx(-0.5) and fit["r2"] == pytest.approx(1)
+    )
 
 
 def _method_rows(taus: dict) -> pd.DataFrame:
-    return pd.DataFrame([{"pair": p, "temperature": 0.0, "method": m, "tau": t} for p, d in taus.items()
-                         for m, t in d.items()])
+    return pd.DataFrame(
+        [{"pair": p, "temperature": 0.0, "method": m, "tau": t} for p, d in taus.items() for m, t in d.items()]
+    )
 
 
 def test_verdicts_follow_the_data():
-    good = _method_rows({"de-en": {"sps-generic": 1.1, "sps-f": 1.5, "sps-pf": 2.0},
-                         "fr-en": {"sps-generic": 1.0, "sps-f": 1.4, "sps-pf": 1.9}})
+    good = _method_rows(
+        {
+            "de-en": {"sps-generic": 1.1, "sps-f": 1.5, "sps-pf": 2.0},
+            "fr-en": {"sps-generic": 1.0, "sps-f": 1.4, "sps-pf": 1.9},
+        }
+    )
     assert mb.m1_verdict(good)[0] and "**M1 holds**" in mb.m1_verdict(good)[1]
-    bad = _method_rows({"de-en": {"sps-generic": 1.1, "sps-f": 2.5, "sps-pf": 2.0},
-                        "fr-en": {"sps-generic": 1.0, "sps-f": 1.4, "sps-pf": 1.9}})
+    bad = _method_rows(
+        {
+            "de-en": {"sps-generic": 1.1, "sps-f": 2.5, "sps-pf": 2.0},
+            "fr-en": {"sps-generic": 1.0, "sps-f": 1.4, "sps-pf": 1.9},
+        }
+    )
     holds, text = mb.m1_verdict(bad)
     assert not holds and "in part" in text and "de-en" in text
 
@@ -128,18 +139,34 @@ def test_verdicts_follow_the_data():
     assert not mb.m2_verdict({"F": {"slope": 0.3, "intercept": 0, "r2": 0.5}})[0]
 
     cols = ["de-en", "de-fr", "fr-en", "fr-de", "en-de", "en-fr"]
-    matrix = pd.DataFrame([[3.0, 2.5, 1.5, 1.2, 1.1, 1.0], [1.5, 1.2, 3.0, 2.6, 1.0, 1.1]],
-                          index=["ml-draft-pf-de", "ml-draft-pf-fr"], columns=cols)
+    matrix = pd.DataFrame(
+        [[3.0, 2.5, 1.5, 1.2, 1.1, 1.0], [1.5, 1.2, 3.0, 2.6, 1.0, 1.1]],
+        index=["ml-draft-pf-de", "ml-draft-pf-fr"],
+        columns=cols,
+    )
     assert mb.m3_verdict(matrix)[0]
-    assert not mb.m3_verdict(matrix.rename(columns={"de-fr": "x", "fr-de": "y"}).assign(**{"de-fr": 1.0, "fr-de": 1.0}))[0]
+    assert not mb.m3_verdict(
+        matrix.rename(columns={"de-fr": "x", "fr-de": "y"}).assign(**{"de-fr": 1.0, "fr-de": 1.0})
+    )[0]
 
-    sizes = pd.DataFrame({"tau": [2.0, 2.2], "latency_ratio": [0.3, 0.8], "expected_speedup": [0.9, 0.52],
-                          "measured_speedup": [0.6, 0.4]}, index=["small", "large"])
+    sizes = pd.DataFrame(
+        {
+            "tau": [2.0, 2.2],
+            "latency_ratio": [0.3, 0.8],
+            "expected_speedup": [0.9, 0.52],
+            "measured_speedup": [0.6, 0.4],
+        },
+        index=["small", "large"],
+    )
     assert mb.m4_verdict(sizes)[0]
     assert not mb.m4_verdict(sizes.assign(tau=[1.0, 2.2]))[0]
 
-    table = pd.DataFrame([{"pair": "de-en", "temperature": 0.0, "method": m, "tau": t, "expected_speedup": e,
-                           "measured_speedup": e} for m, t, e in (("sps-generic", 1.1, 0.5), ("sps-pf", 1.8, 0.8))])
+    table = pd.DataFrame(
+        [
+            {"pair": "de-en", "temperature": 0.0, "method": m, "tau": t, "expected_speedup": e, "measured_speedup": e}
+            for m, t, e in (("sps-generic", 1.1, 0.5), ("sps-pf", 1.8, 0.8))
+        ]
+    )
     assert mb.generalization_verdict(table)[0]
 
 

@@ -16,7 +16,7 @@ MIN_A_TRAIN = 450
 MIN_B = 100  # Sphinx 9.0.4: de 155, fr 816, ru 748, ja 635, zh 840
 
 
-MIXED_PO = r'''# A small catalog with every kind of entry the cleaning must drop.
+MIXED_PO = r"""# A small catalog with every kind of entry the cleaning must drop.
 msgid ""
 msgstr ""
 "Content-Type: text/plain; charset=UTF-8\n"
@@ -66,7 +66,7 @@ msgstr "Kann %(name)s nicht löschen"
 
 #~ msgid "Obsolete entry"
 #~ msgstr "Veralteter Eintrag"
-'''
+"""
 
 
 def test_mixed_catalog_keeps_only_clean_pairs(tmp_path):
@@ -93,19 +93,24 @@ def test_fuzzy_entry_without_blank_line_is_rejected(tmp_path):
     # A flag line right after an entry's strings belongs to the next entry: read_po keeps the good pair and
     # drops the fuzzy one; the parallel corpus is stricter still and refuses such a layout.
     po = tmp_path / "packed.po"
-    po.write_text('msgid "Hello world"\nmsgstr "Hallo Welt"\n#, fuzzy\nmsgid "Good morning"\nmsgstr "Gute Nacht"\n',
-                  encoding="utf-8")
+    po.write_text(
+        'msgid "Hello world"\nmsgstr "Hallo Welt"\n#, fuzzy\nmsgid "Good morning"\nmsgstr "Gute Nacht"\n',
+        encoding="utf-8",
+    )
     assert read_po(po) == [("Hello world", "Hallo Welt")]
     with pytest.raises(ValueError, match="packed.po:3"):
         parallel.read_catalog(po)
 
 
-@pytest.mark.parametrize("body", [
-    'msgid "Hello"\nmsgstr Hallo\n',  # unquoted string
-    'msgid "Hello"\nmsgstr "Hallo\n',  # unterminated string
-    'msgid "Hello"\nmsgtxt "Hallo"\n',  # unknown keyword
-    '"orphan continuation"\n',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        'msgid "Hello"\nmsgstr Hallo\n',  # unquoted string
+        'msgid "Hello"\nmsgstr "Hallo\n',  # unterminated string
+        'msgid "Hello"\nmsgtxt "Hallo"\n',  # unknown keyword
+        '"orphan continuation"\n',
+    ],
+)
 def test_malformed_catalog_raises_value_error_naming_the_file(tmp_path, body):
     po = tmp_path / "broken_catalog.po"
     po.write_text(body, encoding="utf-8")
@@ -119,8 +124,16 @@ def test_has_real_words():
     assert parallel.has_real_words("Cannot delete %(name)s")
     assert parallel.has_real_words("全 %(full_result_count)s 件")  # 2 CJK letters are enough
     assert parallel.has_real_words("<<original entry>>")  # not an HTML tag
-    for text in ("%(truncated_text)s…", "%b %d, %Y", "%.3fs %s", "{}", "&#169; %(copyright)s.",
-                 '<a href="x">%s</a>', "A", "%(delta)s前"):
+    for text in (
+        "%(truncated_text)s…",
+        "%b %d, %Y",
+        "%.3fs %s",
+        "{}",
+        "&#169; %(copyright)s.",
+        '<a href="x">%s</a>',
+        "A",
+        "%(delta)s前",
+    ):
         assert not parallel.has_real_words(text), text
 
 
@@ -189,8 +202,13 @@ def test_language_aliases_and_errors():
 
 
 def test_translation_prompt_follows_the_paper():
-    row = {"id": "x:de:1", "source": "django", "lang": "de", "en": "Delete selected items",
-           "xx": "Ausgewählte Einträge löschen"}
+    row = {
+        "id": "x:de:1",
+        "source": "django",
+        "lang": "de",
+        "en": "Delete selected items",
+        "xx": "Ausgewählte Einträge löschen",
+    }
     p = parallel.translation_prompt(row, "xx-en")
     assert p["prompt"] == "Translate German to English: Ausgewählte Einträge löschen\nEnglish:"
     assert p["reference"] == " Delete selected items"
@@ -209,7 +227,8 @@ def test_translation_prompt_follows_the_paper():
 def test_corpus_card_counts_every_source_language_split():
     card = parallel.corpus_card()
     assert {(c["source"], c["lang"], c["split"]) for c in card} == {
-        (s, lang, split) for s in parallel.SOURCES for lang in LANGS for split in parallel.SPLITS[s]}
+        (s, lang, split) for s in parallel.SOURCES for lang in LANGS for split in parallel.SPLITS[s]
+    }
     for c in card:
         assert c["pairs"] == len(parallel.pairs(c["source"], c["lang"], c["split"]))
 

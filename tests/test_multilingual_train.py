@@ -7,14 +7,15 @@ import pytest
 import torch
 
 from specdec import zoo
+from specdec.engine import autoregressive, generate
 from specdec.multilingual import parallel
 from specdec.multilingual import train as tm
-from specdec.engine import autoregressive, generate
 
 LANGS = list(parallel.LANGUAGES)
 # A minimal run: a few documents and pairs, a few steps with small batches (CPU, seconds).
-TINY = dict(batch_size=4, seq_len=32, ft_batch_size=8, eval_windows=2, eval_batch_size=16, max_new_tokens=8,
-            gen_batch_size=16)
+TINY = dict(
+    batch_size=4, seq_len=32, ft_batch_size=8, eval_windows=2, eval_batch_size=16, max_new_tokens=8, gen_batch_size=16
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +41,9 @@ def test_data_kinds_and_examples(data):
     assert {r["source"] for r in train["rows"]} == {"django"}
     assert {r["source"] for r in heldout["rows"]} == {"django", "sphinx"}
     for ex in (train, heldout):
-        assert {(r["lang"], r["direction"]) for r in ex["rows"]} == {(lang, d) for lang in LANGS
-                                                                        for d in parallel.DIRECTIONS}
+        assert {(r["lang"], r["direction"]) for r in ex["rows"]} == {
+            (lang, d) for lang in LANGS for d in parallel.DIRECTIONS
+        }
         assert len(ex["offsets"]) == len(ex["rows"]) + 1 == len(ex["prompt_len"]) + 1
     assert len(train["rows"]) == 6 * len(LANGS) * 2  # max_pairs per language, both directions
 
@@ -61,17 +63,26 @@ def test_data_kinds_and_examples(data):
 def test_train_and_heldout_prompts_are_disjoint(data):
     train, heldout = data["train"]["rows"], data["heldout"]["rows"]
     assert not {r["prompt"] for r in train} & {r["prompt"] for r in heldout}
-    train_en = {parallel.english_key(r["prompt"].split(": ", 1)[1].rsplit("\n", 1)[0]) for r in train
-                if r["direction"] == "en-xx"}
-    held_en = {parallel.english_key(r["prompt"].split(": ", 1)[1].rsplit("\n", 1)[0]) for r in heldout
-               if r["direction"] == "en-xx"}
+    train_en = {
+        parallel.english_key(r["prompt"].split(": ", 1)[1].rsplit("\n", 1)[0])
+        for r in train
+        if r["direction"] == "en-xx"
+    }
+    held_en = {
+        parallel.english_key(r["prompt"].split(": ", 1)[1].rsplit("\n", 1)[0])
+        for r in heldout
+        if r["direction"] == "en-xx"
+    }
     assert train_en and held_en and not train_en & held_en
 
 
 def test_heldout_entries_are_removed_from_the_general_text():
-    doc = {"name": "po:de:core:0", "kind": "translation",
-           "text": "English: Arabic\nGerman: Arabisch\n\nEnglish: Welsh\nGerman: Walisisch\n\n"
-                   "English: Two\n\nparagraphs\nGerman: Zwei"}
+    doc = {
+        "name": "po:de:core:0",
+        "kind": "translation",
+        "text": "English: Arabic\nGerman: Arabisch\n\nEnglish: Welsh\nGerman: Walisisch\n\n"
+        "English: Two\n\nparagraphs\nGerman: Zwei",
+    }
     text, dropped = tm._drop_heldout_entries(doc, {"welsh", "two paragraphs"}, {"de": "German"})
     assert dropped == 2 and text == "English: Arabic\nGerman: Arabisch"
 
@@ -106,8 +117,9 @@ def test_pipeline_end_to_end(trained):
     budgets = [by[f"ml-draft-pf-de-b{b}"]["finetune_budget"] for b in tm.budgets(tm.TRAIN, 0.001)]
     assert budgets == sorted(budgets) and by[f"ml-draft-pf-de-b{budgets[-1]}"]["same_as"] == "ml-draft-pf-de"
     distilled = [json.loads(line) for line in (out / "ml_distilled.jsonl").open()]
-    assert {(d["lang"], d["temperature"]) for d in distilled} == {(lang, t) for lang in LANGS
-                                                                  for t in (0.0, 0.3, 0.7, 1.0)}
+    assert {(d["lang"], d["temperature"]) for d in distilled} == {
+        (lang, t) for lang in LANGS for t in (0.0, 0.3, 0.7, 1.0)
+    }
     assert all(d["direction"] == "xx-en" and 0 < len(d["output_ids"]) <= TINY["max_new_tokens"] for d in distilled)
     assert (out / "ml_training.csv").read_text().count("\n") == len(names) + 1
     run = json.loads((out / "ml_run.json").read_text())
@@ -156,5 +168,7 @@ def test_shipped_zoo_translates_and_sd_is_lossless():
     drafter, _ = load("ml-draft-pf-de")
     for row in parallel.pairs("django", "de", "heldout")[:3]:
         ids = _prompt_ids(tok, parallel.translation_prompt(row, "xx-en"))
-        assert (generate(target, ids, drafter, gamma=3, max_new_tokens=48).output_ids
-                == autoregressive(target, ids, max_new_tokens=48).output_ids)
+        assert (
+            generate(target, ids, drafter, gamma=3, max_new_tokens=48).output_ids
+            == autoregressive(target, ids, max_new_tokens=48).output_ids
+        )

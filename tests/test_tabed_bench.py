@@ -13,17 +13,29 @@ def _frame(taus: dict) -> pd.DataFrame:
     rows = []
     for (scenario, turn), by_method in taus.items():
         for method, tau in by_method.items():
-            rows.append(dict(method=method, gamma=5, window="ALL" if method.endswith("*") else "-",
-                             criterion="kl" if method.endswith("*") else "-",
-                             captioner="draft" if "C" in method else "-", row=f"{scenario}-{turn}",
-                             scenario=scenario, turn=turn, group=tb.GROUP[scenario], block_efficiency=tau))
+            rows.append(
+                dict(
+                    method=method,
+                    gamma=5,
+                    window="ALL" if method.endswith("*") else "-",
+                    criterion="kl" if method.endswith("*") else "-",
+                    captioner="draft" if "C" in method else "-",
+                    row=f"{scenario}-{turn}",
+                    scenario=scenario,
+                    turn=turn,
+                    group=tb.GROUP[scenario],
+                    block_efficiency=tau,
+                )
+            )
     return pd.DataFrame(rows)
 
 
-CELLS = {("describe", 1): dict(M=3.0, T=2.0, MT=2.5, **{"MT*": 2.9}),
-         ("pope", 1): dict(M=2.0, T=2.2, MT=2.1, **{"MT*": 2.15}),
-         ("psv", 1): dict(M=1.2, T=2.0, MT=1.6, **{"MT*": 1.9}),
-         ("describe", 2): dict(M=2.0, T=2.4, MT=2.1, **{"MT*": 1.0})}
+CELLS = {
+    ("describe", 1): dict(M=3.0, T=2.0, MT=2.5, **{"MT*": 2.9}),
+    ("pope", 1): dict(M=2.0, T=2.2, MT=2.1, **{"MT*": 2.15}),
+    ("psv", 1): dict(M=1.2, T=2.0, MT=1.6, **{"MT*": 1.9}),
+    ("describe", 2): dict(M=2.0, T=2.4, MT=2.1, **{"MT*": 1.0}),
+}
 
 
 def test_block_table_averages_the_benchmark_cells_per_turn():
@@ -69,8 +81,12 @@ def test_t4_and_t5_verdicts():
 
 
 def test_weight_series_expands_blocks_to_tokens():
-    row = dict(method="MT*", accepted=json.dumps([2, 0, 5]), weights=json.dumps([[0.5, 0.5], [0.8, 0.2], [0.1, 0.9]]),
-               new_tokens=10)
+    row = dict(
+        method="MT*",
+        accepted=json.dumps([2, 0, 5]),
+        weights=json.dumps([[0.5, 0.5], [0.8, 0.2], [0.1, 0.9]]),
+        new_tokens=10,
+    )
     weights, from_draft = tb.weight_series(row)
     assert weights == [0.5] * 3 + [0.8] + [0.1] * 6
     assert from_draft == [True, True, False, False] + [True] * 5 + [False]
@@ -80,8 +96,8 @@ def test_weight_series_expands_blocks_to_tokens():
 
 def test_paper_tables_match_the_papers_own_averages():
     groups = tb.paper_group_table(["M", "T", "MTCP*"])
-    assert groups.loc["M", "benchmark t1"] == pytest.approx(2.24)   # Table 2, Benchmark / First
-    assert groups.loc["T", "ood"] == pytest.approx(2.05)            # Table 2, OOD / Avg.
+    assert groups.loc["M", "benchmark t1"] == pytest.approx(2.24)  # Table 2, Benchmark / First
+    assert groups.loc["T", "ood"] == pytest.approx(2.05)  # Table 2, OOD / Avg.
     window = tb.paper_window_table()
     assert window.loc["LLaVA-W", "1"] == pytest.approx(2.26)
 
@@ -115,16 +131,23 @@ def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monk
     pope = tmp_path / "pope"
     pope.mkdir()
     images = [Image.new("RGB", (80, 60), (255, 0, 0)), Image.new("RGB", (64, 64), (0, 0, 255))]
-    data = datasets.Dataset.from_dict({"question": ["Is there a red car in the image?", " Is there a dog? "],
-                                       "image": images, "answer": ["yes", "no"]})
+    data = datasets.Dataset.from_dict(
+        {
+            "question": ["Is there a red car in the image?", " Is there a dog? "],
+            "image": images,
+            "answer": ["yes", "no"],
+        }
+    )
     data.cast_column("image", datasets.Image()).to_parquet(str(pope / "test-00000-of-00001.parquet"))
     nq = tmp_path / "nq"
     nq.mkdir()
     datasets.Dataset.from_dict({"question": ["who wrote hamlet"], "answer": [["Shakespeare"]]}).to_parquet(
-        str(nq / "validation-00000-of-00001.parquet"))
+        str(nq / "validation-00000-of-00001.parquet")
+    )
 
-    rows = tb.load_suite("paper", n_per_scenario=5, scenarios=["pope", "nq"],
-                         sources={"pope": str(pope), "nq": str(nq)})
+    rows = tb.load_suite(
+        "paper", n_per_scenario=5, scenarios=["pope", "nq"], sources={"pope": str(pope), "nq": str(nq)}
+    )
     assert [r["id"] for r in rows] == ["pope-t1-paper-00000", "pope-t1-paper-00001", "nq-t1-paper-00000"]
     assert rows[1]["prompt"] == scenes.chat_prompt([("<image>\nIs there a dog?", None)])
     assert rows[2]["prompt"] == "USER: who wrote hamlet ASSISTANT:" and rows[2]["images"] == []

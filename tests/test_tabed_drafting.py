@@ -8,14 +8,14 @@ import warnings
 import pytest
 import torch
 
-from specdec.tabed import bench as tabed_bench
-from specdec.tabed import drafting as tabed
-from specdec.tabed import ensemble, scenes
 from specdec.cache import CachedLM
 from specdec.drafters import AdaptiveEnsembleDrafter, ModelDrafter
 from specdec.engine import autoregressive, generate
-from specdec.tabed.ensemble import History, divergence, grid_weights, softmax_weights
 from specdec.sampling import SamplingConfig
+from specdec.tabed import bench as tabed_bench
+from specdec.tabed import drafting as tabed
+from specdec.tabed import ensemble, scenes
+from specdec.tabed.ensemble import History, divergence, grid_weights, softmax_weights
 
 GAMMAS = (1, 3, 5)
 MAX_NEW = 12
@@ -41,8 +41,9 @@ def suite(pair):
     out = []
     for i, row in enumerate(rows):
         ids, inputs = tabed_bench.encode(processor, row["prompt"], row["images"])
-        ref = autoregressive(target, ids, max_new_tokens=MAX_NEW, eos_token_id=processor.tokenizer.eos_token_id,
-                             target_inputs=inputs)
+        ref = autoregressive(
+            target, ids, max_new_tokens=MAX_NEW, eos_token_id=processor.tokenizer.eos_token_id, target_inputs=inputs
+        )
         out.append({**row, "ids": ids, "inputs": inputs, "reference": ref.output_ids, "gamma": GAMMAS[i % 3]})
     return out
 
@@ -50,8 +51,10 @@ def suite(pair):
 @pytest.fixture(scope="module")
 def captioners(pair):
     _, draft, processor = pair
-    return {"oracle": tabed_bench.make_captioner("oracle", draft, processor),
-            "draft": tabed_bench.make_captioner("draft", draft, processor)}
+    return {
+        "oracle": tabed_bench.make_captioner("oracle", draft, processor),
+        "draft": tabed_bench.make_captioner("draft", draft, processor),
+    }
 
 
 def draft_inputs(request):
@@ -64,9 +67,17 @@ def first(suite, n_images):
 
 def sd(pair, request, drafter, gamma, max_new_tokens=MAX_NEW, **kwargs):
     target, _, processor = pair
-    return generate(target, request["ids"], drafter, gamma=gamma, max_new_tokens=max_new_tokens,
-                    eos_token_id=processor.tokenizer.eos_token_id, target_inputs=request["inputs"],
-                    draft_inputs=draft_inputs(request), **kwargs)
+    return generate(
+        target,
+        request["ids"],
+        drafter,
+        gamma=gamma,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=processor.tokenizer.eos_token_id,
+        target_inputs=request["inputs"],
+        draft_inputs=draft_inputs(request),
+        **kwargs,
+    )
 
 
 def collapse_images(ids, image_token, per_image, fill):
@@ -75,7 +86,7 @@ def collapse_images(ids, image_token, per_image, fill):
     out, k, i, ids = [], 0, 0, ids.tolist()
     while i < len(ids):
         if ids[i] == image_token:
-            assert ids[i:i + per_image] == [image_token] * per_image
+            assert ids[i : i + per_image] == [image_token] * per_image
             out += list(fill(k))
             k, i = k + 1, i + per_image
         else:
@@ -178,8 +189,14 @@ def test_rows_of_each_method(pair, suite, n_images):
     newline = tok("\n", add_special_tokens=False)["input_ids"]
     assert t == collapse_images(ids, image, per, lambda k: newline) and image not in t and features[1] is None
     assert t.count(newline[-1]) == ids.tolist().count(newline[-1]) + n_images
-    assert c == collapse_images(ids, image, per, lambda k: tok("image: " + captions[k], add_special_tokens=False)[
-        "input_ids"]) and image not in c and features[2] is None
+    assert (
+        c
+        == collapse_images(
+            ids, image, per, lambda k: tok("image: " + captions[k], add_special_tokens=False)["input_ids"]
+        )
+        and image not in c
+        and features[2] is None
+    )
     assert p == collapse_images(ids, image, per, lambda k: [image] * 4) and features[3].shape == (4 * n_images, width)
 
 
@@ -197,10 +214,16 @@ def test_text_only_request_gives_the_prompt_in_every_row(pair, suite):
     assert [r.tolist() for r in rows] == [request["ids"].tolist()] * 4 and features == [None] * 4
 
 
-@pytest.mark.parametrize("method,weights,sampling", [
-    ("MT", [0.8, 0.2], SamplingConfig()), ("MTCP", None, SamplingConfig()),
-    ("MTCP", [0.1, 0.2, 0.3, 0.4], SamplingConfig(temperature=0.8)), ("MT*", None, SamplingConfig()),
-    ("MTCP*", None, SamplingConfig(temperature=0.8))])
+@pytest.mark.parametrize(
+    "method,weights,sampling",
+    [
+        ("MT", [0.8, 0.2], SamplingConfig()),
+        ("MTCP", None, SamplingConfig()),
+        ("MTCP", [0.1, 0.2, 0.3, 0.4], SamplingConfig(temperature=0.8)),
+        ("MT*", None, SamplingConfig()),
+        ("MTCP*", None, SamplingConfig(temperature=0.8)),
+    ],
+)
 def test_mixtures_are_the_weighted_rows_and_sum_to_one(pair, suite, method, weights, sampling):
     _, draft, processor = pair
     request = first(suite, 2)
@@ -225,7 +248,7 @@ def test_mixtures_are_the_weighted_rows_and_sum_to_one(pair, suite, method, weig
 
 # ------------------------------------------------------------------------------------------------- 3. policies
 V = 5
-Q_A = torch.tensor([0.7, 0.1, 0.1, 0.05, 0.05])   # method A: argmax 0
+Q_A = torch.tensor([0.7, 0.1, 0.1, 0.05, 0.05])  # method A: argmax 0
 Q_B = torch.tensor([0.05, 0.8, 0.05, 0.05, 0.05])  # method B: argmax 1
 # the mixture w A + (1 - w) B puts most mass on token 0 iff w > 0.75 / 1.35 = 0.556: candidates w = 0.6 .. 1.0
 
@@ -241,20 +264,28 @@ def history(target_weight, kept, n=4, shift=True):
     return h
 
 
-@pytest.mark.parametrize("criterion,expected", [
-    ("hard", [0.6, 0.4]),     # every w >= 0.6 matches the kept token; ties go to the most balanced
-    ("kl", [0.9, 0.1]),       # the target *is* 0.9 A + 0.1 B
-    ("tvd", [0.9, 0.1]),
-    ("hard+kl", [0.9, 0.1]),  # hard labels tie over w = 0.6 .. 1.0 and KL breaks the tie
-])
+@pytest.mark.parametrize(
+    "criterion,expected",
+    [
+        ("hard", [0.6, 0.4]),  # every w >= 0.6 matches the kept token; ties go to the most balanced
+        ("kl", [0.9, 0.1]),  # the target *is* 0.9 A + 0.1 B
+        ("tvd", [0.9, 0.1]),
+        ("hard+kl", [0.9, 0.1]),  # hard labels tie over w = 0.6 .. 1.0 and KL breaks the tie
+    ],
+)
 def test_grid_criteria_on_a_target_that_is_a_known_mixture(criterion, expected):
     assert grid_weights(history(0.9, kept=0), n=10, criterion=criterion).tolist() == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("criterion,expected", [
-    ("hard", [0.6, 0.4]), ("hard+kl", [0.6, 0.4]),  # matches first: the closest matching candidate to 0.2
-    ("kl", [0.2, 0.8]), ("tvd", [0.2, 0.8]),       # the divergences ignore the (sampled) kept token
-])
+@pytest.mark.parametrize(
+    "criterion,expected",
+    [
+        ("hard", [0.6, 0.4]),
+        ("hard+kl", [0.6, 0.4]),  # matches first: the closest matching candidate to 0.2
+        ("kl", [0.2, 0.8]),
+        ("tvd", [0.2, 0.8]),  # the divergences ignore the (sampled) kept token
+    ],
+)
 def test_hard_labels_take_priority_over_kl(criterion, expected):
     """The target is 0.2 A + 0.8 B but kept A's token (as a stochastic target may)."""
     assert grid_weights(history(0.2, kept=0), n=10, criterion=criterion).tolist() == pytest.approx(expected)
@@ -267,7 +298,7 @@ def test_identical_rows_tie_at_the_balanced_candidate_whatever_the_rounding(crit
     vector width): every mixture is then the same, and the policy must not pick a weight from rounding noise."""
     g = torch.Generator().manual_seed(seed)
     h = History()
-    for t in range(12):
+    for _t in range(12):
         q = torch.rand(50, generator=g).softmax(-1)
         noisy = q * (1 + 1e-7 * torch.randn(50, generator=g))
         p = torch.rand(50, generator=g).softmax(-1)
@@ -339,8 +370,10 @@ def test_window_is_exactly_the_last_h_positions(window):
     h = early_a_late_b()
     last = truncated(h, min(window, len(h)))
     for criterion in ("hard", "kl", "tvd", "hard+kl"):
-        assert grid_weights(h, criterion=criterion, window=window).tolist() == \
-            grid_weights(last, criterion=criterion).tolist(), criterion
+        assert (
+            grid_weights(h, criterion=criterion, window=window).tolist()
+            == grid_weights(last, criterion=criterion).tolist()
+        ), criterion
     for kind in ("kl", "tvd"):
         assert torch.allclose(softmax_weights(h, kind=kind, window=window), softmax_weights(last, kind=kind))
 
@@ -353,15 +386,18 @@ def test_policies_scored_incrementally_equal_a_fresh_history():
     for t in range(len(full)):
         growing.add(full.row_probs[t][None], full.target_probs[t][None], [full.tokens[t]])
         fresh = History()
-        fresh.add(torch.stack(full.row_probs[:t + 1]), torch.stack(full.target_probs[:t + 1]), full.tokens[:t + 1])
+        fresh.add(torch.stack(full.row_probs[: t + 1]), torch.stack(full.target_probs[: t + 1]), full.tokens[: t + 1])
         for window in (None, 2, 4):
             for criterion in ("hard", "kl", "tvd", "hard+kl"):
                 for n in (10, 4):
-                    assert grid_weights(growing, n=n, criterion=criterion, window=window).tolist() == \
-                        grid_weights(fresh, n=n, criterion=criterion, window=window).tolist(), (t, window, criterion)
+                    assert (
+                        grid_weights(growing, n=n, criterion=criterion, window=window).tolist()
+                        == grid_weights(fresh, n=n, criterion=criterion, window=window).tolist()
+                    ), (t, window, criterion)
             for kind in ("kl", "tvd"):
-                assert torch.allclose(softmax_weights(growing, kind=kind, window=window),
-                                      softmax_weights(fresh, kind=kind, window=window)), (t, kind)
+                assert torch.allclose(
+                    softmax_weights(growing, kind=kind, window=window), softmax_weights(fresh, kind=kind, window=window)
+                ), (t, kind)
 
 
 def test_window_follows_the_recent_method():
@@ -387,24 +423,33 @@ def test_observe_records_only_the_verified_positions(pair, suite, monkeypatch):
     monkeypatch.setattr(ensemble.History, "add", recording_add)
     image_requests = [r for r in suite if r["images"]]
     # the target drafts for itself with two identical M rows: every block is fully accepted
-    self_drafter = AdaptiveEnsembleDrafter(target, tabed.DraftingRows(target, ("M", "M"), processor.tokenizer),
-                                           ensemble.grid_weights)
+    self_drafter = AdaptiveEnsembleDrafter(
+        target, tabed.DraftingRows(target, ("M", "M"), processor.tokenizer), ensemble.grid_weights
+    )
     cases = [("self", self_drafter, 4, image_requests[:1])]
     cases += [("MT*", tabed.make_drafter(draft, "MT*", processor.tokenizer), 5, image_requests[::3])]
     for name, drafter, gamma, requests in cases:
         seen = set()
         for request in requests:
             added.clear()
-            res = generate(target, request["ids"], drafter, gamma=gamma, max_new_tokens=24, eos_token_id=[],
-                           target_inputs=request["inputs"], draft_inputs=draft_inputs(request))
+            res = generate(
+                target,
+                request["ids"],
+                drafter,
+                gamma=gamma,
+                max_new_tokens=24,
+                eos_token_id=[],
+                target_inputs=request["inputs"],
+                draft_inputs=draft_inputs(request),
+            )
             blocks = list(zip(res.accepted_per_block, res.drafted_per_block))
             where = (name, request["id"], blocks)
             assert [len(a) for a in added] == [min(n + 1, d) for n, d in blocks], where
             assert len(drafter.history) == sum(len(a) for a in added), where
             # the recorded tokens are the kept tokens at the verified positions of each block
             position, out = 0, res.output_ids
-            for tokens, (n, d) in zip(added, blocks):
-                assert tokens == out[position:position + len(tokens)], where
+            for tokens, (n, _d) in zip(added, blocks):
+                assert tokens == out[position : position + len(tokens)], where
                 position += n + 1
             seen |= {"full" if n == d else "partial" for n, d in blocks}
             if name == "self":
@@ -491,10 +536,15 @@ def not_text(images):
     return [None] * len(images)
 
 
-@pytest.mark.parametrize("captioner,message", [(raising, "RuntimeError: caption service down"),
-                                               (one_caption, "returned 1 captions for 2 images"),
-                                               (one_too_many, "returned 3 captions for 2 images"),
-                                               (not_text, "returned 2 captions for 2 images")])
+@pytest.mark.parametrize(
+    "captioner,message",
+    [
+        (raising, "RuntimeError: caption service down"),
+        (one_caption, "returned 1 captions for 2 images"),
+        (one_too_many, "returned 3 captions for 2 images"),
+        (not_text, "returned 2 captions for 2 images"),
+    ],
+)
 @pytest.mark.parametrize("method", ["MTCP", "MTCP*"])
 def test_failing_captioner_drops_the_caption_row(pair, suite, captioner, message, method):
     _, draft, processor = pair

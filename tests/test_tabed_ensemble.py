@@ -14,8 +14,8 @@ def history_where_method_0_is_right(n=6):
     h = History()
     for t in range(n):
         right, wrong = t % 4, (t + 1) % 4
-        q0 = 0.7 * one_hot(right) + 0.1          # method 0 puts its mass on the kept token
-        q1 = 0.7 * one_hot(wrong) + 0.1          # method 1 on another token
+        q0 = 0.7 * one_hot(right) + 0.1  # method 0 puts its mass on the kept token
+        q1 = 0.7 * one_hot(wrong) + 0.1  # method 1 on another token
         p = 0.85 * one_hot(right) + 0.05
         h.add(torch.stack([q0, q1])[None] / 1.0, p[None], [right])
     return h
@@ -41,7 +41,7 @@ def test_softmax_policy_prefers_lower_error_and_sums_to_one():
 def test_window_uses_only_the_latest_positions():
     h = history_where_method_0_is_right(8)
     # append two positions where method 1 is right: a window of 2 follows them, ALL does not
-    for t in range(2):
+    for _t in range(2):
         q0, q1 = 0.7 * one_hot(0) + 0.1, 0.7 * one_hot(3) + 0.1
         h.add(torch.stack([q0, q1])[None], (0.85 * one_hot(3) + 0.05)[None], [3])
     assert grid_weights(h, criterion="hard+kl", window=2)[1] > 0.5

@@ -4,9 +4,9 @@ import pandas as pd
 import pytest
 import torch
 
+from specdec.engine import autoregressive
 from specdec.tabed import bench as tabed_bench
 from specdec.tabed import latency as tl
-from specdec.engine import autoregressive
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,14 @@ def test_eq1_batch_cost_charges_the_rows():
 
 
 def test_tau_by_method_averages_turns_then_methods():
-    frame = pd.DataFrame({"method": ["M", "M", "M", "T"], "turn": [1, 1, 2, 1], "group": ["benchmark"] * 3 + ["ood"],
-                          "block_efficiency": [2.0, 4.0, 5.0, 9.0]})
+    frame = pd.DataFrame(
+        {
+            "method": ["M", "M", "M", "T"],
+            "turn": [1, 1, 2, 1],
+            "group": ["benchmark"] * 3 + ["ood"],
+            "block_efficiency": [2.0, 4.0, 5.0, 9.0],
+        }
+    )
     tau = tl.tau_by_method(frame, ["M", "T"])
     assert tau["M"] == pytest.approx((3.0 + 5.0) / 2) and pd.isna(tau["T"])
 
@@ -48,14 +54,22 @@ def test_component_split_sums_to_total_and_decodes_like_the_engine(tiny):
     parts = sum(split[c] for c in tl.COMPONENTS)
     assert all(split[c] > 0 for c in tl.COMPONENTS)
     assert parts <= split["total"] and split["total"] - parts < 0.05 * split["total"] + 2e-3
-    reference = autoregressive(target, request["ids"], max_new_tokens=12, eos_token_id=[],
-                               target_inputs={"pixel_values": request["pixel_values"]})
+    reference = autoregressive(
+        target,
+        request["ids"],
+        max_new_tokens=12,
+        eos_token_id=[],
+        target_inputs={"pixel_values": request["pixel_values"]},
+    )
     assert split["tokens"] == reference.output_ids  # the split path computes the same generation
 
 
 def test_component_table_shares():
-    rows = [{"request": f"r{n}", "n_images": n, "repeat": 0, "component": c, "seconds": s}
-            for n in (1, 2) for c, s in zip(tl.COMPONENTS + ["total"], (1.0, 1.0, 2.0, 4.0))]
+    rows = [
+        {"request": f"r{n}", "n_images": n, "repeat": 0, "component": c, "seconds": s}
+        for n in (1, 2)
+        for c, s in zip(tl.COMPONENTS + ["total"], (1.0, 1.0, 2.0, 4.0))
+    ]
     table = tl.component_table(pd.DataFrame(rows))
     assert table.loc[1, "decode share"] == pytest.approx(0.5)
     assert table.filter(like="share").sum(axis=1).tolist() == pytest.approx([1.0, 1.0])
@@ -64,8 +78,11 @@ def test_component_table_shares():
 def test_batched_draft_cost_rows_and_ratio(tiny):
     target, draft, processor, requests = tiny
     captioner = lambda images: ["a red square"] * len(images)  # noqa: E731
-    frame = pd.DataFrame(tl.decode_step_times(target, draft, processor.tokenizer, requests[:1], (1, 2, 4),
-                                              repeats=2, captioner=captioner, warmup=1))
+    frame = pd.DataFrame(
+        tl.decode_step_times(
+            target, draft, processor.tokenizer, requests[:1], (1, 2, 4), repeats=2, captioner=captioner, warmup=1
+        )
+    )
     assert len(frame) == 2 * 4 and (frame.seconds > 0).all() and (frame.load >= 0).all()
     assert set(frame[frame.model == "draft"].m) == {1, 2, 4}
     table = tl.batch_cost_table(frame)
@@ -86,8 +103,12 @@ def test_paper_caption_table_and_gpu_reference():
     paper = tl.paper_caption_table()
     assert paper.loc["LLaVA-1.5 7B", 5] == pytest.approx(0.540)
     assert paper.loc["BLIP / prefill", 1] == pytest.approx(0.054 / 0.112)
-    grid = pd.DataFrame([{"model": m, "device": "gpu", "B": b, "S": 128, "gamma": 1, "seconds": s}
-                         for m, b, s in [("llava-1.5-7b", 1, 0.04), ("draft-68m", 1, 0.004), ("draft-68m", 4, 0.005)]])
+    grid = pd.DataFrame(
+        [
+            {"model": m, "device": "gpu", "B": b, "S": 128, "gamma": 1, "seconds": s}
+            for m, b, s in [("llava-1.5-7b", 1, 0.04), ("draft-68m", 1, 0.004), ("draft-68m", 4, 0.005)]
+        ]
+    )
     ref = tl.gpu_reference(grid)
     assert ref.iloc[0]["T_q/T_p (draft-68m/llava-1.5-7b)"] == pytest.approx(0.1)
     assert ref.iloc[0]["draft-68m T(B=4)/T(B=1)"] == pytest.approx(1.25)

@@ -1,4 +1,4 @@
-"""Synthetic TABED scenarios (``specdec.tabed.scenes``) and the tiny LLaVA zoo's data / training code (``tabed.train``)."""
+"""Synthetic TABED scenarios (``specdec.tabed.scenes``) and the tiny LLaVA zoo's data and training (``tabed.train``)."""
 
 import re
 
@@ -24,8 +24,9 @@ def tokenizer():
 
 
 def _fingerprint(rows):
-    return [(r["id"], r["prompt"], r["answer"], r["caption"], [scenes.image_key(im) for im in r["images"]])
-            for r in rows]
+    return [
+        (r["id"], r["prompt"], r["answer"], r["caption"], [scenes.image_key(im) for im in r["images"]]) for r in rows
+    ]
 
 
 def test_deterministic_and_seeded():
@@ -128,7 +129,7 @@ def test_images_use_the_palette_and_captions_are_registered(suites):
     for row in suites["test"][:60]:
         for image in row["images"]:
             idx = scenes.palette_indices(image)
-            assert idx.shape == (scenes.IMAGE_SIZE ** 2,) and idx.max() < len(scenes.PALETTE)
+            assert idx.shape == (scenes.IMAGE_SIZE**2,) and idx.max() < len(scenes.PALETTE)
             copy = Image.frombytes("RGB", image.size, image.tobytes())  # same pixels, no info dict
             assert scenes.render_caption(copy) == scenes.render_caption(image)
     with pytest.raises(KeyError):
@@ -144,8 +145,12 @@ def test_encode_prompt_expands_images(suites, tokenizer):
         runs = "".join("x" if i == tl.IMAGE_TOKEN_ID else "." for i in ids.tolist())
         assert re.findall("x+", runs) == ["x" * scenes.PATCHES_PER_IMAGE] * n
         # the saved LlavaProcessor's tokenizer path gives the same ids (without <s>)
-        plain = tokenizer(tl.processor_text(row["prompt"]).replace(
-            tl.IMAGE_TOKEN_TEXT, tl.IMAGE_TOKEN_TEXT * scenes.PATCHES_PER_IMAGE), add_special_tokens=False)
+        plain = tokenizer(
+            tl.processor_text(row["prompt"]).replace(
+                tl.IMAGE_TOKEN_TEXT, tl.IMAGE_TOKEN_TEXT * scenes.PATCHES_PER_IMAGE
+            ),
+            add_special_tokens=False,
+        )
         assert plain["input_ids"] == ids[1:].tolist()
         full, prompt_len = tl.encode_example(tokenizer, row["prompt"], row["answer"], n)
         assert full[:prompt_len] == ids.tolist() and full[-1] == tokenizer.eos_token_id
@@ -161,9 +166,13 @@ def test_pack_roundtrip_and_pixels_match_processor(suites):
 
     idx = torch.from_numpy(np.stack([scenes.palette_indices(im) for im in images]))
     packed = tl.pack_images(idx)
-    assert packed.shape[1] == scenes.IMAGE_SIZE ** 2 // 2
-    data = {"images_zlib": tl.compress_images(packed), "n_images": len(images), "image_size": scenes.IMAGE_SIZE,
-            "palette": torch.tensor(list(scenes.PALETTE.values()), dtype=torch.uint8)}
+    assert packed.shape[1] == scenes.IMAGE_SIZE**2 // 2
+    data = {
+        "images_zlib": tl.compress_images(packed),
+        "n_images": len(images),
+        "image_size": scenes.IMAGE_SIZE,
+        "palette": torch.tensor(list(scenes.PALETTE.values()), dtype=torch.uint8),
+    }
     assert torch.equal(tl.decompress_images(data), packed)
     store = tl._Images(data, "cpu")
     assert torch.equal(tl.unpack_images(packed).reshape(len(images), -1), idx)
@@ -192,8 +201,13 @@ def test_train_step_saves_and_reloads(tmp_path, tokenizer):
     ids = tl.encode_prompt(processor.tokenizer, row["prompt"], 2)
     enc = processor(text=tl.processor_text(row["prompt"]), images=row["images"], return_tensors="pt")
     assert enc["input_ids"][0].tolist() == ids[1:].tolist()
-    out = model.generate(input_ids=ids[None], attention_mask=torch.ones_like(ids)[None],
-                         pixel_values=enc["pixel_values"], max_new_tokens=4, do_sample=False)
+    out = model.generate(
+        input_ids=ids[None],
+        attention_mask=torch.ones_like(ids)[None],
+        pixel_values=enc["pixel_values"],
+        max_new_tokens=4,
+        do_sample=False,
+    )
     assert out.shape[1] == len(ids) + 4 or out[0, -1] == processor.tokenizer.eos_token_id
 
 
@@ -204,7 +218,9 @@ def test_train_step_saves_and_reloads(tmp_path, tokenizer):
 @pytest.fixture(scope="module")
 def image_data():
     torch.set_num_threads(1)
-    return tl.build_data(train_per_scenario=8, heldout_per_scenario=2, seed=0, scenarios=[("describe", 1), ("mmvet", 1)])
+    return tl.build_data(
+        train_per_scenario=8, heldout_per_scenario=2, seed=0, scenarios=[("describe", 1), ("mmvet", 1)]
+    )
 
 
 def _image_feature_spread(model, images, n):
@@ -225,7 +241,9 @@ def test_background_normalises_to_zero(image_data, tokenizer):
     assert torch.count_nonzero(store.pixels(torch.arange(2), blank=True)) == 0
     # a data file whose saved processor normalises otherwise (e.g. built before the fix) is refused
     files = dict(image_data["processor_files"])
-    files["processor_config.json"] = files["processor_config.json"].replace('"image_mean": [\n      1.0', '"image_mean": [\n      0.48')
+    files["processor_config.json"] = files["processor_config.json"].replace(
+        '"image_mean": [\n      1.0', '"image_mean": [\n      0.48'
+    )
     with pytest.raises(ValueError, match="rebuild"):
         tl._Images(dict(image_data, processor_files=files), "cpu")
 
@@ -247,17 +265,22 @@ def test_images_reach_the_model_and_get_gradients(image_data):
         assert model.config.image_token_id == tl.IMAGE_TOKEN_ID
         loss, _, mask = tl._token_losses(model, batch)
         loss[mask].mean().backward()
-        for prefix in ("model.vision_tower.embeddings.patch_embedding", "model.vision_tower.encoder.layers.0.",
-                       f"model.vision_tower.encoder.layers.{tl.VISION['num_hidden_layers'] - 1}.",
-                       "model.multi_modal_projector"):
+        for prefix in (
+            "model.vision_tower.embeddings.patch_embedding",
+            "model.vision_tower.encoder.layers.0.",
+            f"model.vision_tower.encoder.layers.{tl.VISION['num_hidden_layers'] - 1}.",
+            "model.multi_modal_projector",
+        ):
             grads = [p.grad for k, p in model.named_parameters() if k.startswith(prefix)]
             assert grads and all(g is not None for g in grads) and sum(float(g.norm()) for g in grads) > 0, prefix
         model.eval()
         with torch.no_grad():
-            real = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                         pixel_values=batch["pixel_values"]).logits
-            white = model(input_ids=blank["input_ids"], attention_mask=blank["attention_mask"],
-                          pixel_values=blank["pixel_values"]).logits
+            real = model(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], pixel_values=batch["pixel_values"]
+            ).logits
+            white = model(
+                input_ids=blank["input_ids"], attention_mask=blank["attention_mask"], pixel_values=blank["pixel_values"]
+            ).logits
         assert (real - white).abs().max() > 1e-2, name
 
 
@@ -265,9 +288,13 @@ def test_training_keeps_image_features_apart(image_data):
     # With the CLIP mean / std the spread fell from 0.30 to 0.003 in 20 steps (and the trained models ignored the
     # images); with the white-is-zero normalisation it is ~0.17 after 20 steps and grows back as the model
     # learns to read the images.
-    train, held, images = (tl._Split(image_data["train"], "cpu"), tl._Split(image_data["heldout"], "cpu"),
-                           tl._Images(image_data, "cpu"))
+    train, held, images = (
+        tl._Split(image_data["train"], "cpu"),
+        tl._Split(image_data["heldout"], "cpu"),
+        tl._Images(image_data, "cpu"),
+    )
     n = int(image_data["n_images"])
-    model, _ = tl.train_model("tabed-draft", image_data, steps=20, batch_size=8, splits=(train, held, images),
-                              log_every=1000)
+    model, _ = tl.train_model(
+        "tabed-draft", image_data, steps=20, batch_size=8, splits=(train, held, images), log_every=1000
+    )
     assert _image_feature_spread(model, images, n) > 0.03

@@ -59,6 +59,7 @@ def test_stochastic_output_follows_target(seed):
 
 def test_chi2_detects_a_wrong_rule():
     """The χ² check above has power: a rule that always accepts the draft is caught."""
+
     def always_accept(draft, q, p, g):
         return len(draft), int(sample(p[len(draft)], g))
 

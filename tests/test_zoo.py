@@ -3,8 +3,8 @@
 import pytest
 
 from specdec import zoo
-from specdec.zoo import tasks
 from specdec.engine import autoregressive, generate
+from specdec.zoo import tasks
 
 
 def test_weights_are_shipped_and_small():

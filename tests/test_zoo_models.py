@@ -29,8 +29,8 @@ def test_local_directory_loads_through_from_pretrained(tmp_path):
 
 
 def test_half_stored_weights_load_in_the_config_dtype(tmp_path):
-    """Zoo weights are stored as float16 with a float32 config (``specdec.zoo.training.save_half``): they load as float32
-    unless a dtype is asked for, and the shipped zoos do too."""
+    """Zoo weights are stored as float16 with a float32 config (``specdec.zoo.training.save_half``): they
+    load as float32 unless a dtype is asked for, and the shipped zoos do too."""
     from specdec.zoo.training import save_half
 
     model = random_llama(vocab_size=zoo.VOCAB_SIZE, hidden_size=32, layers=1)

@@ -6,9 +6,17 @@ Start with ``specdec.zoo.models.load_pair`` and ``specdec.engine.generate``; the
 
 from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from specdec.engine import GenerationResult, autoregressive, generate
-from specdec.zoo.models import load, load_pair
 from specdec.sampling import SamplingConfig
+from specdec.zoo.models import load, load_pair
 
 __version__ = "0.1.0"
-__all__ = ["GenerationResult", "ModelDrafter", "PromptLookupDrafter", "SamplingConfig", "autoregressive",
-           "generate", "load", "load_pair"]
+__all__ = [
+    "GenerationResult",
+    "ModelDrafter",
+    "PromptLookupDrafter",
+    "SamplingConfig",
+    "autoregressive",
+    "generate",
+    "load",
+    "load_pair",
+]

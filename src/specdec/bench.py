@@ -36,8 +36,15 @@ def _sync(device) -> None:
 
 
 @torch.no_grad()
-def forward_latency(model, batch_size: int = 1, context: int = 128, new_tokens: int = 1, repeats: int = 10,
-                    warmup: int = 2, seed: int = 0) -> float:
+def forward_latency(
+    model,
+    batch_size: int = 1,
+    context: int = 128,
+    new_tokens: int = 1,
+    repeats: int = 10,
+    warmup: int = 2,
+    seed: int = 0,
+) -> float:
     """Median seconds of T(B=batch_size, S=context, γ=new_tokens) for ``model`` (random token ids)."""
     from transformers import DynamicCache
 
@@ -61,15 +68,30 @@ def forward_latency(model, batch_size: int = 1, context: int = 128, new_tokens: 
     return statistics.median(times)
 
 
-def latency_grid(model, batch_sizes=(1,), contexts=(128,), new_tokens=(1,), repeats: int = 10,
-                 name: str = "model", device_name: str | None = None) -> list[dict]:
+def latency_grid(
+    model,
+    batch_sizes=(1,),
+    contexts=(128,),
+    new_tokens=(1,),
+    repeats: int = 10,
+    name: str = "model",
+    device_name: str | None = None,
+) -> list[dict]:
     """Tidy rows ``{model, device, B, S, gamma, seconds}`` over the grid (median of ``repeats``)."""
     device_name = device_name or describe_device(next(model.parameters()).device)
     grid = [(b, s, k) for b in batch_sizes for s in contexts for k in new_tokens]
     rows = []
     for b, s, k in tqdm(grid, desc=f"T(B,S,γ) {name}", leave=False):
-        rows.append({"model": name, "device": device_name, "B": b, "S": s, "gamma": k,
-                     "seconds": forward_latency(model, b, s, k, repeats=repeats)})
+        rows.append(
+            {
+                "model": name,
+                "device": device_name,
+                "B": b,
+                "S": s,
+                "gamma": k,
+                "seconds": forward_latency(model, b, s, k, repeats=repeats),
+            }
+        )
     return rows
 
 
@@ -83,25 +105,46 @@ def describe_device(device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     import platform
+
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
-def speedup_rows(target, drafter, prompts, *, gamma: int = 5, max_new_tokens: int = 64, sampling=None,
-                 repeats: int = 3, eos_token_id=None, seed: int = 0, desc: str = "SD vs AR") -> list[dict]:
+def speedup_rows(
+    target,
+    drafter,
+    prompts,
+    *,
+    gamma: int = 5,
+    max_new_tokens: int = 64,
+    sampling=None,
+    repeats: int = 3,
+    eos_token_id=None,
+    seed: int = 0,
+    desc: str = "SD vs AR",
+) -> list[dict]:
     """Run autoregressive and speculative decoding side by side on each prompt, ``repeats`` times,
     alternating them so machine noise hits both alike. One tidy row per (prompt, repeat, method)."""
     rows = []
     for i, prompt_ids in enumerate(tqdm(prompts, desc=desc, leave=False)):
         for rep in range(repeats):
             for method, d in (("autoregressive", None), ("speculative", drafter)):
-                res = generate(target, prompt_ids, d, gamma=gamma, max_new_tokens=max_new_tokens,
-                               sampling=sampling, eos_token_id=eos_token_id, seed=seed + i)
+                res = generate(
+                    target,
+                    prompt_ids,
+                    d,
+                    gamma=gamma,
+                    max_new_tokens=max_new_tokens,
+                    sampling=sampling,
+                    eos_token_id=eos_token_id,
+                    seed=seed + i,
+                )
                 rows.append({"prompt": i, "repeat": rep, "method": method, **res.summary()})
     return rows
 
 
-def summarize_speedup(rows: list[dict], gamma: int, latency_ratio_value: float,
-                      verify_cost: float | None = None) -> dict:
+def summarize_speedup(
+    rows: list[dict], gamma: int, latency_ratio_value: float, verify_cost: float | None = None
+) -> dict:
     """Measured walltime speedup (sum over prompts of per-prompt median times), Eq. (1) prediction from
     the measured τ and ``T_q/T_p``, and their ratio (engine efficiency).
 
@@ -111,27 +154,40 @@ def summarize_speedup(rows: list[dict], gamma: int, latency_ratio_value: float,
     import pandas as pd
 
     df = pd.DataFrame(rows)
-    per_prompt = df.groupby(["prompt", "method"]).agg(total_time=("total_time", "median"),
-                                                      new_tokens=("new_tokens", "median"),
-                                                      target_calls=("target_calls", "median")).unstack("method")
+    per_prompt = (
+        df.groupby(["prompt", "method"])
+        .agg(
+            total_time=("total_time", "median"),
+            new_tokens=("new_tokens", "median"),
+            target_calls=("target_calls", "median"),
+        )
+        .unstack("method")
+    )
     ar_time = per_prompt[("total_time", "autoregressive")].sum()
     sd_time = per_prompt[("total_time", "speculative")].sum()
     sd = df[df.method == "speculative"]
     tau = sd.new_tokens.sum() / sd.target_calls.sum()
     measured = float(ar_time / sd_time)
     predicted = expected_speedup(tau, gamma, latency_ratio_value)
-    out = {"gamma": gamma, "block_efficiency": float(tau), "latency_ratio": latency_ratio_value,
-           "expected_speedup_eq1": predicted, "measured_speedup": measured,
-           "engine_efficiency": measured / predicted}
+    out = {
+        "gamma": gamma,
+        "block_efficiency": float(tau),
+        "latency_ratio": latency_ratio_value,
+        "expected_speedup_eq1": predicted,
+        "measured_speedup": measured,
+        "engine_efficiency": measured / predicted,
+    }
     if verify_cost is not None:
         refined = tau / (gamma * latency_ratio_value + verify_cost)
-        out.update(verify_cost=verify_cost, expected_speedup_refined=refined,
-                   engine_efficiency_refined=measured / refined)
+        out.update(
+            verify_cost=verify_cost, expected_speedup_refined=refined, engine_efficiency_refined=measured / refined
+        )
     return out
 
 
-def acceptance_sweep(target, drafts: dict, prompts, gammas=(1, 2, 3, 4, 6, 8), max_new_tokens: int = 48,
-                     sampling=None, seed: int = 0) -> list[dict]:
+def acceptance_sweep(
+    target, drafts: dict, prompts, gammas=(1, 2, 3, 4, 6, 8), max_new_tokens: int = 48, sampling=None, seed: int = 0
+) -> list[dict]:
     """Measured τ and α per draft and γ over ``prompts`` (pooled), beside the i.i.d. prediction from α.
 
     ``drafts``: ``{name: model or drafter}``. Rows: draft, gamma, block_efficiency, acceptance_rate,
@@ -139,14 +195,33 @@ def acceptance_sweep(target, drafts: dict, prompts, gammas=(1, 2, 3, 4, 6, 8), m
     rows = []
     for name, draft in drafts.items():
         for gamma in tqdm(gammas, desc=f"γ sweep {name}", leave=False):
-            res = [generate(target, p, draft, gamma=gamma, max_new_tokens=max_new_tokens, sampling=sampling,
-                            eos_token_id=[], seed=seed + i) for i, p in enumerate(prompts)]
+            res = [
+                generate(
+                    target,
+                    p,
+                    draft,
+                    gamma=gamma,
+                    max_new_tokens=max_new_tokens,
+                    sampling=sampling,
+                    eos_token_id=[],
+                    seed=seed + i,
+                )
+                for i, p in enumerate(prompts)
+            ]
             new = sum(r.new_tokens for r in res)
             calls = sum(r.target_calls for r in res)
             alpha = sum(sum(r.accepted_per_block) for r in res) / sum(sum(r.drafted_per_block) for r in res)
-            rows.append({"draft": name, "gamma": gamma, "block_efficiency": new / calls, "acceptance_rate": alpha,
-                         "expected_block_efficiency": expected_block_efficiency(alpha, gamma),
-                         "new_tokens": new, "target_calls": calls})
+            rows.append(
+                {
+                    "draft": name,
+                    "gamma": gamma,
+                    "block_efficiency": new / calls,
+                    "acceptance_rate": alpha,
+                    "expected_block_efficiency": expected_block_efficiency(alpha, gamma),
+                    "new_tokens": new,
+                    "target_calls": calls,
+                }
+            )
     return rows
 
 
@@ -166,22 +241,32 @@ def random_model(config: dict, dtype=None, device="cpu"):
     return model.to(dtype=dtype or torch.float32).eval()
 
 
-def real_size_latency(store, configs: dict, *, batch_sizes, contexts, gammas, repeats: int = 10,
-                      device: str = "cuda", dtype=torch.float16) -> None:
+def real_size_latency(
+    store, configs: dict, *, batch_sizes, contexts, gammas, repeats: int = 10, device: str = "cuda", dtype=torch.float16
+) -> None:
     """T(B, S, γ) for random-weight models built from real configurations (``paper.yaml`` ``latency_configs``),
     one at a time, into ``store`` (keys: model, device, B, S, gamma). Needs a GPU for 7B/13B sizes."""
     device_name = describe_device(device)
     for name, cfg in configs.items():
-        keys = [{"model": name, "device": device_name, "B": b, "S": s, "gamma": k}
-                for b in batch_sizes for s in contexts for k in gammas]
+        keys = [
+            {"model": name, "device": device_name, "B": b, "S": s, "gamma": k}
+            for b in batch_sizes
+            for s in contexts
+            for k in gammas
+        ]
         if all(store.done(**k) for k in keys):
             continue
         model = random_model(cfg, dtype=dtype, device=device)
         # A long untimed warm-up: the first hundred calls of a fresh multi-GB model run slower (allocator,
         # clocks), which showed up as a 13B model looking slower at batch 1 than at batch 4.
         forward_latency(model, max(batch_sizes), max(contexts), max(gammas), repeats=50, warmup=50)
-        store.run(keys, lambda **key: {
-            "seconds": forward_latency(model, key["B"], key["S"], key["gamma"], repeats=repeats)}, desc=name)
+        store.run(
+            keys,
+            lambda model=model, **key: {
+                "seconds": forward_latency(model, key["B"], key["S"], key["gamma"], repeats=repeats)
+            },
+            desc=name,
+        )
         del model
         if torch.device(device).type == "cuda":
             torch.cuda.empty_cache()

@@ -9,7 +9,36 @@ prove that no re-prefill happens.
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import torch
+
+
+@runtime_checkable
+class TargetLM(Protocol):
+    """What ``engine.generate`` calls on a target (``CachedLM`` wraps a transformers model into one;
+    ``specdec.cos.decoding.CombinedLM`` combines several). One row here; ``V`` = ``vocab_size``.
+
+    - ``prefill(prompt_rows, **model_inputs)``: start a sequence from ``[LongTensor[L]]``; the cache then holds
+      every prompt position but the last, which stays pending.
+    - ``extend(sequence) -> logits``: ``sequence`` is every token kept after the prompt plus the new draft tokens
+      (``list[int]``); feeds the pending positions and returns their logits ``[1, n_pending, V]``, the last
+      position predicting the token after ``sequence``.
+    - ``rollback(sequence)``: keep the cache for ``sequence`` (minus its last token, which becomes pending).
+    - ``device``, ``vocab_size``, ``tokens_fed`` (token positions run, for the result).
+    """
+
+    device: torch.device
+    tokens_fed: int
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    def prefill(self, prompt_rows: list[torch.Tensor], **model_inputs) -> None: ...
+
+    def extend(self, sequence: list[int]) -> torch.Tensor: ...
+
+    def rollback(self, sequence: list[int]) -> None: ...
 
 
 def crop_cache(cache, length: int) -> None:
@@ -56,8 +85,8 @@ class CachedLM:
         ids = torch.zeros((self.m, width), dtype=torch.long)  # left padding with id 0, masked out
         mask = torch.zeros((self.m, width), dtype=torch.long)
         for i, row in enumerate(prompt_rows):
-            ids[i, width - len(row):] = row
-            mask[i, width - len(row):] = 1
+            ids[i, width - len(row) :] = row
+            mask[i, width - len(row) :] = 1
         self.padded = bool((mask == 0).any())
         self.mask = mask.to(self.device)
         self.last_prompt_tokens = ids[:, -1].to(self.device)
@@ -131,8 +160,13 @@ class CachedLM:
         if self.padded:
             # Left padding: every row counts its positions from its own first real token.
             total = positions_from + k
-            mask = torch.cat([self.mask, torch.ones((self.m, max(0, total - self.mask.shape[1])),
-                                                    dtype=torch.long, device=self.device)], dim=1)[:, :total]
+            mask = torch.cat(
+                [
+                    self.mask,
+                    torch.ones((self.m, max(0, total - self.mask.shape[1])), dtype=torch.long, device=self.device),
+                ],
+                dim=1,
+            )[:, :total]
             pad = (self.mask == 0).sum(1, keepdim=True)
             kwargs["attention_mask"] = mask
             kwargs["position_ids"] = torch.arange(positions_from, total, device=self.device)[None, :] - pad
@@ -151,9 +185,11 @@ def embed_rows(model, ids: torch.Tensor, row_features) -> torch.Tensor:
         slots = ids[i] == image_token
         n_slots, n_features = int(slots.sum()), 0 if features is None else features.shape[0]
         if n_slots != n_features:
-            raise ValueError(f"drafting row {i} has {n_slots} image tokens before its last token but "
-                             f"{n_features} visual embeddings; every <image> needs its features (and the "
-                             f"prompt must not end in an image token)")
+            raise ValueError(
+                f"drafting row {i} has {n_slots} image tokens before its last token but "
+                f"{n_features} visual embeddings; every <image> needs its features (and the "
+                f"prompt must not end in an image token)"
+            )
         if n_slots:
             embeds[i, slots] = features.to(embeds.dtype)
     return embeds

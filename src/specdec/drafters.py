@@ -1,6 +1,6 @@
 """Drafters: anything that proposes ``γ`` tokens given the tokens generated so far.
 
-The decode loop (``specdec.engine``) talks to a drafter through three calls::
+The decode loop (``specdec.engine``) talks to a drafter (the ``Drafter`` protocol) through three calls::
 
     drafter.prefill(prompt_ids, **inputs)            # start a sequence
     tokens, probs = drafter.propose(generated, γ, sampling, generator)
@@ -13,13 +13,51 @@ drafter; it runs ``m`` drafting inputs as one batch and mixes their distribution
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Protocol, runtime_checkable
 
 import torch
 
 from specdec.cache import CachedLM
 from specdec.sampling import SamplingConfig, logits_to_probs, sample
+
+
+@runtime_checkable
+class Drafter(Protocol):
+    """What ``engine.generate`` calls on a drafter (one sequence; ``V`` = the drafter's vocabulary size).
+
+    - ``prefill(prompt_ids, **inputs)``: start a sequence; ``prompt_ids`` is ``LongTensor[L]``, ``inputs`` are the
+      caller's ``draft_inputs`` (e.g. ``pixel_values``).
+    - ``propose(generated, gamma, sampling, generator) -> (tokens, probs)``: ``generated`` is every token kept
+      after the prompt so far (``list[int]``); returns up to ``gamma`` tokens ``LongTensor[k]`` (``k ≤ gamma``)
+      and ``probs [k, V']`` (``V' ≤ V`` of the target), the distribution token ``i`` was drawn from (one-hot
+      for a deterministic drafter).
+    - ``rollback(generated)``: the engine kept ``generated``; forget every position after it.
+    - ``calls`` / ``tokens_fed``: forward calls and token positions run so far (reported in the result).
+
+    A drafter may also have ``vocab_size`` (checked against the target's) and ``observe`` (``AdaptiveDrafter``).
+    """
+
+    calls: int
+    tokens_fed: int
+
+    def prefill(self, prompt_ids: torch.Tensor, **inputs) -> None: ...
+
+    def propose(
+        self, generated: list[int], gamma: int, sampling: SamplingConfig, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def rollback(self, generated: list[int]) -> None: ...
+
+
+@runtime_checkable
+class AdaptiveDrafter(Drafter, Protocol):
+    """A drafter that learns from verification: after each block the engine calls
+    ``observe(target_logits [n, V], kept_tokens [n], sampling)`` for the ``n`` verified draft positions (the
+    bonus position, which has no draft distribution, is never observed)."""
+
+    def observe(self, target_logits: torch.Tensor, kept_tokens: list[int], sampling: SamplingConfig) -> None: ...
 
 
 class ModelDrafter:
@@ -62,16 +100,19 @@ class ModelDrafter:
         made = self.make_rows(prompt_ids, **model_inputs) if model_inputs else self.make_rows(prompt_ids)
         rows, row_features = made if isinstance(made, tuple) else (made, None)
         if self.weights is not None and len(self.weights) != len(rows):
-            raise ValueError(f"got {len(self.weights)} mixture weights for {len(rows)} drafting inputs; "
-                             f"pass one weight per drafting method")
+            raise ValueError(
+                f"got {len(self.weights)} mixture weights for {len(rows)} drafting inputs; "
+                f"pass one weight per drafting method"
+            )
         if row_features is not None:
             self.lm.prefill(rows, row_features=row_features)
         else:
             self.lm.prefill(rows, **model_inputs)
 
     @torch.no_grad()
-    def propose(self, generated: list[int], gamma: int, sampling: SamplingConfig,
-                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def propose(
+        self, generated: list[int], gamma: int, sampling: SamplingConfig, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         tokens, probs, row_probs = [], [], []
         sequence = list(generated)
         for _ in range(gamma):
@@ -151,8 +192,8 @@ def lookup(context: list[int], gamma: int, max_ngram: int = 3, min_ngram: int = 
     for n in range(min(max_ngram, len(context) - 1), min_ngram - 1, -1):
         tail = context[-n:]
         for start in range(len(context) - n - 1, -1, -1):
-            if context[start:start + n] == tail:
-                return context[start + n:start + n + gamma]
+            if context[start : start + n] == tail:
+                return context[start + n : start + n + gamma]
     return []
 
 
@@ -160,7 +201,7 @@ def lookup(context: list[int], gamma: int, max_ngram: int = 3, min_ngram: int = 
 class History:
     """The verified history an ``AdaptiveEnsembleDrafter`` fills and its policy reads (``specdec.tabed.ensemble``)."""
 
-    row_probs: list[torch.Tensor] = field(default_factory=list)     # each [m, V]
+    row_probs: list[torch.Tensor] = field(default_factory=list)  # each [m, V]
     target_probs: list[torch.Tensor] = field(default_factory=list)  # each [V]
     tokens: list[int] = field(default_factory=list)
     stats: dict = field(default_factory=dict)  # per-position policy statistics, computed once per position
@@ -176,8 +217,11 @@ class History:
     def window(self, h: int | None):
         """The last ``h`` positions (all when ``h`` is None) as tensors ``[h, m, V]``, ``[h, V]``, ``[h]``."""
         start = 0 if h is None else max(0, len(self.tokens) - h)
-        return (torch.stack(self.row_probs[start:]), torch.stack(self.target_probs[start:]),
-                torch.tensor(self.tokens[start:]))
+        return (
+            torch.stack(self.row_probs[start:]),
+            torch.stack(self.target_probs[start:]),
+            torch.tensor(self.tokens[start:]),
+        )
 
     def __len__(self) -> int:
         return len(self.tokens)

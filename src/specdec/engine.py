@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from specdec import verify
-from specdec.cache import CachedLM
-from specdec.drafters import ModelDrafter
+from specdec.cache import CachedLM, TargetLM
+from specdec.drafters import AdaptiveDrafter, Drafter, ModelDrafter
 from specdec.sampling import SamplingConfig, logits_to_probs
 
 
@@ -65,17 +65,32 @@ class GenerationResult:
 
     def summary(self) -> dict:
         """One flat dict of the scalar statistics (a tidy results row)."""
-        row = {k: v for k, v in asdict(self).items()
-               if not isinstance(v, list)}
-        row.update(new_tokens=self.new_tokens, block_efficiency=self.block_efficiency,
-                   acceptance_rate=self.acceptance_rate, tokens_per_second=self.tokens_per_second)
+        row = {k: v for k, v in asdict(self).items() if not isinstance(v, list)}
+        row.update(
+            new_tokens=self.new_tokens,
+            block_efficiency=self.block_efficiency,
+            acceptance_rate=self.acceptance_rate,
+            tokens_per_second=self.tokens_per_second,
+        )
         return row
 
 
-def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens: int = 128,
-             sampling: SamplingConfig | None = None, eos_token_id=None, stop_strings=None, tokenizer=None,
-             seed: int = 0, verifier=None, target_inputs: dict | None = None,
-             draft_inputs: dict | None = None) -> GenerationResult:
+def generate(
+    target,
+    prompt_ids,
+    drafter=None,
+    *,
+    gamma: int = 5,
+    max_new_tokens: int = 128,
+    sampling: SamplingConfig | None = None,
+    eos_token_id=None,
+    stop_strings=None,
+    tokenizer=None,
+    seed: int = 0,
+    verifier=None,
+    target_inputs: dict | None = None,
+    draft_inputs: dict | None = None,
+) -> GenerationResult:
     """Generate up to ``max_new_tokens`` tokens after ``prompt_ids`` (``LongTensor[L]``, batch size 1).
 
     target: a transformers causal LM (or LLaVA) model. drafter: ``None`` (autoregressive baseline), a
@@ -92,13 +107,14 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
     check_int("max_new_tokens", max_new_tokens, minimum=0)
     if stop_strings and tokenizer is None:
         raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
-    if drafter is not None and not hasattr(drafter, "propose"):
-        drafter = ModelDrafter(drafter)
-    target_lm = target if hasattr(target, "extend") else CachedLM(target)  # e.g. cos.CombinedLM
+    drafter = as_drafter(drafter)
+    target_lm = as_target_lm(target)
     if drafter is not None and getattr(drafter, "vocab_size", target_lm.vocab_size) != target_lm.vocab_size:
-        raise ValueError(f"draft vocabulary ({drafter.vocab_size}) differs from the target's "
-                         f"({target_lm.vocab_size}); speculative decoding needs one shared tokenizer")
-    eos_ids = _eos_ids(target, eos_token_id)
+        raise ValueError(
+            f"draft vocabulary ({drafter.vocab_size}) differs from the target's "
+            f"({target_lm.vocab_size}); speculative decoding needs one shared tokenizer"
+        )
+    eos_ids = _eos_ids(target_lm.model if isinstance(target_lm, CachedLM) else target, eos_token_id)
     verifier = verifier or _default_verifier
     device = target_lm.device
     draft_gen = torch.Generator(device=device).manual_seed(seed)
@@ -122,7 +138,7 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
             draft_tokens = torch.zeros(0, dtype=torch.long, device=device)
             draft_probs = torch.zeros((0, target_lm.vocab_size), device=device)
         t1 = now(device)
-        target_logits = target_lm.extend(out + draft_tokens.tolist())[0, -(block + 1):]  # [block+1, V]
+        target_logits = target_lm.extend(out + draft_tokens.tolist())[0, -(block + 1) :]  # [block+1, V]
         n_accepted, next_token = verifier(draft_tokens, draft_probs, target_logits, sampling, verify_gen)
         new = draft_tokens[:n_accepted].tolist() + [next_token]
         t2 = now(device)
@@ -133,7 +149,7 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
             result.accepted_per_block.append(n_accepted)
             result.drafted_per_block.append(block)
         result.from_draft += [True] * n_accepted + [False]
-        if block > 0 and hasattr(drafter, "observe"):  # adaptive drafters learn from the verified positions
+        if block > 0 and isinstance(drafter, AdaptiveDrafter):  # learns from the verified positions
             n_verified = min(n_accepted + 1, block)  # the bonus position has no draft distribution
             drafter.observe(target_logits[:n_verified], new[:n_verified], sampling)
         out += new
@@ -154,6 +170,30 @@ def generate(target, prompt_ids, drafter=None, *, gamma: int = 5, max_new_tokens
         result.draft_calls = drafter.calls
         result.draft_tokens_fed = drafter.tokens_fed
     return result
+
+
+def as_drafter(drafter) -> Drafter | None:
+    """``None``, a ``Drafter``, or a draft model (a ``torch.nn.Module``, wrapped in ``ModelDrafter``)."""
+    if drafter is None or isinstance(drafter, Drafter):
+        return drafter
+    if isinstance(drafter, torch.nn.Module):
+        return ModelDrafter(drafter)
+    raise TypeError(
+        f"drafter must be None, a draft model or a Drafter (prefill / propose / rollback, calls, tokens_fed: "
+        f"see specdec.drafters.Drafter), got {type(drafter).__name__}"
+    )
+
+
+def as_target_lm(target) -> TargetLM:
+    """A ``TargetLM`` as it is (e.g. ``CachedLM``, ``cos.CombinedLM``), or a transformers model in a ``CachedLM``."""
+    if isinstance(target, TargetLM):
+        return target
+    if isinstance(target, torch.nn.Module):
+        return CachedLM(target)
+    raise TypeError(
+        f"target must be a transformers model or a TargetLM (prefill / extend / rollback: see "
+        f"specdec.cache.TargetLM), got {type(target).__name__}"
+    )
 
 
 def _pad_vocab(probs: torch.Tensor, vocab_size: int) -> torch.Tensor:
@@ -205,8 +245,10 @@ def check_prompt(prompt_ids) -> torch.Tensor:
     if prompt_ids.dim() == 2 and prompt_ids.shape[0] == 1:
         prompt_ids = prompt_ids[0]
     if prompt_ids.dim() != 1:
-        raise ValueError(f"prompt_ids must be one sequence (LongTensor[L] or [1, L]); got shape "
-                         f"{list(prompt_ids.shape)}; the target runs at batch size 1")
+        raise ValueError(
+            f"prompt_ids must be one sequence (LongTensor[L] or [1, L]); got shape "
+            f"{list(prompt_ids.shape)}; the target runs at batch size 1"
+        )
     if prompt_ids.numel() == 0:
         raise ValueError("the prompt is empty: give at least one token (e.g. the BOS token)")
     if prompt_ids.dtype not in (torch.long, torch.int32, torch.int64):

@@ -60,8 +60,11 @@ def datasets_offline_if_unreachable():
     if not any(_env_flag(v) for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")) and hub_reachable():
         yield
         return
-    targets = [(datasets.config, "HF_HUB_OFFLINE"), (datasets.config, "HF_DATASETS_OFFLINE"),
-               (huggingface_hub.constants, "HF_HUB_OFFLINE")]
+    targets = [
+        (datasets.config, "HF_HUB_OFFLINE"),
+        (datasets.config, "HF_DATASETS_OFFLINE"),
+        (huggingface_hub.constants, "HF_HUB_OFFLINE"),
+    ]
     saved = [(obj, attr, getattr(obj, attr)) for obj, attr in targets if hasattr(obj, attr)]
     for obj, attr, _ in saved:
         setattr(obj, attr, True)
@@ -78,8 +81,9 @@ def load_dataset(dataset_id: str, config: str | None, split: str, n: int | None 
     try:
         import datasets
     except ImportError:
-        raise DatasetNotAvailableError(f"loading {dataset_id} needs the datasets package: `pip install datasets`, "
-                                       "or use profile='tiny'") from None
+        raise DatasetNotAvailableError(
+            f"loading {dataset_id} needs the datasets package: `pip install datasets`, or use profile='tiny'"
+        ) from None
     try:
         with datasets_offline_if_unreachable():
             data = datasets.load_dataset(dataset_id, config, split=split)

@@ -24,20 +24,30 @@ def hf_assisted(target, draft, prompt_ids, *, gamma: int = 5, max_new_tokens: in
     draft.generation_config.assistant_confidence_threshold = 0.0
     ids = torch.as_tensor(prompt_ids).reshape(1, -1).to(target.device)
     config = copy.deepcopy(target.generation_config)
-    config.update(do_sample=False, max_new_tokens=max_new_tokens, min_new_tokens=0, eos_token_id=eos_token_id,
-                  pad_token_id=0, use_cache=True)
+    config.update(
+        do_sample=False,
+        max_new_tokens=max_new_tokens,
+        min_new_tokens=0,
+        eos_token_id=eos_token_id,
+        pad_token_id=0,
+        use_cache=True,
+    )
     from transformers.utils import logging as hf_logging
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # HF's assistant warns about its own internal generate() kwargs
     try:
         t0 = time.perf_counter()
-        out = target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=draft,
-                              generation_config=config)
+        out = target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=draft, generation_config=config)
         elapsed = time.perf_counter() - t0
     finally:
         handle.remove()
         hf_logging.set_verbosity(verbosity)
-    new = out[0, ids.shape[1]:].tolist()
-    return {"output_ids": new, "new_tokens": len(new), "target_calls": calls[0],
-            "block_efficiency": len(new) / calls[0] if calls[0] else float("nan"), "total_time": elapsed}
+    new = out[0, ids.shape[1] :].tolist()
+    return {
+        "output_ids": new,
+        "new_tokens": len(new),
+        "target_calls": calls[0],
+        "block_efficiency": len(new) / calls[0] if calls[0] else float("nan"),
+        "total_time": elapsed,
+    }

@@ -17,9 +17,11 @@ def highlight_html(tokenizer, result) -> str:
         style = "background:#b7e4c7" if drafted else "background:#f1f1f1"
         spans.append(f'<span style="{style}">{text}</span>')
     prompt = html.escape(tokenizer.decode(result.prompt_ids, skip_special_tokens=True)).replace("\n", "<br>")
-    return (f'<div style="font-family:monospace;white-space:pre-wrap"><b>{prompt}</b>{"".join(spans)}</div>'
-            '<small>green: draft token accepted by the target; grey: token from the target '
-            '(correction or bonus)</small>')
+    return (
+        f'<div style="font-family:monospace;white-space:pre-wrap"><b>{prompt}</b>{"".join(spans)}</div>'
+        "<small>green: draft token accepted by the target; grey: token from the target "
+        "(correction or bonus)</small>"
+    )
 
 
 def accepted_histogram(accepted_per_block, gamma: int, ax=None, title: str = ""):
@@ -40,9 +42,14 @@ def tau_vs_formula(df, ax=None):
     ax = ax or plt.subplots(figsize=(5, 3.5))[1]
     groups = df.groupby("draft") if "draft" in df else [("", df)]
     for name, part in groups:
-        line, = ax.plot(part.gamma, part.block_efficiency, "o-", label=f"measured {name}".strip())
-        ax.plot(part.gamma, part.expected_block_efficiency, "--", color=line.get_color(),
-                label=f"(1-α^(γ+1))/(1-α) {name}".strip())
+        (line,) = ax.plot(part.gamma, part.block_efficiency, "o-", label=f"measured {name}".strip())
+        ax.plot(
+            part.gamma,
+            part.expected_block_efficiency,
+            "--",
+            color=line.get_color(),
+            label=f"(1-α^(γ+1))/(1-α) {name}".strip(),
+        )
     ax.set_xlabel("γ (draft length)")
     ax.set_ylabel("block efficiency τ")
     ax.legend(fontsize=7)
@@ -79,8 +86,9 @@ def speedup_bars(ours, paper=None, title: str = "", ax=None):
         ax.bar(x + i * width, ours.loc[method].values, width, label=method)
         if paper is not None and method in paper.index:
             vals = paper.reindex(columns=tasks).loc[method].values.astype(float)
-            ax.scatter(x + i * width, vals, marker="_", s=200, color="black", zorder=3,
-                       label="paper" if i == 0 else None)
+            ax.scatter(
+                x + i * width, vals, marker="_", s=200, color="black", zorder=3, label="paper" if i == 0 else None
+            )
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xticks(x + 0.4 - width / 2, tasks)
     ax.set_ylabel("speedup over standard")
@@ -89,8 +97,17 @@ def speedup_bars(ours, paper=None, title: str = "", ax=None):
     return ax
 
 
-def sweep_lines(frame, x: str, y: str, hue: str, ax=None, title: str = "", xlabel: str | None = None,
-                ylabel: str | None = None, logx: bool = False):
+def sweep_lines(
+    frame,
+    x: str,
+    y: str,
+    hue: str,
+    ax=None,
+    title: str = "",
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    logx: bool = False,
+):
     """One line per ``hue`` value of ``y`` against ``x`` (tidy ``frame``)."""
     ax = ax or plt.subplots(figsize=(4.5, 3.2))[1]
     for key, group in frame.groupby(hue, sort=False):

@@ -59,8 +59,10 @@ class ResultStore:
         fields = list(rows[0]) if new_file else self._header()
         extra = set().union(*rows) - set(fields)
         if extra:
-            raise ValueError(f"{self.path.name} has columns {fields}; rows bring new ones {sorted(extra)}: "
-                             "use a new table name or delete the old file")
+            raise ValueError(
+                f"{self.path.name} has columns {fields}; rows bring new ones {sorted(extra)}: "
+                "use a new table name or delete the old file"
+            )
         with self.path.open("a", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=fields)
             if new_file:

@@ -27,8 +27,12 @@ def greedy(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> tuple[int
     return n_accepted, int(target_tokens[n_accepted])
 
 
-def stochastic(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
-               generator: torch.Generator | None = None) -> tuple[int, int]:
+def stochastic(
+    draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor,
+    target_probs: torch.Tensor,
+    generator: torch.Generator | None = None,
+) -> tuple[int, int]:
     """Speculative sampling (Leviathan et al. / Chen et al.): the output follows ``target_probs`` exactly.
 
     draft_tokens: ``LongTensor[γ]``; draft_probs: ``[γ, V]`` (q); target_probs: ``[γ+1, V]`` (p).
@@ -45,8 +49,12 @@ def stochastic(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_pro
     return n_accepted, correction
 
 
-def stochastic_prefix(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
-                      generator: torch.Generator | None = None) -> tuple[int, int | None]:
+def stochastic_prefix(
+    draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor,
+    target_probs: torch.Tensor,
+    generator: torch.Generator | None = None,
+) -> tuple[int, int | None]:
     """The accept / resample part of ``stochastic`` without a bonus position (CoS verifies this way).
 
     target_probs: ``[γ, V]``, one row per draft token. Returns ``(n_accepted, correction)`` where
@@ -56,11 +64,14 @@ def stochastic_prefix(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, tar
     """
     gamma = draft_tokens.shape[0] if draft_tokens.dim() == 1 else -1
     if gamma < 0 or target_probs.dim() != 2 or target_probs.shape[0] != gamma:
-        raise ValueError(f"need draft_tokens [γ] and target_probs [γ, V]; got {list(draft_tokens.shape)} and "
-                         f"{list(target_probs.shape)}")
+        raise ValueError(
+            f"need draft_tokens [γ] and target_probs [γ, V]; got {list(draft_tokens.shape)} and "
+            f"{list(target_probs.shape)}"
+        )
     if draft_probs.shape != target_probs.shape:
-        raise ValueError(f"draft_probs must have shape [γ, V] = {list(target_probs.shape)}, "
-                         f"got {list(draft_probs.shape)}")
+        raise ValueError(
+            f"draft_probs must have shape [γ, V] = {list(target_probs.shape)}, got {list(draft_probs.shape)}"
+        )
     check_probs(draft_probs, "draft_probs")
     check_probs(target_probs, "target_probs")
     if gamma == 0:
@@ -84,8 +95,10 @@ def greedy_prefix(draft_tokens: torch.Tensor, target_scores: torch.Tensor) -> tu
     """Greedy counterpart of ``stochastic_prefix``: accept while ``draft_tokens[i] == argmax target_scores[i]``;
     the correction is the argmax at the first mismatch (``None`` when all match). target_scores: ``[γ, V]``."""
     if target_scores.dim() != 2 or target_scores.shape[0] != draft_tokens.shape[0]:
-        raise ValueError(f"need draft_tokens [γ] and target_scores [γ, V]; got {list(draft_tokens.shape)} and "
-                         f"{list(target_scores.shape)}")
+        raise ValueError(
+            f"need draft_tokens [γ] and target_scores [γ, V]; got {list(draft_tokens.shape)} and "
+            f"{list(target_scores.shape)}"
+        )
     best = target_scores.argmax(-1)
     mismatch = (draft_tokens.to(best.device) != best).nonzero()
     if len(mismatch) == 0:
@@ -105,8 +118,10 @@ def check_probs(probs: torch.Tensor, name: str = "probs") -> None:
     sums = probs.sum(-1)
     worst = float((sums - 1).abs().max())
     if worst > _SUM_TOLERANCE:
-        raise ValueError(f"{name} rows must sum to one (a row sums to {float(sums.flatten()[(sums - 1).abs().argmax()]):.4f}); "
-                         "pass probabilities (softmax), not logits")
+        raise ValueError(
+            f"{name} rows must sum to one (a row sums to {float(sums.flatten()[(sums - 1).abs().argmax()]):.4f}); "
+            "pass probabilities (softmax), not logits"
+        )
 
 
 def _check_block(draft_tokens: torch.Tensor, target_scores: torch.Tensor, name: str) -> int:
@@ -116,6 +131,7 @@ def _check_block(draft_tokens: torch.Tensor, target_scores: torch.Tensor, name: 
     if target_scores.dim() != 2 or target_scores.shape[0] != gamma + 1:
         raise ValueError(f"{name} must have shape [γ+1, V] = [{gamma + 1}, V], got {list(target_scores.shape)}")
     if gamma and (int(draft_tokens.min()) < 0 or int(draft_tokens.max()) >= target_scores.shape[-1]):
-        raise ValueError(f"draft token ids must lie in [0, {target_scores.shape[-1]}); do the draft and target "
-                         "share a vocabulary?")
+        raise ValueError(
+            f"draft token ids must lie in [0, {target_scores.shape[-1]}); do the draft and target share a vocabulary?"
+        )
     return gamma

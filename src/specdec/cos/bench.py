@@ -26,14 +26,14 @@ def theorem_3_1(alpha: float, gamma: int, c: float) -> float:
     ``(1 − α^γ)(1 + c) / ((1 − α)(1 + cγ))``; ``c`` = proposer call time / verifier call time."""
     if alpha >= 1:
         return gamma * (1 + c) / (1 + c * gamma)
-    return (1 - alpha ** gamma) * (1 + c) / ((1 - alpha) * (1 + c * gamma))
+    return (1 - alpha**gamma) * (1 + c) / ((1 - alpha) * (1 + c * gamma))
 
 
 def theorem_3_6(alpha: float, gamma_q: int, gamma_p: int, c: float) -> float:
     """CoS with the alternate proposal framework: ``(1 − α^γq)(1 + c) / ((1 − α)(1 + cγq − α^γp c))``."""
     if alpha >= 1:
         alpha = 1 - 1e-9
-    return (1 - alpha ** gamma_q) * (1 + c) / ((1 - alpha) * (1 + c * gamma_q - alpha ** gamma_p * c))
+    return (1 - alpha**gamma_q) * (1 + c) / ((1 - alpha) * (1 + c * gamma_q - alpha**gamma_p * c))
 
 
 def we_acceptance(proposer_probs: torch.Tensor, other_probs: torch.Tensor, lam: float) -> torch.Tensor:
@@ -68,9 +68,24 @@ def default_proposer(kind: str, n_models: int, lam: float) -> int:
     return 1 if kind == "we" and n_models == 2 and lam < 0.5 else 0
 
 
-def run_task(store, *, models, tokenizer, rows, set_name: str, task: str, kind: str, methods,
-             temperature: float = 0.0, lam: float = 0.5, mu: float = 0.1, max_new_tokens: int = 64,
-             seed: int = 0, default: int | None = None, desc: str = "") -> None:
+def run_task(
+    store,
+    *,
+    models,
+    tokenizer,
+    rows,
+    set_name: str,
+    task: str,
+    kind: str,
+    methods,
+    temperature: float = 0.0,
+    lam: float = 0.5,
+    mu: float = 0.1,
+    max_new_tokens: int = 64,
+    seed: int = 0,
+    default: int | None = None,
+    desc: str = "",
+) -> None:
     """Run every ``(method, gamma)`` of ``methods`` on every prompt of ``rows``; one stored row per run.
 
     Keys: set, task, method, gamma, temperature, lam, mu, prompt (``gamma`` 0 for methods without proposals).
@@ -85,21 +100,46 @@ def run_task(store, *, models, tokenizer, rows, set_name: str, task: str, kind: 
     _warm_up(models, combine, next(iter(prompts.values())))
 
     def compute(set, task, method, gamma, temperature, lam, mu, prompt):
-        res = cos.decode(models, prompts[prompt], combine, method, gamma=max(1, gamma), default=default,
-                         max_new_tokens=max_new_tokens, sampling=sampling, seed=seed)
+        res = cos.decode(
+            models,
+            prompts[prompt],
+            combine,
+            method,
+            gamma=max(1, gamma),
+            default=default,
+            max_new_tokens=max_new_tokens,
+            sampling=sampling,
+            seed=seed,
+        )
         row = {**_EMPTY, **res.summary()}
         row.pop("method")
         row["text"] = tokenizer.decode(res.output_ids)
         return row
 
-    keys = [dict(set=set_name, task=task, method=m, gamma=g, temperature=temperature, lam=lam, mu=mu,
-                 prompt=pid) for pid in prompts for m, g in methods]
+    keys = [
+        dict(set=set_name, task=task, method=m, gamma=g, temperature=temperature, lam=lam, mu=mu, prompt=pid)
+        for pid in prompts
+        for m, g in methods
+    ]
     store.run(keys, compute, desc=desc or f"{set_name}/{task}")
 
 
-def main_grid(store, cost_store, *, profile: str, configs: list[dict], tasks, n_prompts: int, gammas,
-              max_new_tokens: int, lam: float = 0.5, mu: float = 0.1, device=None, seed: int = 0,
-              task_rows: dict | None = None) -> dict:
+def main_grid(
+    store,
+    cost_store,
+    *,
+    profile: str,
+    configs: list[dict],
+    tasks,
+    n_prompts: int,
+    gammas,
+    max_new_tokens: int,
+    lam: float = 0.5,
+    mu: float = 0.1,
+    device=None,
+    seed: int = 0,
+    task_rows: dict | None = None,
+) -> dict:
     """Tables 2-4 of the paper: every method on every task for each ``{"set", "temperature"}`` config.
 
     Returns ``{set: per-model call costs}`` (seconds of one one-token call, also stored in ``cost_store``).
@@ -116,9 +156,21 @@ def main_grid(store, cost_store, *, profile: str, configs: list[dict], tasks, n_
         costs[cfg["set"]] = stored_call_costs(cost_store, cfg["set"], models)
         for task in tasks:
             rows = (task_rows or {}).get(task) or cos_tasks.load_task(task, n_prompts, profile=profile)
-            run_task(store, models=models, tokenizer=tokenizer, rows=rows, set_name=cfg["set"], task=task,
-                     kind=kind, methods=methods, temperature=cfg.get("temperature", 0.0), lam=lam, mu=mu,
-                     max_new_tokens=max_new_tokens, seed=seed)
+            run_task(
+                store,
+                models=models,
+                tokenizer=tokenizer,
+                rows=rows,
+                set_name=cfg["set"],
+                task=task,
+                kind=kind,
+                methods=methods,
+                temperature=cfg.get("temperature", 0.0),
+                lam=lam,
+                mu=mu,
+                max_new_tokens=max_new_tokens,
+                seed=seed,
+            )
     return costs
 
 
@@ -143,13 +195,19 @@ def speedup_table(frame: pd.DataFrame, baseline: str = "standard", costs: dict |
         ref = base.reindex(g.index)
         ratio = g.tokens_per_second / ref.tokens_per_second.values
         row = dict(zip(KEYS, key))
-        row.update(speedup=float(ratio.median()), tokens_per_second=float(g.new_tokens.sum() / (g.total_time - g.prefill_time).sum()),
-                   calls_per_token=float(_calls(g).sum() / g.new_tokens.sum()),
-                   acceptance=float(_accepted(g).sum() / max(1, _proposed(g).sum())) if _proposed(g).sum() else float("nan"),
-                   new_tokens=int(g.new_tokens.sum()), prompts=len(g))
+        row.update(
+            speedup=float(ratio.median()),
+            tokens_per_second=float(g.new_tokens.sum() / (g.total_time - g.prefill_time).sum()),
+            calls_per_token=float(_calls(g).sum() / g.new_tokens.sum()),
+            acceptance=float(_accepted(g).sum() / max(1, _proposed(g).sum())) if _proposed(g).sum() else float("nan"),
+            new_tokens=int(g.new_tokens.sum()),
+            prompts=len(g),
+        )
         if costs and row["set"] in costs:
             c = costs[row["set"]]
-            row["cost_speedup"] = float(_cost(ref, c).sum() / ref.new_tokens.sum()) / float(_cost(g, c).sum() / g.new_tokens.sum())
+            row["cost_speedup"] = float(_cost(ref, c).sum() / ref.new_tokens.sum()) / float(
+                _cost(g, c).sum() / g.new_tokens.sum()
+            )
         out.append(row)
     return pd.DataFrame(out)
 
@@ -159,7 +217,7 @@ def _pad(name, values) -> dict:
 
 
 def _cols(g, prefix):
-    return [c for c in g.columns if c.startswith(prefix) and c[len(prefix):].isdigit()]
+    return [c for c in g.columns if c.startswith(prefix) and c[len(prefix) :].isdigit()]
 
 
 def _calls(g):
@@ -186,8 +244,13 @@ def best_over_gamma(table: pd.DataFrame) -> pd.DataFrame:
     return table.loc[idx].reset_index(drop=True)
 
 
-PAPER_METHODS = {"standard": ["WE", "CD"], "parallel": ["WE-P", "CD-P"], "sd": ["WE-SD", "CD-SD"],
-                 "cos": ["WE-CoS", "CD-CoS"], "naive": ["WE-Naive-CoS (w/o APF)", "CD-Naive-CoS (w/o APF)"]}
+PAPER_METHODS = {
+    "standard": ["WE", "CD"],
+    "parallel": ["WE-P", "CD-P"],
+    "sd": ["WE-SD", "CD-SD"],
+    "cos": ["WE-CoS", "CD-CoS"],
+    "naive": ["WE-Naive-CoS (w/o APF)", "CD-Naive-CoS (w/o APF)"],
+}
 PAPER_TASKS = {"humaneval": "HumanEval", "gsm8k": "GSM8K", "mmlu": "MMLU", "cnndm": "CNNDM"}
 
 
@@ -198,10 +261,14 @@ def paper_speedups(table: str, model_pair: str, temperature: str | None = None) 
     if temperature is not None:
         df = df[df.temperature == temperature]
     to_ours = {name: ours for ours, names in PAPER_METHODS.items() for name in names}
-    df = df.assign(method=df.method_canonical.map(to_ours), task=df.dataset.map({v: k for k, v in PAPER_TASKS.items()}),
-                   paper=df.value.astype(float))
+    df = df.assign(
+        method=df.method_canonical.map(to_ours),
+        task=df.dataset.map({v: k for k, v in PAPER_TASKS.items()}),
+        paper=df.value.astype(float),
+    )
     return df.pivot_table(index="method", columns="task", values="paper").reindex(
-        [m for m in PAPER_METHODS if m in set(df.method)])
+        [m for m in PAPER_METHODS if m in set(df.method)]
+    )
 
 
 def equation_accuracy(text: str) -> float:
@@ -250,8 +317,7 @@ def stored_gpu_table(profile: str):
     if not path.exists():
         return None
     df = pd.read_csv(path)
-    return df.pivot_table(index=["device", "set", "temperature", "method"], columns="task",
-                          values="speedup").round(2)
+    return df.pivot_table(index=["device", "set", "temperature", "method"], columns="task", values="speedup").round(2)
 
 
 def main(argv=None):
@@ -273,8 +339,13 @@ def main(argv=None):
     if args.dump_rows:
         import json
 
-        rows = {t: [{k: r[k] for k in ("id", "prompt", "reference")}
-                    for r in cos_tasks.load_task(t, args.n_prompts, profile=args.profile)] for t in tasks}
+        rows = {
+            t: [
+                {k: r[k] for k in ("id", "prompt", "reference")}
+                for r in cos_tasks.load_task(t, args.n_prompts, profile=args.profile)
+            ]
+            for t in tasks
+        }
         args.out.write_text(json.dumps(rows))
         return
     task_rows = None
@@ -282,14 +353,27 @@ def main(argv=None):
         import json
 
         task_rows = json.loads(args.rows.read_text())
-    configs = [{"set": "we", "temperature": 1.0}, {"set": "we3", "temperature": 1.0},
-               {"set": "cd", "temperature": 0.0}, {"set": "cd", "temperature": 1.0}]
+    configs = [
+        {"set": "we", "temperature": 1.0},
+        {"set": "we3", "temperature": 1.0},
+        {"set": "cd", "temperature": 0.0},
+        {"set": "cd", "temperature": 1.0},
+    ]
     root = pathlib.Path(tempfile.mkdtemp())
     store = ResultStore(args.profile, "cos_main", KEYS + ["prompt"], root=root)
     cost_store = ResultStore(args.profile, "cos_call_costs", ["set", "device"], root=root)
-    costs = main_grid(store, cost_store, profile=args.profile, configs=configs,
-                      tasks=tasks, n_prompts=args.n_prompts, gammas=[1, 5], max_new_tokens=args.max_new_tokens,
-                      device=args.device, task_rows=task_rows)
+    costs = main_grid(
+        store,
+        cost_store,
+        profile=args.profile,
+        configs=configs,
+        tasks=tasks,
+        n_prompts=args.n_prompts,
+        gammas=[1, 5],
+        max_new_tokens=args.max_new_tokens,
+        device=args.device,
+        task_rows=task_rows,
+    )
     best = best_over_gamma(speedup_table(store.frame(), costs=costs))
     best.insert(0, "device", bench.describe_device(args.device))
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -311,7 +395,7 @@ def expected_we_acceptance(models, sequences, lams, proposer: int = 0) -> pd.Dat
             continue
         ids = torch.cat([torch.as_tensor(prompt_ids), torch.as_tensor(output_ids)])[None]
         device = next(models[0].parameters()).device
-        probs = [m(ids.to(device)).logits[0, len(prompt_ids) - 1:-1].float().softmax(-1) for m in models]
+        probs = [m(ids.to(device)).logits[0, len(prompt_ids) - 1 : -1].float().softmax(-1) for m in models]
         per_position.append(probs)
     rows = []
     for lam in lams:
@@ -319,8 +403,7 @@ def expected_we_acceptance(models, sequences, lams, proposer: int = 0) -> pd.Dat
         q = torch.cat([p[proposer] for p in per_position])
         other = torch.cat([p[1 - proposer] for p in per_position])
         alpha = we_acceptance(q, other, weight)
-        rows.append(dict(lam=lam, proposer=proposer, alpha=float(alpha.mean()), bound=weight,
-                         positions=len(alpha)))
+        rows.append(dict(lam=lam, proposer=proposer, alpha=float(alpha.mean()), bound=weight, positions=len(alpha)))
     return pd.DataFrame(rows)
 
 
@@ -333,8 +416,19 @@ def theory_table(table: pd.DataFrame, costs: dict) -> pd.DataFrame:
         c = c0 / c1
         gamma = int(r["gamma"])
         pred = theorem_3_1(r.acceptance, gamma, c) if r.method == "naive" else theorem_3_6(r.acceptance, gamma, 1, c)
-        rows.append(dict(set=r["set"], task=r.task, method=r.method, gamma=gamma, alpha=r.acceptance, c=c,
-                         theory=pred, cost_speedup=r.get("cost_speedup", float("nan")), walltime_speedup=r.speedup))
+        rows.append(
+            dict(
+                set=r["set"],
+                task=r.task,
+                method=r.method,
+                gamma=gamma,
+                alpha=r.acceptance,
+                c=c,
+                theory=pred,
+                cost_speedup=r.get("cost_speedup", float("nan")),
+                walltime_speedup=r.speedup,
+            )
+        )
     out = pd.DataFrame(rows)
     out["cost_over_theory"] = out.cost_speedup / out.theory
     out["walltime_over_theory"] = out.walltime_speedup / out.theory
@@ -362,8 +456,8 @@ def gamma_trend(curves: pd.DataFrame, costs: dict, tolerance: float = 0.10) -> p
         change = theorem_3_6(alpha, int(gammas[-1]), 1, c) / theorem_3_6(alpha, int(gammas[0]), 1, c)
         predicted = "flat" if abs(change - 1) <= tolerance else "increasing" if change > 1 else "decreasing"
         k = int(s.argmax())
-        rises = (s[1:k + 1] >= (1 - tolerance) * s[:k]).all()
-        falls = (s[k + 1:] <= (1 + tolerance) * s[k:-1]).all()
+        rises = (s[1 : k + 1] >= (1 - tolerance) * s[:k]).all()
+        falls = (s[k + 1 :] <= (1 + tolerance) * s[k:-1]).all()
         if s.max() <= (1 + tolerance) * s.min():
             shape = "flat"
         elif 0 < k < len(s) - 1 and s[k] > (1 + tolerance) * max(s[0], s[-1]) and rises and falls:
@@ -374,8 +468,17 @@ def gamma_trend(curves: pd.DataFrame, costs: dict, tolerance: float = 0.10) -> p
             shape = "decreasing"
         else:
             shape = "no clear trend"
-        rows.append(dict(curve=curve, shape=shape, best_gamma=best, alpha=alpha, c=c, theory_predicts=predicted,
-                         explained=shape == "interior optimum" or shape == predicted))
+        rows.append(
+            dict(
+                curve=curve,
+                shape=shape,
+                best_gamma=best,
+                alpha=alpha,
+                c=c,
+                theory_predicts=predicted,
+                explained=shape == "interior optimum" or shape == predicted,
+            )
+        )
     return pd.DataFrame(rows)
 
 

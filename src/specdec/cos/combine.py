@@ -8,8 +8,8 @@ All return a distribution ``r [..., V]`` that collaborative decoding samples fro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -39,16 +39,19 @@ def uniform_average(probs: Sequence[torch.Tensor]) -> torch.Tensor:
     return weighted_ensemble(probs, [1.0 / len(probs)] * len(probs))
 
 
-def contrastive(expert_logits: torch.Tensor, amateur_logits: torch.Tensor, mu: float = 0.1,
-                temperature: float = 1.0) -> torch.Tensor:
+def contrastive(
+    expert_logits: torch.Tensor, amateur_logits: torch.Tensor, mu: float = 0.1, temperature: float = 1.0
+) -> torch.Tensor:
     """``softmax((l_expert − μ l_amateur) / T)`` on raw logits, no plausibility mask; ``T = 0``: one-hot argmax."""
     if mu < 0:
         raise ValueError(f"the contrastive coefficient mu must be >= 0, got {mu}")
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0 (0 = argmax), got {temperature}")
     if expert_logits.shape != amateur_logits.shape:
-        raise ValueError(f"expert logits {list(expert_logits.shape)} and amateur logits "
-                         f"{list(amateur_logits.shape)} differ: the models must share one vocabulary")
+        raise ValueError(
+            f"expert logits {list(expert_logits.shape)} and amateur logits "
+            f"{list(amateur_logits.shape)} differ: the models must share one vocabulary"
+        )
     scores = expert_logits.float() - mu * amateur_logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).float()
@@ -90,7 +93,7 @@ class Combination:
                 raise ValueError(f"ensemble weights must be non-negative and sum to one, got {list(self.weights)}")
 
     @classmethod
-    def weighted(cls, lam: float = 0.5, n_models: int = 2, temperature: float = 1.0) -> "Combination":
+    def weighted(cls, lam: float = 0.5, n_models: int = 2, temperature: float = 1.0) -> Combination:
         """The paper's WE: ``r = λ q + (1 − λ) p`` for two models (q = ``models[0]``); ``1/n`` each for n > 2."""
         if n_models == 2:
             if not 0 <= lam <= 1:

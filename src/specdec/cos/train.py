@@ -29,11 +29,15 @@ TASK_DOCS = {"gsm8k": 8000, "mmlu": 4000, "cnndm": None}  # documents per task (
 
 def build_streams(tokenizer) -> dict:
     """``{"train": {kind: LongTensor}, "heldout": {kind: LongTensor}}`` for every kind any mixture uses."""
+
     def stream(texts):
         ids: list[int] = []
         for text in texts:
-            ids += [tokenizer.bos_token_id, *tokenizer(text, add_special_tokens=False)["input_ids"],
-                    tokenizer.eos_token_id]
+            ids += [
+                tokenizer.bos_token_id,
+                *tokenizer(text, add_special_tokens=False)["input_ids"],
+                tokenizer.eos_token_id,
+            ]
         return torch.tensor(ids, dtype=torch.int16)  # vocabulary 4096 fits
 
     docs = corpus_lib.build_corpus()
@@ -52,8 +56,14 @@ def build_streams(tokenizer) -> dict:
     return out
 
 
-def train_all(streams: dict, names, out_dir: pathlib.Path, device: str = "cpu", steps_scale: float = 1.0,
-              tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR) -> list[dict]:
+def train_all(
+    streams: dict,
+    names,
+    out_dir: pathlib.Path,
+    device: str = "cpu",
+    steps_scale: float = 1.0,
+    tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR,
+) -> list[dict]:
     """Train ``names`` of ``COS_ZOO`` and save each under ``out_dir/<name>``; returns summary rows."""
     from transformers import AutoTokenizer
 
@@ -65,16 +75,31 @@ def train_all(streams: dict, names, out_dir: pathlib.Path, device: str = "cpu", 
         spec = zoo.COS_ZOO[name]
         steps = max(1, int(zoo.COS_TRAIN["steps"] * steps_scale))
         t0 = time.perf_counter()
-        model, log = train_model(name, train, heldout, steps=steps, batch_size=zoo.COS_TRAIN["batch_size"],
-                                 seq_len=zoo.COS_TRAIN["seq_len"], lr=zoo.COS_TRAIN["lr"],
-                                 seed=zoo.list_seed(name), mix=spec["mix"], device=device,
-                                 log_every=max(1, steps // 10))
+        model, log = train_model(
+            name,
+            train,
+            heldout,
+            steps=steps,
+            batch_size=zoo.COS_TRAIN["batch_size"],
+            seq_len=zoo.COS_TRAIN["seq_len"],
+            lr=zoo.COS_TRAIN["lr"],
+            seed=zoo.list_seed(name),
+            mix=spec["mix"],
+            device=device,
+            log_every=max(1, steps // 10),
+        )
         seconds = time.perf_counter() - t0
         per_kind = {k: round(heldout_loss(model, {k: v}, mix={k: 1.0}), 4) for k, v in heldout.items()}
         save_half(model.cpu(), out_dir / name)
         tokenizer.save_pretrained(out_dir / name)
-        info = {"model": name, "parameters": sum(p.numel() for p in model.parameters()), "steps": steps,
-                "device": device_name(device), "seconds": round(seconds, 1), "heldout_loss": per_kind}
+        info = {
+            "model": name,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "steps": steps,
+            "device": device_name(device),
+            "seconds": round(seconds, 1),
+            "heldout_loss": per_kind,
+        }
         (out_dir / name / "training_log.json").write_text(json.dumps({"summary": info, "log": log}, indent=0) + "\n")
         rows.append(info)
         print(json.dumps(info), flush=True)

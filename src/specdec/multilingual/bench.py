@@ -26,7 +26,6 @@ import statistics
 
 import numpy as np
 import pandas as pd
-import torch
 from tqdm.auto import tqdm
 
 from specdec import bench, zoo
@@ -41,8 +40,13 @@ from specdec.zoo.tasks import encode
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
 METHODS = ("ar", "sps-generic", "sps-f", "sps-pf", "pld")
-METHOD_LABELS = {"ar": "autoregressive", "sps-generic": "SpS (generic drafter)", "sps-f": "SpS + F drafter",
-                 "sps-pf": "SpS + P-F drafter (ours)", "pld": "PLD (prompt lookup)"}
+METHOD_LABELS = {
+    "ar": "autoregressive",
+    "sps-generic": "SpS (generic drafter)",
+    "sps-f": "SpS + F drafter",
+    "sps-pf": "SpS + P-F drafter (ours)",
+    "pld": "PLD (prompt lookup)",
+}
 NOT_BUILT = {
     "Medusa": "not built: needs extra decoding heads trained on the target and tree attention in the engine",
     "EAGLE": "not built: needs a feature-level autoregressive head on the target's hidden states and tree drafts",
@@ -61,17 +65,18 @@ def paper_setup() -> dict:
 
 def drafter_name(method: str, lang: str) -> str | None:
     """The zoo model behind a method for a pair X → En (``None`` for ``ar`` and ``pld``)."""
-    return {"sps-generic": "ml-draft-generic", "sps-f": f"ml-draft-f-{lang}",
-            "sps-pf": f"ml-draft-pf-{lang}"}.get(method)
+    return {"sps-generic": "ml-draft-generic", "sps-f": f"ml-draft-f-{lang}", "sps-pf": f"ml-draft-pf-{lang}"}.get(
+        method
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_model(name: str):
     """A zoo model in eval mode (float32 on CPU), cached: drafters are shared by many cells."""
     return load(name, with_tokenizer=False)[0]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tokenizer():
     from transformers import AutoTokenizer
 
@@ -88,8 +93,9 @@ def make_drafter(spec):
 
 
 # --------------------------------------------------------------------------------------------- prompts
-def prompt_set(source: str, src: str, tgt: str, n: int, *, max_prompt_tokens: int = 96, seed: int = 0,
-               profile: str = "tiny") -> list[dict]:
+def prompt_set(
+    source: str, src: str, tgt: str, n: int, *, max_prompt_tokens: int = 96, seed: int = 0, profile: str = "tiny"
+) -> list[dict]:
     """``n`` held-out translation prompts ``src`` → ``tgt`` (seeded sample, prompts ≤ ``max_prompt_tokens``).
 
     Each row is ``parallel.direction_prompt`` plus ``ids`` (``LongTensor[L]``: ``<s>`` + prompt ids).
@@ -106,8 +112,9 @@ def prompt_set(source: str, src: str, tgt: str, n: int, *, max_prompt_tokens: in
     rows = [{**r, "ids": encode(tok, r["prompt"])} for r in rows]
     rows = [r for r in rows if len(r["ids"]) <= max_prompt_tokens]
     if len(rows) < n:
-        raise ValueError(f"only {len(rows)} held-out {source} prompts {src}->{tgt} of <= {max_prompt_tokens} "
-                         f"tokens; asked for {n}")
+        raise ValueError(
+            f"only {len(rows)} held-out {source} prompts {src}->{tgt} of <= {max_prompt_tokens} tokens; asked for {n}"
+        )
     return random.Random(f"{seed}:{source}:{src}-{tgt}").sample(rows, n)
 
 
@@ -121,27 +128,40 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
     setup = paper_setup()
     lang = parallel.canonical_lang(src if tgt == "en" else tgt)
     dataset_id, config = setup["generalization"] if generalization else setup["datasets"][lang]
-    how = (f"On a machine with internet run `huggingface-cli download --repo-type dataset {dataset_id}` and load "
-           "it once with datasets.load_dataset, then copy the cache (HF_HOME) here; or use profile='tiny'.")
+    how = (
+        f"On a machine with internet run `huggingface-cli download --repo-type dataset {dataset_id}` and load "
+        "it once with datasets.load_dataset, then copy the cache (HF_HOME) here; or use profile='tiny'."
+    )
     if config is None:
-        raise DatasetNotAvailableError(f"dataset {dataset_id} is not on the Hugging Face hub (get it from "
-                                       f"{JPARACRAWL_URL}); profile 'paper' has no loader for it: use profile='tiny'.")
+        raise DatasetNotAvailableError(
+            f"dataset {dataset_id} is not on the Hugging Face hub (get it from "
+            f"{JPARACRAWL_URL}); profile 'paper' has no loader for it: use profile='tiny'."
+        )
     try:
         import datasets
 
         with datasets_offline_if_unreachable():
             data = datasets.load_dataset(dataset_id, config, split="test")
     except Exception as err:  # not cached / unreachable / datasets missing: all mean "not here"
-        raise DatasetNotAvailableError(f"cannot load dataset {dataset_id!r} (config {config!r}, split 'test'): "
-                                       f"{type(err).__name__}. " + how) from err
+        raise DatasetNotAvailableError(
+            f"cannot load dataset {dataset_id!r} (config {config!r}, split 'test'): {type(err).__name__}. " + how
+        ) from err
     rows = []
     for i, ex in enumerate(data.select(range(min(n, len(data))))):
         pair = ex["translation"]
-        text = setup["prompt"].format(src_name=parallel.language_name(src), tgt_name=parallel.language_name(tgt),
-                                      text=pair[src])
-        rows.append({"id": f"{dataset_id}/{i}:{src}-{tgt}", "source": dataset_id, "lang": lang,
-                     "direction": f"{src}-{tgt}", "prompt": setup["chat_template"].format(prompt=text),
-                     "reference": " " + pair[tgt]})
+        text = setup["prompt"].format(
+            src_name=parallel.language_name(src), tgt_name=parallel.language_name(tgt), text=pair[src]
+        )
+        rows.append(
+            {
+                "id": f"{dataset_id}/{i}:{src}-{tgt}",
+                "source": dataset_id,
+                "lang": lang,
+                "direction": f"{src}-{tgt}",
+                "prompt": setup["chat_template"].format(prompt=text),
+                "reference": " " + pair[tgt],
+            }
+        )
     return rows
 
 
@@ -156,8 +176,11 @@ def budget_grid(lang: str = "de") -> pd.DataFrame:
     df = training_summary()
     df = df[(df.lang == lang) & df.model.str.contains(r"-b\d+$", regex=True) & df.recipe.isin(["F", "P-F"])]
     out = df.assign(load=df.same_as.fillna(df.model))
-    return out[["model", "load", "recipe", "finetune_budget", "finetune_tokens"]].sort_values(
-        ["recipe", "finetune_budget"]).reset_index(drop=True)
+    return (
+        out[["model", "load", "recipe", "finetune_budget", "finetune_tokens"]]
+        .sort_values(["recipe", "finetune_budget"])
+        .reset_index(drop=True)
+    )
 
 
 # --------------------------------------------------------------------------------------------- quality
@@ -186,8 +209,13 @@ def paired_bootstrap(a, b, n_boot: int = 2000, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
     p = 2 * min((means <= 0).mean(), (means >= 0).mean())
-    return {"mean_diff": float(d.mean()), "ci_low": float(np.quantile(means, 0.025)),
-            "ci_high": float(np.quantile(means, 0.975)), "p_value": float(min(1.0, p)), "n": len(d)}
+    return {
+        "mean_diff": float(d.mean()),
+        "ci_low": float(np.quantile(means, 0.025)),
+        "ci_high": float(np.quantile(means, 0.975)),
+        "p_value": float(min(1.0, p)),
+        "n": len(d),
+    }
 
 
 # --------------------------------------------------------------------------------------------- running
@@ -195,8 +223,9 @@ def _seed(seed: int, prompt_index: int) -> int:
     return 10_007 * seed + prompt_index
 
 
-def run_group(target, drafters: dict, prompt: dict, *, gamma: int, temperature: float, seed: int,
-              max_new_tokens: int) -> list[dict]:
+def run_group(
+    target, drafters: dict, prompt: dict, *, gamma: int, temperature: float, seed: int, max_new_tokens: int
+) -> list[dict]:
     """Every method of ``drafters`` (``{method: spec}``, ``ar`` first) on one prompt, back to back.
 
     At T = 0 raises ``AssertionError`` if a method's tokens differ from plain decoding's. Rows carry τ, α,
@@ -205,36 +234,74 @@ def run_group(target, drafters: dict, prompt: dict, *, gamma: int, temperature: 
     sampling = SamplingConfig(temperature=temperature)
     rows, reference_ids = [], None
     for method, spec in drafters.items():
-        res = generate(target, prompt["ids"], make_drafter(spec), gamma=gamma, max_new_tokens=max_new_tokens,
-                       sampling=sampling, eos_token_id=2, seed=seed)
+        res = generate(
+            target,
+            prompt["ids"],
+            make_drafter(spec),
+            gamma=gamma,
+            max_new_tokens=max_new_tokens,
+            sampling=sampling,
+            eos_token_id=2,
+            seed=seed,
+        )
         if method == "ar":
             reference_ids = res.output_ids
         elif temperature == 0 and reference_ids is not None:
             assert res.output_ids == reference_ids, (
-                f"greedy {method} differs from plain decoding on {prompt['id']}: lossless SD is broken")
+                f"greedy {method} differs from plain decoding on {prompt['id']}: lossless SD is broken"
+            )
         text = decode_text(res.output_ids)
-        rows.append({"method": method, "drafter": spec or "", "new_tokens": res.new_tokens,
-                     "target_calls": res.target_calls, "block_efficiency": res.block_efficiency,
-                     "accepted": sum(res.accepted_per_block), "drafted": sum(res.drafted_per_block),
-                     "total_time": res.total_time, "prefill_time": res.prefill_time, "draft_time": res.draft_time,
-                     "tokens_per_second": res.tokens_per_second,
-                     "same_as_ar": res.output_ids == reference_ids if reference_ids is not None else "",
-                     "chrf": chrf(text, prompt["reference"]), "text": text})
+        rows.append(
+            {
+                "method": method,
+                "drafter": spec or "",
+                "new_tokens": res.new_tokens,
+                "target_calls": res.target_calls,
+                "block_efficiency": res.block_efficiency,
+                "accepted": sum(res.accepted_per_block),
+                "drafted": sum(res.drafted_per_block),
+                "total_time": res.total_time,
+                "prefill_time": res.prefill_time,
+                "draft_time": res.draft_time,
+                "tokens_per_second": res.tokens_per_second,
+                "same_as_ar": res.output_ids == reference_ids if reference_ids is not None else "",
+                "chrf": chrf(text, prompt["reference"]),
+                "text": text,
+            }
+        )
     return rows
 
 
-def run_grid(store, target, prompts: dict, drafters_for, *, gamma: int, temperatures, seeds, max_new_tokens: int,
-             source: str = "django", desc: str = "") -> None:
+def run_grid(
+    store,
+    target,
+    prompts: dict,
+    drafters_for,
+    *,
+    gamma: int,
+    temperatures,
+    seeds,
+    max_new_tokens: int,
+    source: str = "django",
+    desc: str = "",
+) -> None:
     """Run ``drafters_for(pair)`` (``{method: spec}``) on every prompt of ``prompts`` (``{pair: rows}``), at
     every temperature (T = 0 once, T > 0 for each seed); rows go to ``store`` (keys ``KEYS``), skipping groups
     already there. A group = one (pair, temperature, seed, prompt): its methods run back to back."""
     groups = []
     for pair, rows in prompts.items():
         for t in temperatures:
-            for s in ([GREEDY_SEED] if t == 0 else seeds):
+            for s in [GREEDY_SEED] if t == 0 else seeds:
                 for i, row in enumerate(rows):
-                    key = dict(pair=pair, source=source, gamma=gamma, max_new_tokens=max_new_tokens, temperature=t,
-                               seed=s, prompt=row["id"])
+                    key = dict(
+                        pair=pair,
+                        source=source,
+                        gamma=gamma,
+                        max_new_tokens=max_new_tokens,
+                        temperature=t,
+                        seed=s,
+                        prompt=row["id"],
+                    )
                     methods = drafters_for(pair)
                     if not all(store.done(**key, method=m) for m in methods):
                         groups.append((key, methods, row, _seed(s, i)))
@@ -242,16 +309,19 @@ def run_grid(store, target, prompts: dict, drafters_for, *, gamma: int, temperat
         key, methods, row, _ = groups[0]
         run_group(target, methods, row, gamma=gamma, temperature=0.0, seed=0, max_new_tokens=8)
     for key, methods, row, seed in tqdm(groups, desc=desc or "translation prompts", disable=not groups):
-        out = run_group(target, methods, row, gamma=gamma, temperature=key["temperature"], seed=seed,
-                        max_new_tokens=max_new_tokens)
+        out = run_group(
+            target, methods, row, gamma=gamma, temperature=key["temperature"], seed=seed, max_new_tokens=max_new_tokens
+        )
         store.append([{**key, **r} for r in out])
 
 
 def architecture(name: str) -> str:
     """A label for a zoo model's shape ("llama h64 L2 mlp192 heads4"): models of one shape cost the same."""
     c = load_model(name).config
-    return (f"llama h{c.hidden_size} L{c.num_hidden_layers} mlp{c.intermediate_size} heads{c.num_attention_heads}"
-            f" V{c.vocab_size}")
+    return (
+        f"llama h{c.hidden_size} L{c.num_hidden_layers} mlp{c.intermediate_size} heads{c.num_attention_heads}"
+        f" V{c.vocab_size}"
+    )
 
 
 def latency_ratios(store, target, drafters: list[str], context: int = 48, repeats: int = 50) -> dict:
@@ -265,8 +335,16 @@ def latency_ratios(store, target, drafters: list[str], context: int = 48, repeat
     shapes = {name: architecture(name) for name in drafters if name and name != "pld"}
     for name, shape in shapes.items():
         if not store.done(drafter=shape, device=device, S=context):
-            store.append([{"drafter": shape, "device": device, "S": context,
-                           "latency_ratio": bench.latency_ratio(target, load_model(name), context, repeats)}])
+            store.append(
+                [
+                    {
+                        "drafter": shape,
+                        "device": device,
+                        "S": context,
+                        "latency_ratio": bench.latency_ratio(target, load_model(name), context, repeats),
+                    }
+                ]
+            )
     frame = store.frame()
     frame = frame[(frame.device == device) & (frame.S == context)]
     by_shape = dict(zip(frame.drafter, frame.latency_ratio.astype(float)))
@@ -288,15 +366,22 @@ def method_table(frame: pd.DataFrame, gamma: int, ratios: dict) -> pd.DataFrame:
         spec = g.drafter.fillna("").iloc[0] if method != "ar" else ""
         ratio = 0.0 if method == "ar" else ratios.get(spec or method, float("nan"))
         base = ar.reindex(g.set_index(group).index)
-        measured = (g.tokens_per_second.to_numpy() / base.tokens_per_second.to_numpy())
+        measured = g.tokens_per_second.to_numpy() / base.tokens_per_second.to_numpy()
         drafted = g.drafted.sum()
-        out.append({"pair": pair, "temperature": temperature, "method": method, "tau": tau,
-                    "acceptance": g.accepted.sum() / drafted if drafted else float("nan"),
-                    "latency_ratio": ratio,
-                    "expected_speedup": 1.0 if method == "ar" else bench.expected_speedup(tau, gamma, ratio),
-                    "measured_speedup": float(np.nanmedian(measured)),
-                    "chrf": corpus_chrf(g.text.fillna("").tolist(), _references(g)),
-                    "runs": len(g)})
+        out.append(
+            {
+                "pair": pair,
+                "temperature": temperature,
+                "method": method,
+                "tau": tau,
+                "acceptance": g.accepted.sum() / drafted if drafted else float("nan"),
+                "latency_ratio": ratio,
+                "expected_speedup": 1.0 if method == "ar" else bench.expected_speedup(tau, gamma, ratio),
+                "measured_speedup": float(np.nanmedian(measured)),
+                "chrf": corpus_chrf(g.text.fillna("").tolist(), _references(g)),
+                "runs": len(g),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -339,13 +424,19 @@ def quality_table(frame: pd.DataFrame) -> pd.DataFrame:
         ar = ft[ft.method == "ar"].set_index(group)
         for method in [m for m in METHODS if m in set(ft.method)]:
             g = ft[ft.method == method].set_index(group)
-            row = {"temperature": t, "method": method, "chrf": corpus_chrf(g.text.fillna("").tolist(),
-                                                                        _references(g.reset_index())),
-                   "mean_sentence_chrf": float(g.chrf.mean()), "runs": len(g)}
+            row = {
+                "temperature": t,
+                "method": method,
+                "chrf": corpus_chrf(g.text.fillna("").tolist(), _references(g.reset_index())),
+                "mean_sentence_chrf": float(g.chrf.mean()),
+                "runs": len(g),
+            }
             if method != "ar":
                 if t == 0:
-                    row["identical_to_ar"] = bool((g.text.fillna("") == ar.reindex(g.index).text.fillna("")).all()
-                                                  and g.same_as_ar.astype(str).eq("True").all())
+                    row["identical_to_ar"] = bool(
+                        (g.text.fillna("") == ar.reindex(g.index).text.fillna("")).all()
+                        and g.same_as_ar.astype(str).eq("True").all()
+                    )
                 else:
                     test = paired_bootstrap(g.chrf.to_numpy(), ar.reindex(g.index).chrf.to_numpy())
                     row.update({f"vs_ar_{k}": v for k, v in test.items() if k != "n"})
@@ -360,9 +451,11 @@ def m1_verdict(table: pd.DataFrame, temperature: float = 0.0) -> tuple[bool, str
     order = (t["sps-pf"] > t["sps-f"]) & (t["sps-f"] > t["sps-generic"])
     mean = t[["sps-generic", "sps-f", "sps-pf"]].mean()
     holds = bool(order.all())
-    text = (f"**M1 {'holds' if holds else 'holds only in part' if order.any() else 'does not hold'}** at "
-            f"T = {temperature:g}: τ P-F > F > generic in {int(order.sum())}/{len(order)} pairs; mean τ "
-            f"generic {mean['sps-generic']:.2f}, F {mean['sps-f']:.2f}, P-F {mean['sps-pf']:.2f}")
+    text = (
+        f"**M1 {'holds' if holds else 'holds only in part' if order.any() else 'does not hold'}** at "
+        f"T = {temperature:g}: τ P-F > F > generic in {int(order.sum())}/{len(order)} pairs; mean τ "
+        f"generic {mean['sps-generic']:.2f}, F {mean['sps-f']:.2f}, P-F {mean['sps-pf']:.2f}"
+    )
     if not holds:
         bad = ", ".join(t.index[~order])
         text += f" (order broken in {bad})"
@@ -386,10 +479,17 @@ def m2_verdict(fits: dict, min_r2: float = 0.8) -> tuple[bool, str]:
     holds = all(ok.values())
     parts = ", ".join(f"{k}: {f['slope']:+.2f} τ per decade of tokens (R² {f['r2']:.2f})" for k, f in fits.items())
     word = "holds" if holds else "holds only in part" if grows else "does not hold"
-    why = "" if holds else (" τ grows with the finetune tokens, but not linearly in log(tokens) for "
-                            + ", ".join(k for k, v in ok.items() if not v) if grows else
-                            " τ does not grow with the finetune tokens for "
-                            + ", ".join(k for k, f in fits.items() if f["slope"] <= 0))
+    why = (
+        ""
+        if holds
+        else (
+            " τ grows with the finetune tokens, but not linearly in log(tokens) for "
+            + ", ".join(k for k, v in ok.items() if not v)
+            if grows
+            else " τ does not grow with the finetune tokens for "
+            + ", ".join(k for k, f in fits.items() if f["slope"] <= 0)
+        )
+    )
     return holds, f"**M2 {word}**: {parts} (criterion: slope > 0 and R² ≥ {min_r2}).{why + '.' if why else ''}"
 
 
@@ -417,29 +517,35 @@ def m3_verdict(matrix: pd.DataFrame) -> tuple[bool, str]:
     word = "holds" if holds else "holds only in part" if wins else "does not hold"
     to_en = matrix[[c for c in matrix.columns if c.endswith("-en")]].to_numpy().mean()
     other = matrix[[c for c in matrix.columns if not c.endswith("-en")]].to_numpy().mean()
-    text = (f"**M3 {word}**: input-language match (X→Z) mean τ {statistics.mean(inp):.2f} vs output-language "
-            f"match (Y→En) {statistics.mean(outp):.2f}; input > output for {wins}/{len(matrix)} drafters. Each "
-            f"drafter is the best one on its own pair X→En for {own_best}/{len(matrix)} pairs; mean τ over all "
-            f"drafters is {to_en:.2f} where the output is English and {other:.2f} where it is not")
+    text = (
+        f"**M3 {word}**: input-language match (X→Z) mean τ {statistics.mean(inp):.2f} vs output-language "
+        f"match (Y→En) {statistics.mean(outp):.2f}; input > output for {wins}/{len(matrix)} drafters. Each "
+        f"drafter is the best one on its own pair X→En for {own_best}/{len(matrix)} pairs; mean τ over all "
+        f"drafters is {to_en:.2f} where the output is English and {other:.2f} where it is not"
+    )
     if not holds and to_en > other:
-        text += (": here the output language decides. Every drafter was finetuned on the target's English "
-                 "outputs after the same multilingual pretraining, so all of them predict English well and "
-                 "none predicts the target's (untrained, out-of-distribution) non-English outputs")
+        text += (
+            ": here the output language decides. Every drafter was finetuned on the target's English "
+            "outputs after the same multilingual pretraining, so all of them predict English well and "
+            "none predicts the target's (untrained, out-of-distribution) non-English outputs"
+        )
     return holds, text + "."
 
 
 def m4_verdict(sizes: pd.DataFrame, similar: float = 0.2) -> tuple[bool, str]:
     """M4: the large drafter is slower despite similar τ. ``sizes``: rows per drafter ("small" / "large")
     with tau, latency_ratio, expected_speedup, measured_speedup (one temperature)."""
-    s, l = sizes.loc["small"], sizes.loc["large"]
-    tau_close = abs(l.tau / s.tau - 1) <= similar
-    slower = l.expected_speedup < s.expected_speedup and l.measured_speedup < s.measured_speedup
+    s, big = sizes.loc["small"], sizes.loc["large"]
+    tau_close = abs(big.tau / s.tau - 1) <= similar
+    slower = big.expected_speedup < s.expected_speedup and big.measured_speedup < s.measured_speedup
     holds = bool(tau_close and slower)
     word = "holds" if holds else "holds only in part" if slower or tau_close else "does not hold"
-    return holds, (f"**M4 {word}**: τ large {l.tau:.2f} vs small {s.tau:.2f} ({'within' if tau_close else 'not within'} "
-                   f"±{similar:.0%}); T_q/T_p {l.latency_ratio:.2f} vs {s.latency_ratio:.2f}; expected speedup "
-                   f"{l.expected_speedup:.2f} vs {s.expected_speedup:.2f}; measured {l.measured_speedup:.2f} vs "
-                   f"{s.measured_speedup:.2f}.")
+    return holds, (
+        f"**M4 {word}**: τ large {big.tau:.2f} vs small {s.tau:.2f} ({'within' if tau_close else 'not within'} "
+        f"±{similar:.0%}); T_q/T_p {big.latency_ratio:.2f} vs {s.latency_ratio:.2f}; expected speedup "
+        f"{big.expected_speedup:.2f} vs {s.expected_speedup:.2f}; measured {big.measured_speedup:.2f} vs "
+        f"{s.measured_speedup:.2f}."
+    )
 
 
 def paper_claims() -> pd.DataFrame:
@@ -462,15 +568,24 @@ def quality_verdict(quality: pd.DataFrame, alpha: float = 0.05) -> tuple[bool, s
     sampled = quality[(quality.temperature != 0) & (quality.method != "ar")]
     identical = bool(greedy.identical_to_ar.astype(bool).all()) if len(greedy) else True
     equal = bool((sampled.vs_ar_p_value >= alpha).all()) if len(sampled) else True
-    text = (f"**Quality {'holds' if identical and equal else 'does not hold'}**: at T = 0 "
-            f"{'every' if identical else 'NOT every'} SD method's output is token-identical to plain decoding "
-            f"(chrF {greedy.chrf.iloc[0]:.1f} for all)" if len(greedy) else "**Quality**: no T = 0 runs")
+    text = (
+        f"**Quality {'holds' if identical and equal else 'does not hold'}**: at T = 0 "
+        f"{'every' if identical else 'NOT every'} SD method's output is token-identical to plain decoding "
+        f"(chrF {greedy.chrf.iloc[0]:.1f} for all)"
+        if len(greedy)
+        else "**Quality**: no T = 0 runs"
+    )
     if len(sampled):
         worst = sampled.loc[sampled.vs_ar_p_value.idxmin()]
-        text += (f"; at T = 1, paired bootstrap over (prompt, seed) of sentence chrF vs plain decoding: smallest "
-                 f"p = {worst.vs_ar_p_value:.2f} ({worst.method}, mean difference {worst.vs_ar_mean_diff:+.1f}), "
-                 + ("no method differs at the 5 % level (statistically equal)." if equal
-                    else f"a difference at the {alpha:.0%} level."))
+        text += (
+            f"; at T = 1, paired bootstrap over (prompt, seed) of sentence chrF vs plain decoding: smallest "
+            f"p = {worst.vs_ar_p_value:.2f} ({worst.method}, mean difference {worst.vs_ar_mean_diff:+.1f}), "
+            + (
+                "no method differs at the 5 % level (statistically equal)."
+                if equal
+                else f"a difference at the {alpha:.0%} level."
+            )
+        )
     return identical and equal, text
 
 
@@ -483,26 +598,35 @@ def table1_drafters(pair: str) -> dict:
 def select(frame: pd.DataFrame, prompts: dict, gamma: int, temperatures, seeds, max_new_tokens: int) -> pd.DataFrame:
     """The rows of this run's configuration (a results file may hold other runs' rows too)."""
     ids = {r["id"] for rows in prompts.values() for r in rows}
-    keep = (frame.pair.isin(list(prompts)) & frame.prompt.isin(ids) & (frame.gamma == gamma)
-            & (frame.max_new_tokens == max_new_tokens)
-            & frame.temperature.isin(list(temperatures))
-            & ((frame.temperature == 0) | frame.seed.isin(list(seeds))))
+    keep = (
+        frame.pair.isin(list(prompts))
+        & frame.prompt.isin(ids)
+        & (frame.gamma == gamma)
+        & (frame.max_new_tokens == max_new_tokens)
+        & frame.temperature.isin(list(temperatures))
+        & ((frame.temperature == 0) | frame.seed.isin(list(seeds)))
+    )
     return frame[keep].reset_index(drop=True)
 
 
 def generalization_verdict(table: pd.DataFrame, temperature: float = 0.0) -> tuple[bool, str]:
     """Table 7: on the held-out second source, the P-F drafter beats SpS with the generic drafter (τ and
     expected speedup) in every pair."""
-    t = table[table.temperature == temperature].pivot_table(index="pair", columns="method",
-                                                             values=["tau", "expected_speedup", "measured_speedup"])
-    wins = (t["tau"]["sps-pf"] > t["tau"]["sps-generic"]) & (t["expected_speedup"]["sps-pf"] > t["expected_speedup"]["sps-generic"])
+    t = table[table.temperature == temperature].pivot_table(
+        index="pair", columns="method", values=["tau", "expected_speedup", "measured_speedup"]
+    )
+    wins = (t["tau"]["sps-pf"] > t["tau"]["sps-generic"]) & (
+        t["expected_speedup"]["sps-pf"] > t["expected_speedup"]["sps-generic"]
+    )
     holds = bool(wins.all())
     word = "holds" if holds else "holds only in part" if wins.any() else "does not hold"
-    return holds, (f"**Table 7 finding {word}** on the held-out source: P-F beats generic SpS in τ and expected "
-                   f"speedup in {int(wins.sum())}/{len(wins)} pairs (mean τ {t['tau']['sps-pf'].mean():.2f} vs "
-                   f"{t['tau']['sps-generic'].mean():.2f}; expected speedup {t['expected_speedup']['sps-pf'].mean():.2f} "
-                   f"vs {t['expected_speedup']['sps-generic'].mean():.2f}; measured {t['measured_speedup']['sps-pf'].mean():.2f} "
-                   f"vs {t['measured_speedup']['sps-generic'].mean():.2f}).")
+    return holds, (
+        f"**Table 7 finding {word}** on the held-out source: P-F beats generic SpS in τ and expected "
+        f"speedup in {int(wins.sum())}/{len(wins)} pairs (mean τ {t['tau']['sps-pf'].mean():.2f} vs "
+        f"{t['tau']['sps-generic'].mean():.2f}; expected speedup {t['expected_speedup']['sps-pf'].mean():.2f} "
+        f"vs {t['expected_speedup']['sps-generic'].mean():.2f}; measured {t['measured_speedup']['sps-pf'].mean():.2f} "
+        f"vs {t['measured_speedup']['sps-generic'].mean():.2f})."
+    )
 
 
 def show(frame: pd.DataFrame, digits: int = 2) -> str:

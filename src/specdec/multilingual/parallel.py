@@ -78,8 +78,10 @@ CLEANING_RULES = [
     "source B: drop every pair whose case-folded English string occurs anywhere in source A",
 ]
 
-_HTML_TAGS = ("a|abbr|b|big|br|code|div|em|h[1-6]|i|img|input|kbd|label|li|meta|ol|p|pre|s|small|span|strong|sub|sup"
-              "|table|td|th|tr|tt|u|ul")
+_HTML_TAGS = (
+    "a|abbr|b|big|br|code|div|em|h[1-6]|i|img|input|kbd|label|li|meta|ol|p|pre|s|small|span|strong|sub|sup"
+    "|table|td|th|tr|tt|u|ul"
+)
 _PLACEHOLDER = re.compile(
     r"%\([^)]*\)[#0\-+]*\d*(?:\.\d+)?[A-Za-z]"  # %(name)s, %(count)d
     r"|%[#0\-+]*\d*(?:\.\d+)?[A-Za-z%]"  # %s, %d, %r, %.3f, strftime %Y, %%
@@ -116,15 +118,21 @@ def check_entry_separation(path: str | pathlib.Path) -> None:
     for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()
         if line.startswith("#,") and previous.startswith(("msgstr", '"')):
-            raise ValueError(f"{path}:{lineno}: flag line {raw!r} follows an entry without a blank line; "
-                             "separate the entries with a blank line")
+            raise ValueError(
+                f"{path}:{lineno}: flag line {raw!r} follows an entry without a blank line; "
+                "separate the entries with a blank line"
+            )
         previous = line
     return None
 
 
-_DROP_REASONS = ["dropped: empty", "dropped: placeholder/format-only or < 2 letters",
-                 "dropped: translation == English", "dropped: duplicate pair",
-                 "dropped: English string also in source A"]
+_DROP_REASONS = [
+    "dropped: empty",
+    "dropped: placeholder/format-only or < 2 letters",
+    "dropped: translation == English",
+    "dropped: duplicate pair",
+    "dropped: English string also in source A",
+]
 
 
 def clean_pairs(raw: list[tuple[str, str]], stats: collections.Counter | None = None) -> list[tuple[str, str]]:
@@ -170,6 +178,7 @@ def canonical_lang(lang: str) -> str:
 
 # --- source B: the pinned Sphinx catalogs -----------------------------------------------------------------
 
+
 def _sphinx_po_name(lang: str) -> str:
     return f"sphinx/locale/{LANGUAGES[lang][2]}/LC_MESSAGES/sphinx.po"
 
@@ -196,12 +205,24 @@ def sphinx_catalogs() -> dict[str, pathlib.Path]:
     wheel = CACHE / SPHINX_WHEEL
     if not wheel.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", f"sphinx=={SPHINX_VERSION}", "--no-deps",
-               "--only-binary=:all:", "--quiet", "--dest", str(CACHE)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"sphinx=={SPHINX_VERSION}",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--quiet",
+            "--dest",
+            str(CACHE),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0 or not wheel.exists():
-            raise RuntimeError(f"could not fetch the Sphinx {SPHINX_VERSION} wheel (source B) with "
-                               f"`{' '.join(cmd)}`:\n{done.stderr.strip()}")
+            raise RuntimeError(
+                f"could not fetch the Sphinx {SPHINX_VERSION} wheel (source B) with "
+                f"`{' '.join(cmd)}`:\n{done.stderr.strip()}"
+            )
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     if digest != SPHINX_WHEEL_SHA256:
         raise ValueError(f"{wheel}: sha256 {digest} differs from the pinned {SPHINX_WHEEL_SHA256}")
@@ -216,12 +237,13 @@ def sphinx_catalogs() -> dict[str, pathlib.Path]:
 
 # --- building the rows ------------------------------------------------------------------------------------
 
+
 def _row(source: str, lang: str, split: str, en: str, xx: str) -> dict:
     digest = hashlib.sha256(f"{en}\0{xx}".encode()).hexdigest()[:12]
     return {"id": f"{source}:{lang}:{digest}", "source": source, "lang": lang, "split": split, "en": en, "xx": xx}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _build(source: str) -> tuple[dict[str, list[dict]], dict[str, collections.Counter]]:
     """All rows of one source, per language, and the cleaning statistics per language."""
     rows: dict[str, list[dict]] = {}
@@ -260,8 +282,9 @@ def pairs(source: str, lang: str, split: str) -> list[dict]:
         raise ValueError(f"unknown source {source!r}; expected one of {SOURCES}")
     lang = canonical_lang(lang)
     if split != "all" and split not in SPLITS[source]:
-        raise ValueError(f"source {source!r} has splits {SPLITS[source]} (sphinx is for evaluation only), "
-                         f"not {split!r}")
+        raise ValueError(
+            f"source {source!r} has splits {SPLITS[source]} (sphinx is for evaluation only), not {split!r}"
+        )
     keys = ("id", "source", "lang", "en", "xx")
     return [{k: r[k] for k in keys} for r in _build(source)[0][lang] if split in ("all", r["split"])]
 
@@ -279,9 +302,14 @@ def translation_prompt(row: dict, direction: str) -> dict:
         src_name, src, tgt_name, tgt = language, row["xx"], "English", row["en"]
     else:
         src_name, src, tgt_name, tgt = "English", row["en"], language, row["xx"]
-    return {"id": f"{row['id']}:{direction}", "source": row["source"], "lang": row["lang"],
-            "direction": direction, "prompt": f"Translate {src_name} to {tgt_name}: {src}\n{tgt_name}:",
-            "reference": f" {tgt}"}
+    return {
+        "id": f"{row['id']}:{direction}",
+        "source": row["source"],
+        "lang": row["lang"],
+        "direction": direction,
+        "prompt": f"Translate {src_name} to {tgt_name}: {src}\n{tgt_name}:",
+        "reference": f" {tgt}",
+    }
 
 
 def joined_pairs(source: str, src: str, tgt: str, split: str) -> list[dict]:
@@ -298,20 +326,26 @@ def joined_pairs(source: str, src: str, tgt: str, split: str) -> list[dict]:
         raise ValueError(f"source and target language are both {src!r}")
     if "en" in (src, tgt):
         lang = tgt if src == "en" else src
-        texts = [((r["en"], r["xx"]) if src == "en" else (r["xx"], r["en"]), r["id"])
-                 for r in pairs(source, lang, split)]
+        texts = [
+            ((r["en"], r["xx"]) if src == "en" else (r["xx"], r["en"]), r["id"]) for r in pairs(source, lang, split)
+        ]
     else:
         other: dict[str, dict] = {}
         for r in pairs(source, tgt, split):
             other.setdefault(english_key(r["en"]), r)
-        texts = [((r["xx"], other[english_key(r["en"])]["xx"]), f"{r['id']}+{other[english_key(r['en'])]['id']}")
-                 for r in pairs(source, src, split) if english_key(r["en"]) in other]
-    return [{"id": f"{rid}:{src}-{tgt}", "source": source, "src": src, "tgt": tgt, "src_text": a, "tgt_text": b}
-            for (a, b), rid in texts]
+        texts = [
+            ((r["xx"], other[english_key(r["en"])]["xx"]), f"{r['id']}+{other[english_key(r['en'])]['id']}")
+            for r in pairs(source, src, split)
+            if english_key(r["en"]) in other
+        ]
+    return [
+        {"id": f"{rid}:{src}-{tgt}", "source": source, "src": src, "tgt": tgt, "src_text": a, "tgt_text": b}
+        for (a, b), rid in texts
+    ]
 
 
 def language_name(code: str) -> str:
-    """"English" for "en", else the English name of a corpus language ("de" -> "German")."""
+    """ "English" for "en", else the English name of a corpus language ("de" -> "German")."""
     return "English" if code == "en" else LANGUAGES[canonical_lang(code)][0]
 
 
@@ -324,9 +358,14 @@ def direction_prompt(row: dict) -> dict:
     """
     src_name, tgt_name = language_name(row["src"]), language_name(row["tgt"])
     lang = row["src"] if row["src"] != "en" else row["tgt"]
-    return {"id": row["id"], "source": row["source"], "lang": lang, "direction": f"{row['src']}-{row['tgt']}",
-            "prompt": f"Translate {src_name} to {tgt_name}: {row['src_text']}\n{tgt_name}:",
-            "reference": f" {row['tgt_text']}"}
+    return {
+        "id": row["id"],
+        "source": row["source"],
+        "lang": lang,
+        "direction": f"{row['src']}-{row['tgt']}",
+        "prompt": f"Translate {src_name} to {tgt_name}: {row['src_text']}\n{tgt_name}:",
+        "reference": f" {row['tgt_text']}",
+    }
 
 
 def corpus_card() -> list[dict]:
@@ -336,9 +375,16 @@ def corpus_card() -> list[dict]:
         for lang in LANGUAGES:
             for split in SPLITS[source]:
                 rows = pairs(source, lang, split)
-                out.append({"source": source, "lang": lang, "split": split, "pairs": len(rows),
-                            "en_chars": sum(len(r["en"]) for r in rows),
-                            "xx_chars": sum(len(r["xx"]) for r in rows)})
+                out.append(
+                    {
+                        "source": source,
+                        "lang": lang,
+                        "split": split,
+                        "pairs": len(rows),
+                        "en_chars": sum(len(r["en"]) for r in rows),
+                        "xx_chars": sum(len(r["xx"]) for r in rows),
+                    }
+                )
     return out
 
 
@@ -361,8 +407,9 @@ def zoo_contamination() -> dict[str, int]:
     ``corpus.build_corpus`` splits its Django "phrasebook" documents by document name, not by English
     string, so the tiny zoo may have seen a held-out pair during pretraining. Counted per language.
     """
-    train_text = normalise(" ".join(d["text"] for d in build_corpus()
-                                    if d["kind"] == "translation" and d["split"] == "train"))
+    train_text = normalise(
+        " ".join(d["text"] for d in build_corpus() if d["kind"] == "translation" and d["split"] == "train")
+    )
     out = {}
     for lang, (language, _, _) in LANGUAGES.items():
         held = pairs("django", lang, "heldout")
@@ -371,6 +418,7 @@ def zoo_contamination() -> dict[str, int]:
 
 
 # --- data card --------------------------------------------------------------------------------------------
+
 
 def _md_table(header: list[str], rows: list[list], numeric_from: int = 1) -> str:
     align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
@@ -387,57 +435,102 @@ def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, con
     versions = source_versions()
     card = corpus_card()
     by = {(c["source"], c["lang"], c["split"]): c for c in card}
-    parts = ["# Data card: the parallel corpus (`specdec.multilingual.parallel`)", "",
-             "English ↔ German / French / Russian / Japanese / Chinese sentence pairs taken from the gettext "
-             "catalogs (`.po`) that two packages ship. Nothing is downloaded from a data hub and no pair is "
-             "stored in the repository: `specdec.multilingual.parallel.pairs(source, lang, split)` "
-             "rebuilds the rows from the catalogs on first use. Regenerate this card with "
-             "`python -m specdec.multilingual.parallel`.", "",
-             "## Sources", "",
-             _md_table(["source", "package", "catalogs", "languages", "role"], [
-                 ["A `django`", f"Django {versions['django']} (installed, `requirements.txt`)",
-                  "`django/conf/locale/<lang>/LC_MESSAGES/django.po` + `django/contrib/*/locale/<lang>/…`",
-                  "de, fr, ru, ja, zh_Hans", "train + held-out"],
-                 ["B `sphinx`", f"Sphinx {versions['sphinx']} (wheel `{SPHINX_WHEEL}`, sha256 "
-                  f"`{SPHINX_WHEEL_SHA256[:16]}…`)", "`sphinx/locale/<lang>/LC_MESSAGES/sphinx.po`",
-                  "de, fr, ru, ja, zh_CN", "evaluation only (a different dataset)"],
-             ], numeric_from=5), "",
-             "Sphinx is not a dependency of the project: unless that exact version is installed, its wheel is "
-             "fetched once with `pip download sphinx==" + SPHINX_VERSION + " --no-deps` into the ignored "
-             "`.cache/parallel/`, checked against the pinned sha256, and only the five catalogs are extracted. "
-             "Django's strings are web-framework UI text (form errors, admin messages, language and month "
-             "names); Sphinx's are documentation-tool messages (build log lines, warnings, HTML theme labels), "
-             "so B is a different domain for the same language pairs, like the paper's WMT16 → IWSLT14 "
-             "generalisation check. Language codes here: `de fr ru ja zh` (`zh` = Django `zh_Hans` = Sphinx "
-             "`zh_CN`). Licences: Django BSD-3-Clause, Sphinx BSD-2-Clause.", "",
-             "## Counts (pairs; characters of English / of the translation)", "",
-             _md_table(["language", "A train", "A held-out", "B held-out (eval)", "A train chars en / xx"],
-                       [[f"{lang} ({LANGUAGES[lang][0]})", by["django", lang, "train"]["pairs"],
-                         by["django", lang, "heldout"]["pairs"], by["sphinx", lang, "heldout"]["pairs"],
-                         f"{by['django', lang, 'train']['en_chars']:,} / {by['django', lang, 'train']['xx_chars']:,}"]
-                        for lang in LANGUAGES]
-                       + [["**total**", sum(by["django", lang, "train"]["pairs"] for lang in LANGUAGES),
-                           sum(by["django", lang, "heldout"]["pairs"] for lang in LANGUAGES),
-                           sum(by["sphinx", lang, "heldout"]["pairs"] for lang in LANGUAGES), ""]]), "",
-             "The split is by English string, so it is shared by all languages: an English string held out "
-             "for German is held out for every language.", ""]
+    parts = [
+        "# Data card: the parallel corpus (`specdec.multilingual.parallel`)",
+        "",
+        "English ↔ German / French / Russian / Japanese / Chinese sentence pairs taken from the gettext "
+        "catalogs (`.po`) that two packages ship. Nothing is downloaded from a data hub and no pair is "
+        "stored in the repository: `specdec.multilingual.parallel.pairs(source, lang, split)` "
+        "rebuilds the rows from the catalogs on first use. Regenerate this card with "
+        "`python -m specdec.multilingual.parallel`.",
+        "",
+        "## Sources",
+        "",
+        _md_table(
+            ["source", "package", "catalogs", "languages", "role"],
+            [
+                [
+                    "A `django`",
+                    f"Django {versions['django']} (installed, `requirements.txt`)",
+                    "`django/conf/locale/<lang>/LC_MESSAGES/django.po` + `django/contrib/*/locale/<lang>/…`",
+                    "de, fr, ru, ja, zh_Hans",
+                    "train + held-out",
+                ],
+                [
+                    "B `sphinx`",
+                    f"Sphinx {versions['sphinx']} (wheel `{SPHINX_WHEEL}`, sha256 `{SPHINX_WHEEL_SHA256[:16]}…`)",
+                    "`sphinx/locale/<lang>/LC_MESSAGES/sphinx.po`",
+                    "de, fr, ru, ja, zh_CN",
+                    "evaluation only (a different dataset)",
+                ],
+            ],
+            numeric_from=5,
+        ),
+        "",
+        "Sphinx is not a dependency of the project: unless that exact version is installed, its wheel is "
+        "fetched once with `pip download sphinx==" + SPHINX_VERSION + " --no-deps` into the ignored "
+        "`.cache/parallel/`, checked against the pinned sha256, and only the five catalogs are extracted. "
+        "Django's strings are web-framework UI text (form errors, admin messages, language and month "
+        "names); Sphinx's are documentation-tool messages (build log lines, warnings, HTML theme labels), "
+        "so B is a different domain for the same language pairs, like the paper's WMT16 → IWSLT14 "
+        "generalisation check. Language codes here: `de fr ru ja zh` (`zh` = Django `zh_Hans` = Sphinx "
+        "`zh_CN`). Licences: Django BSD-3-Clause, Sphinx BSD-2-Clause.",
+        "",
+        "## Counts (pairs; characters of English / of the translation)",
+        "",
+        _md_table(
+            ["language", "A train", "A held-out", "B held-out (eval)", "A train chars en / xx"],
+            [
+                [
+                    f"{lang} ({LANGUAGES[lang][0]})",
+                    by["django", lang, "train"]["pairs"],
+                    by["django", lang, "heldout"]["pairs"],
+                    by["sphinx", lang, "heldout"]["pairs"],
+                    f"{by['django', lang, 'train']['en_chars']:,} / {by['django', lang, 'train']['xx_chars']:,}",
+                ]
+                for lang in LANGUAGES
+            ]
+            + [
+                [
+                    "**total**",
+                    sum(by["django", lang, "train"]["pairs"] for lang in LANGUAGES),
+                    sum(by["django", lang, "heldout"]["pairs"] for lang in LANGUAGES),
+                    sum(by["sphinx", lang, "heldout"]["pairs"] for lang in LANGUAGES),
+                    "",
+                ]
+            ],
+        ),
+        "",
+        "The split is by English string, so it is shared by all languages: an English string held out "
+        "for German is held out for every language.",
+        "",
+    ]
     if contamination is not None:
-        parts += ["**Overlap with the tiny zoo's pretraining corpus.** `specdec.zoo.corpus` puts the same Django "
-                  "pairs in its `translation` documents and splits those by document name, not by English "
-                  "string. Source-A held-out pairs that occur verbatim in a *training* document of the "
-                  "embedded corpus: " + ", ".join(f"{lang} {n}/{by['django', lang, 'heldout']['pairs']}"
-                                                  for lang, n in contamination.items())
-                  + ". Source B never entered the embedded corpus.", ""]
+        parts += [
+            "**Overlap with the tiny zoo's pretraining corpus.** `specdec.zoo.corpus` puts the same Django "
+            "pairs in its `translation` documents and splits those by document name, not by English "
+            "string. Source-A held-out pairs that occur verbatim in a *training* document of the "
+            "embedded corpus: "
+            + ", ".join(f"{lang} {n}/{by['django', lang, 'heldout']['pairs']}" for lang, n in contamination.items())
+            + ". Source B never entered the embedded corpus.",
+            "",
+        ]
     parts += ["## Cleaning rules", ""] + [f"{i}. {rule}" for i, rule in enumerate(CLEANING_RULES, 1)] + [""]
     stats = collections.defaultdict(dict)
     for s in cleaning_stats():
         stats[s["source"], s["lang"]][s["reason"]] = s["count"]
     reasons = [r for r in _DROP_REASONS if any(r in d for d in stats.values())]
     header = ["source", "lang", "read"] + [r.removeprefix("dropped: ") for r in reasons] + ["kept"]
-    table = [[src, lang, d.get("read", 0)] + [d.get(r, 0) for r in reasons] + [d.get("kept", 0)]
-             for (src, lang), d in stats.items()]
-    parts += ["Effect of rules 3–8 (pairs that `read_po` returned → dropped → kept):", "",
-              _md_table(header, table, numeric_from=2), ""]
+    table = [
+        [src, lang, d.get("read", 0)] + [d.get(r, 0) for r in reasons] + [d.get("kept", 0)]
+        for (src, lang), d in stats.items()
+    ]
+    parts += [
+        "Effect of rules 3–8 (pairs that `read_po` returned → dropped → kept):",
+        "",
+        _md_table(header, table, numeric_from=2),
+        "",
+    ]
     parts += ["## Examples (per language: the first two rows of 5+ English words; A train, then B)", ""]
     for lang in LANGUAGES:
         for source, split in (("django", "train"), ("sphinx", "heldout")):
@@ -445,15 +538,28 @@ def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, con
                 en, xx = _md_escape(row["en"]), _md_escape(row["xx"])
                 parts.append(f"- `{row['id']}` — en: “{en}” → {lang}: “{xx}”")
     example = translation_prompt(pairs("django", "de", "heldout")[0], "xx-en")
-    parts += ["", "## Prompts", "",
-              "`translation_prompt(row, direction)`, direction `xx-en` (the paper's) or `en-xx`, follows the "
-              "paper's user prompt (\"Translate French to English: …\"):", "", "```",
-              f"prompt:    {example['prompt']!r}", f"reference: {example['reference']!r}", "```", ""]
+    parts += [
+        "",
+        "## Prompts",
+        "",
+        "`translation_prompt(row, direction)`, direction `xx-en` (the paper's) or `en-xx`, follows the "
+        'paper\'s user prompt ("Translate French to English: …"):',
+        "",
+        "```",
+        f"prompt:    {example['prompt']!r}",
+        f"reference: {example['reference']!r}",
+        "```",
+        "",
+    ]
     if timings:
-        parts += ["## Build time", "", "On the 2-core development machine, one process: "
-                  + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
-                  + " (a first run downloads the 3.9 MB Sphinx wheel and extracts five catalogs: 1.6 s measured).",
-                  ""]
+        parts += [
+            "## Build time",
+            "",
+            "On the 2-core development machine, one process: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
+            + " (a first run downloads the 3.9 MB Sphinx wheel and extracts five catalogs: 1.6 s measured).",
+            "",
+        ]
     text = "\n".join(parts)
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -464,15 +570,19 @@ def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, con
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(CARD), help="where to write the data card")
-    parser.add_argument("--no-contamination", action="store_true",
-                        help="skip the overlap count with the embedded corpus (it rebuilds it, ~10 s)")
+    parser.add_argument(
+        "--no-contamination",
+        action="store_true",
+        help="skip the overlap count with the embedded corpus (it rebuilds it, ~10 s)",
+    )
     args = parser.parse_args(argv)
     timings = {}
     cached = (CACHE / SPHINX_WHEEL).exists()
     start = time.perf_counter()
     sphinx_catalogs()
     timings["Sphinx catalogs ready" + (" (wheel cached)" if cached else " (wheel downloaded)")] = (
-        time.perf_counter() - start)
+        time.perf_counter() - start
+    )
     start = time.perf_counter()
     _build("django")
     timings["source A built"] = time.perf_counter() - start

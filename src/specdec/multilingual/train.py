@@ -75,8 +75,8 @@ import torch
 from specdec import zoo
 from specdec.multilingual import parallel
 from specdec.multilingual.parallel import english_key
-from specdec.zoo import training
 from specdec.zoo import corpus as corpus_lib
+from specdec.zoo import training
 from specdec.zoo.training import save_half
 
 TARGET = "ml-target"
@@ -89,8 +89,9 @@ DISTIL_DIRECTION = "xx-en"
 SIZES = {
     "target": zoo.TINY_ZOO["tiny-target"],
     "draft": zoo.TINY_ZOO["tiny-draft-s"],
-    "large": dict(hidden_size=192, intermediate_size=512, num_hidden_layers=3, num_attention_heads=6,
-                  num_key_value_heads=6),
+    "large": dict(
+        hidden_size=192, intermediate_size=512, num_hidden_layers=3, num_attention_heads=6, num_key_value_heads=6
+    ),
 }
 # Weights of the kinds of training windows (``instruct``: the translation instruction documents).
 MIXES = {
@@ -99,12 +100,24 @@ MIXES = {
     "multilingual": {"prose": 0.25, "code": 0.15, "translation": 0.60},
 }
 TRAIN = dict(
-    target_steps=3000, pretrain_steps=2000, large_pretrain_steps=2000,  # window (pre)training steps
-    batch_size=32, seq_len=256, lr=3e-3,
-    ft_batch_size=64, ft_lr=2e-3, ft_budget=409_600, budget_factor=4, n_budgets=4,  # finetuning
-    temperatures=(0.0, 0.3, 0.7, 1.0), max_new_tokens=48, gen_batch_size=1024,  # self-distillation
+    target_steps=3000,
+    pretrain_steps=2000,
+    large_pretrain_steps=2000,  # window (pre)training steps
+    batch_size=32,
+    seq_len=256,
+    lr=3e-3,
+    ft_batch_size=64,
+    ft_lr=2e-3,
+    ft_budget=409_600,
+    budget_factor=4,
+    n_budgets=4,  # finetuning
+    temperatures=(0.0, 0.3, 0.7, 1.0),
+    max_new_tokens=48,
+    gen_batch_size=1024,  # self-distillation
     max_prompt_tokens=160,  # longer prompts (a few long Sphinx messages) are left out of distillation / eval
-    eval_windows=64, eval_batch_size=256, min_prompts=8,
+    eval_windows=64,
+    eval_batch_size=256,
+    min_prompts=8,
 )
 # CI smoke runs (``steps_scale < SMOKE_SCALE``) also use these smaller batches, windows and answers.
 SMOKE_SCALE = 0.01
@@ -118,7 +131,7 @@ def _drop_heldout_entries(doc: dict, heldout_keys: set[str], languages: dict[str
     kept, dropped = [], 0
     for entry in re.split(r"\n\n(?=English: )", doc["text"]):
         sep = f"\n{language}: "
-        en = entry[len("English: "):entry.find(sep)] if entry.startswith("English: ") and sep in entry else None
+        en = entry[len("English: ") : entry.find(sep)] if entry.startswith("English: ") and sep in entry else None
         if en is not None and english_key(en) in heldout_keys:
             dropped += 1
         else:
@@ -148,9 +161,12 @@ def encode_examples(tokenizer, prompts: list[dict]) -> dict:
         ids += row + a_ids + [tokenizer.eos_token_id]
         offsets.append(len(ids))
     keys = ("id", "source", "lang", "direction", "prompt", "reference")
-    return {"ids": torch.tensor(ids, dtype=torch.int16), "offsets": torch.tensor(offsets, dtype=torch.long),
-            "prompt_len": torch.tensor(prompt_len, dtype=torch.int32),
-            "rows": [{k: p[k] for k in keys} for p in prompts]}
+    return {
+        "ids": torch.tensor(ids, dtype=torch.int16),
+        "offsets": torch.tensor(offsets, dtype=torch.long),
+        "prompt_len": torch.tensor(prompt_len, dtype=torch.int32),
+        "rows": [{k: p[k] for k in keys} for p in prompts],
+    }
 
 
 def example_ids(examples: dict, i: int) -> tuple[list[int], list[int]]:
@@ -165,8 +181,9 @@ def tokenizer_digest(tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR) -> str:
     return hashlib.sha256((pathlib.Path(tokenizer_dir) / "tokenizer.json").read_bytes()).hexdigest()
 
 
-def build_data(tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, max_docs: int | None = None,
-               max_pairs: int | None = None) -> dict:
+def build_data(
+    tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, max_docs: int | None = None, max_pairs: int | None = None
+) -> dict:
     """Tokenise general text and translation examples (see the module docstring).
 
     ``max_docs``: at most this many corpus documents per (kind, split); ``max_pairs``: at most this many
@@ -176,14 +193,22 @@ def build_data(tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, max_docs: int | 
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     languages = {lang: spec[0] for lang, spec in parallel.LANGUAGES.items()}
-    rows = {(source, lang, split): parallel.pairs(source, lang, split)[:max_pairs]
-            for source, splits in parallel.SPLITS.items() for split in splits for lang in languages}
-    heldout_keys = {parallel.english_key(r["en"]) for (_, _, split), rs in rows.items() if split == "heldout"
-                    for r in rs}
+    rows = {
+        (source, lang, split): parallel.pairs(source, lang, split)[:max_pairs]
+        for source, splits in parallel.SPLITS.items()
+        for split in splits
+        for lang in languages
+    }
+    heldout_keys = {
+        parallel.english_key(r["en"]) for (_, _, split), rs in rows.items() if split == "heldout" for r in rs
+    }
     if max_pairs is not None:  # a cut list must not let a held-out string into the general text
-        heldout_keys |= {parallel.english_key(r["en"]) for lang in languages
-                         for source, split in (("django", "heldout"), ("sphinx", "heldout"))
-                         for r in parallel.pairs(source, lang, split)}
+        heldout_keys |= {
+            parallel.english_key(r["en"])
+            for lang in languages
+            for source, split in (("django", "heldout"), ("sphinx", "heldout"))
+            for r in parallel.pairs(source, lang, split)
+        }
 
     docs = corpus_lib.build_corpus()
     general: dict[str, dict] = {"train": {}, "heldout": {}}
@@ -202,8 +227,12 @@ def build_data(tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, max_docs: int | 
             general[split][kind] = _stream(tokenizer, (d["text"] for d in texts))
 
     def prompts(keys):
-        return [parallel.translation_prompt(r, direction) for key in keys for r in rows[key]
-                for direction in parallel.DIRECTIONS]
+        return [
+            parallel.translation_prompt(r, direction)
+            for key in keys
+            for r in rows[key]
+            for direction in parallel.DIRECTIONS
+        ]
 
     train_keys = [("django", lang, "train") for lang in languages]
     heldout_keys_list = [(source, lang, "heldout") for source in ("django", "sphinx") for lang in languages]
@@ -213,30 +242,46 @@ def build_data(tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, max_docs: int | 
         "train": encode_examples(tokenizer, prompts(train_keys)),
         "heldout": encode_examples(tokenizer, prompts(heldout_keys_list)),
         "meta": {
-            "languages": languages, "directions": list(parallel.DIRECTIONS), "sources": parallel.source_versions(),
-            "corpus_sources": corpus_lib.source_versions(), "vocab_size": len(tokenizer),
+            "languages": languages,
+            "directions": list(parallel.DIRECTIONS),
+            "sources": parallel.source_versions(),
+            "corpus_sources": corpus_lib.source_versions(),
+            "vocab_size": len(tokenizer),
             "tokenizer_sha256": tokenizer_digest(tokenizer_dir),
             "heldout_entries_dropped_from_translation_text": dropped,
             "pairs": {f"{s}:{lang}:{split}": len(rs) for (s, lang, split), rs in rows.items()},
-            "max_docs": max_docs, "max_pairs": max_pairs,
+            "max_docs": max_docs,
+            "max_pairs": max_pairs,
         },
     }
     return data
 
 
 def data_summary(data: dict) -> dict:
-    return {"general": {split: {k: len(v) for k, v in s.items()} for split, s in data["general"].items()},
-            **{split: {"examples": len(data[split]["rows"]), "tokens": len(data[split]["ids"])}
-               for split in ("train", "heldout")},
-            "heldout_entries_dropped": data["meta"]["heldout_entries_dropped_from_translation_text"]}
+    return {
+        "general": {split: {k: len(v) for k, v in s.items()} for split, s in data["general"].items()},
+        **{
+            split: {"examples": len(data[split]["rows"]), "tokens": len(data[split]["ids"])}
+            for split in ("train", "heldout")
+        },
+        "heldout_entries_dropped": data["meta"]["heldout_entries_dropped_from_translation_text"],
+    }
 
 
 # ----------------------------------------------------------------------------------------------- models
 def llama_config(size: dict):
     from transformers import LlamaConfig
 
-    return LlamaConfig(vocab_size=zoo.VOCAB_SIZE, max_position_embeddings=zoo.MAX_POSITIONS, rms_norm_eps=1e-5,
-                       tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0, **size)
+    return LlamaConfig(
+        vocab_size=zoo.VOCAB_SIZE,
+        max_position_embeddings=zoo.MAX_POSITIONS,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+        **size,
+    )
 
 
 def new_model(size: dict, seed: int, device):
@@ -257,13 +302,15 @@ def model_seed(name: str) -> int:
 def _schedule(opt, steps: int):
     warmup = max(1, steps // 20)
     return torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    )
 
 
 def _optimizer(model, lr: float, device):
     fused = str(device).startswith("cuda")
-    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1,
-                             **({"fused": True} if fused else {}))
+    return torch.optim.AdamW(
+        model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1, **({"fused": True} if fused else {})
+    )
 
 
 def _windows(streams: dict, mix: dict, batch_size: int, seq_len: int, g: torch.Generator) -> torch.Tensor:
@@ -293,13 +340,25 @@ def window_loss(model, streams: dict, kind: str, n_windows: int, seq_len: int = 
     losses = []
     for chunk in batch.to(device).split(32):
         logits = model(input_ids=chunk[:, :-1]).logits.float()
-        losses.append(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                        chunk[:, 1:].reshape(-1)).item())
+        losses.append(
+            torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1)).item()
+        )
     return round(sum(losses) / len(losses), 4)
 
 
-def pretrain(model, streams: dict, mix: dict, steps: int, batch_size: int, seq_len: int, lr: float, seed: int,
-             name: str = "", heldout: dict | None = None, eval_windows: int = 64) -> list[dict]:
+def pretrain(
+    model,
+    streams: dict,
+    mix: dict,
+    steps: int,
+    batch_size: int,
+    seq_len: int,
+    lr: float,
+    seed: int,
+    name: str = "",
+    heldout: dict | None = None,
+    eval_windows: int = 64,
+) -> list[dict]:
     """Next-token training on windows (AdamW, linear warm-up, cosine decay); returns the log rows."""
     device = next(model.parameters()).device
     opt = _optimizer(model, lr, device)
@@ -311,16 +370,20 @@ def pretrain(model, streams: dict, mix: dict, steps: int, batch_size: int, seq_l
         model.train()
         batch = _windows(streams, mix, batch_size, seq_len, g).to(device, non_blocking=True)
         logits = model(input_ids=batch[:, :-1]).logits
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
-                                                 batch[:, 1:].reshape(-1))
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), batch[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
         if (step + 1) % log_every == 0 or step + 1 == steps:
-            row = {"model": name, "phase": "pretrain", "step": step + 1, "train_loss": round(loss.item(), 4),
-                   "seconds": round(time.perf_counter() - t0, 1)}
+            row = {
+                "model": name,
+                "phase": "pretrain",
+                "step": step + 1,
+                "train_loss": round(loss.item(), 4),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
             if heldout and ((step + 1) % (log_every * 5) == 0 or step + 1 == steps):
                 row["heldout_loss"] = {k: window_loss(model, heldout, k, eval_windows) for k in mix if k in heldout}
             log.append(row)
@@ -339,7 +402,7 @@ class Examples:
         self.answer_len = self.lengths - self.prompt_len
         ids = torch.zeros(self.n, int(self.lengths.max()) if self.n else 1, dtype=torch.long)
         for i, (p, a) in enumerate(zip(prompts, answers)):
-            ids[i, :len(p) + len(a)] = torch.tensor(p + a)
+            ids[i, : len(p) + len(a)] = torch.tensor(p + a)
         self.ids = ids.to(device)
         self._lengths, self._prompt_len = self.lengths.to(device), self.prompt_len.to(device)
 
@@ -356,13 +419,23 @@ class Examples:
 def _answer_loss(model, examples: Examples, rows: torch.Tensor):
     inputs, targets, mask = examples.batch(rows)
     logits = model(input_ids=inputs).logits.float()
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                                             reduction="none").view_as(targets)
+    loss = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
+    ).view_as(targets)
     return loss, (logits.argmax(-1) == targets) & mask, mask
 
 
-def finetune(model, examples: Examples, steps: int, batch_size: int, lr: float, seed: int, name: str = "",
-             heldout: Examples | None = None, eval_batch_size: int = 256) -> tuple[list[dict], int]:
+def finetune(
+    model,
+    examples: Examples,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    name: str = "",
+    heldout: Examples | None = None,
+    eval_batch_size: int = 256,
+) -> tuple[list[dict], int]:
     """Answer-only training on ``examples`` (epochs of seeded permutations); returns (log rows, tokens seen)."""
     device = next(model.parameters()).device
     opt = _optimizer(model, lr, device)
@@ -375,7 +448,7 @@ def finetune(model, examples: Examples, steps: int, batch_size: int, lr: float, 
         model.train()
         if cursor + batch_size > examples.n:
             order, cursor = torch.cat([order[cursor:], torch.randperm(examples.n, generator=g)]), 0
-        rows = order[cursor:cursor + batch_size]
+        rows = order[cursor : cursor + batch_size]
         cursor += batch_size
         tokens += int(examples.answer_len[rows].sum())
         loss_tok, _, mask = _answer_loss(model, examples, rows)
@@ -386,8 +459,14 @@ def finetune(model, examples: Examples, steps: int, batch_size: int, lr: float, 
         opt.step()
         sched.step()
         if (step + 1) % log_every == 0 or step + 1 == steps:
-            row = {"model": name, "phase": "finetune", "step": step + 1, "tokens": tokens,
-                   "train_loss": round(loss.item(), 4), "seconds": round(time.perf_counter() - t0, 1)}
+            row = {
+                "model": name,
+                "phase": "finetune",
+                "step": step + 1,
+                "tokens": tokens,
+                "train_loss": round(loss.item(), 4),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
             if heldout is not None and heldout.n and ((step + 1) % (log_every * 5) == 0 or step + 1 == steps):
                 row["heldout"] = answer_metrics(model, heldout, eval_batch_size)
             log.append(row)
@@ -413,8 +492,16 @@ def answer_metrics(model, examples: Examples, batch_size: int = 256) -> dict:
 
 
 @torch.no_grad()
-def generate_batched(model, prompts: list[list[int]], temperature: float, max_new_tokens: int, batch_size: int,
-                     seed: int, eos_id: int = 2, pad_id: int = 0) -> list[list[int]]:
+def generate_batched(
+    model,
+    prompts: list[list[int]],
+    temperature: float,
+    max_new_tokens: int,
+    batch_size: int,
+    seed: int,
+    eos_id: int = 2,
+    pad_id: int = 0,
+) -> list[list[int]]:
     """Continue every prompt with transformers' batched ``generate`` (left padding + attention mask).
 
     ``temperature`` 0 is greedy; otherwise samples ``softmax(logits / temperature)`` (no top-k / top-p), the
@@ -427,22 +514,23 @@ def generate_batched(model, prompts: list[list[int]], temperature: float, max_ne
     model.eval()
     device = next(model.parameters()).device
     sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else {}
-    config = GenerationConfig(max_new_tokens=max_new_tokens, eos_token_id=eos_id, pad_token_id=pad_id,
-                              bos_token_id=1, **sampling)
+    config = GenerationConfig(
+        max_new_tokens=max_new_tokens, eos_token_id=eos_id, pad_token_id=pad_id, bos_token_id=1, **sampling
+    )
     order = sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), i))
     outputs: list[list[int]] = [[] for _ in prompts]
     for b, start in enumerate(range(0, len(order), batch_size)):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         width = max(len(prompts[i]) for i in idx)
         ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
         mask = torch.zeros((len(idx), width), dtype=torch.long)
         for r, i in enumerate(idx):
-            ids[r, width - len(prompts[i]):] = torch.tensor(prompts[i])
-            mask[r, width - len(prompts[i]):] = 1
+            ids[r, width - len(prompts[i]) :] = torch.tensor(prompts[i])
+            mask[r, width - len(prompts[i]) :] = 1
         torch.manual_seed(seed + b)
         out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config)
         for i, row in zip(idx, out[:, width:].tolist()):
-            outputs[i] = row[:row.index(eos_id) + 1] if eos_id in row else row
+            outputs[i] = row[: row.index(eos_id) + 1] if eos_id in row else row
     return outputs
 
 
@@ -462,13 +550,13 @@ def chrf(hypothesis: str, reference: str, n: int = 6, beta: float = 2.0) -> floa
     if not precisions:
         return 100.0 if hyp == ref else 0.0
     p, r = sum(precisions) / len(precisions), sum(recalls) / len(recalls)
-    return 0.0 if p + r == 0 else round(100 * (1 + beta ** 2) * p * r / (beta ** 2 * p + r), 2)
+    return 0.0 if p + r == 0 else round(100 * (1 + beta**2) * p * r / (beta**2 * p + r), 2)
 
 
 def _ngrams(text: str, k: int) -> dict[str, int]:
     out: dict[str, int] = {}
     for i in range(len(text) - k + 1):
-        out[text[i:i + k]] = out.get(text[i:i + k], 0) + 1
+        out[text[i : i + k]] = out.get(text[i : i + k], 0) + 1
     return out
 
 
@@ -510,9 +598,16 @@ def model_names(langs=None, cfg: dict | None = None, steps_scale: float = 1.0) -
     return names
 
 
-def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scale: float = 1.0, langs=None,
-              prompts_per_set: int | None = None, tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR,
-              **overrides) -> list[dict]:
+def train_all(
+    data: dict,
+    out_dir: pathlib.Path,
+    device: str = "cpu",
+    steps_scale: float = 1.0,
+    langs=None,
+    prompts_per_set: int | None = None,
+    tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR,
+    **overrides,
+) -> list[dict]:
     """Run steps a-c of the module docstring; save every model under ``out_dir/<name>``; returns summary rows.
 
     ``overrides`` replace entries of ``TRAIN`` (e.g. ``batch_size`` for a CPU test); a smoke run
@@ -522,7 +617,6 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
     """
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
-
 
     hf_logging.disable_progress_bar()
     cfg = {**TRAIN, **(SMOKE if steps_scale < SMOKE_SCALE else {}), **overrides}
@@ -553,7 +647,7 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
     # shuffled order (so a window does not hold a pair in both directions side by side)
     offsets = data["train"]["offsets"].tolist()
     order = torch.randperm(len(offsets) - 1, generator=torch.Generator().manual_seed(0)).tolist()
-    instruct = torch.cat([data["train"]["ids"][offsets[i]:offsets[i + 1]] for i in order]).long()
+    instruct = torch.cat([data["train"]["ids"][offsets[i] : offsets[i + 1]] for i in order]).long()
     target_streams = {**general_train, "instruct": instruct}
     target_heldout = {**general_heldout}
 
@@ -563,23 +657,37 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
         path = out_dir / name
         save_half(copy.deepcopy(model).cpu(), path)
         tokenizer.save_pretrained(path)
-        info = {"model": name, "parameters": sum(p.numel() for p in model.parameters()), "device": device_name,
-                **info}
-        (path / "training_log.json").write_text(json.dumps({"summary": info, **(extra or {}), "log": log},
-                                                           indent=0, ensure_ascii=False) + "\n")
+        info = {"model": name, "parameters": sum(p.numel() for p in model.parameters()), "device": device_name, **info}
+        (path / "training_log.json").write_text(
+            json.dumps({"summary": info, **(extra or {}), "log": log}, indent=0, ensure_ascii=False) + "\n"
+        )
         rows_out.append(info)
         print(json.dumps({k: v for k, v in info.items() if not isinstance(v, dict)}), flush=True)
 
     def general_losses(model):
-        return {k: window_loss(model, general_heldout, k, cfg["eval_windows"]) for k in general_heldout
-                if len(general_heldout[k]) > 8}
+        return {
+            k: window_loss(model, general_heldout, k, cfg["eval_windows"])
+            for k in general_heldout
+            if len(general_heldout[k]) > 8
+        }
 
     # ---- a. the target ------------------------------------------------------------------------------------
     t0 = time.perf_counter()
     target = new_model(SIZES["target"], model_seed(TARGET), device)
     steps = scale(cfg["target_steps"])
-    log = pretrain(target, target_streams, MIXES["target"], steps, cfg["batch_size"], cfg["seq_len"], cfg["lr"],
-                   model_seed(TARGET), TARGET, target_heldout, cfg["eval_windows"])
+    log = pretrain(
+        target,
+        target_streams,
+        MIXES["target"],
+        steps,
+        cfg["batch_size"],
+        cfg["seq_len"],
+        cfg["lr"],
+        model_seed(TARGET),
+        TARGET,
+        target_heldout,
+        cfg["eval_windows"],
+    )
     train_seconds = time.perf_counter() - t0
     phases["target_train"] = train_seconds
 
@@ -588,57 +696,100 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
     eval_idx = _select(heldout, lambda r: True, prompts_per_set, cfg["max_prompt_tokens"])
     eval_prompts = [example_ids(heldout, i)[0] for i in eval_idx]
     eval_refs = [example_ids(heldout, i)[1] for i in eval_idx]
-    greedy = generate_batched(target, eval_prompts, 0.0, cfg["max_new_tokens"], cfg["gen_batch_size"],
-                              model_seed(TARGET))
+    greedy = generate_batched(
+        target, eval_prompts, 0.0, cfg["max_new_tokens"], cfg["gen_batch_size"], model_seed(TARGET)
+    )
     quality = _target_quality(target, heldout, eval_idx, eval_prompts, eval_refs, greedy, tokenizer, cfg, device)
     phases["target_eval"] = time.perf_counter() - t0
-    save(target, TARGET, {"role": "target", "recipe": "pretrain (general + instructions)", "lang": "all",
-                          "pretrain_steps": steps, "batch_size": cfg["batch_size"], "seq_len": cfg["seq_len"],
-                          "lr": cfg["lr"], "mix": MIXES["target"], "seconds": round(train_seconds, 1),
-                          "heldout_general": general_losses(target), "heldout_summary": quality["summary"]},
-         log, {"heldout_translation": quality["detail"]})
+    save(
+        target,
+        TARGET,
+        {
+            "role": "target",
+            "recipe": "pretrain (general + instructions)",
+            "lang": "all",
+            "pretrain_steps": steps,
+            "batch_size": cfg["batch_size"],
+            "seq_len": cfg["seq_len"],
+            "lr": cfg["lr"],
+            "mix": MIXES["target"],
+            "seconds": round(train_seconds, 1),
+            "heldout_general": general_losses(target),
+            "heldout_summary": quality["summary"],
+        },
+        log,
+        {"heldout_translation": quality["detail"]},
+    )
 
     # ---- b. self-distillation -----------------------------------------------------------------------------
     t0 = time.perf_counter()
     train = data["train"]
-    idx = _select(train, lambda r: r["lang"] in langs and r["direction"] == DISTIL_DIRECTION, prompts_per_set,
-                  cfg["max_prompt_tokens"])
+    idx = _select(
+        train,
+        lambda r: r["lang"] in langs and r["direction"] == DISTIL_DIRECTION,
+        prompts_per_set,
+        cfg["max_prompt_tokens"],
+    )
     prompts = [example_ids(train, i)[0] for i in idx]
     distilled: dict[str, tuple[list, list]] = {lang: ([], []) for lang in langs}
     jsonl = []
     for k, temperature in enumerate(cfg["temperatures"]):  # every pair in one batched pass per temperature
-        outs = generate_batched(target, prompts, float(temperature), cfg["max_new_tokens"], cfg["gen_batch_size"],
-                                model_seed("distil") + 1000 * k)
+        outs = generate_batched(
+            target,
+            prompts,
+            float(temperature),
+            cfg["max_new_tokens"],
+            cfg["gen_batch_size"],
+            model_seed("distil") + 1000 * k,
+        )
         for i, p, o in zip(idx, prompts, outs):
             row = train["rows"][i]
             if not o:
                 continue
             distilled[row["lang"]][0].append(p)
             distilled[row["lang"]][1].append(o)
-            jsonl.append({"id": row["id"], "lang": row["lang"], "direction": DISTIL_DIRECTION,
-                          "temperature": float(temperature), "prompt": row["prompt"],
-                          "output": tokenizer.decode([t for t in o if t != tokenizer.eos_token_id]),
-                          "stop": "eos" if o[-1] == tokenizer.eos_token_id else "max_new_tokens",
-                          "output_ids": o})
+            jsonl.append(
+                {
+                    "id": row["id"],
+                    "lang": row["lang"],
+                    "direction": DISTIL_DIRECTION,
+                    "temperature": float(temperature),
+                    "prompt": row["prompt"],
+                    "output": tokenizer.decode([t for t in o if t != tokenizer.eos_token_id]),
+                    "stop": "eos" if o[-1] == tokenizer.eos_token_id else "max_new_tokens",
+                    "output_ids": o,
+                }
+            )
     jsonl.sort(key=lambda r: (langs.index(r["lang"]), r["temperature"]))
     with (out_dir / "ml_distilled.jsonl").open("w", encoding="utf-8") as f:
         for row in jsonl:
             f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
     phases["distil"] = time.perf_counter() - t0
-    distil_stats = {lang: {"examples": len(a), "answer_tokens": sum(map(len, a)),
-                           "eos_fraction": round(sum(o[-1] == 2 for o in a) / max(1, len(a)), 3)}
-                    for lang, (_, a) in distilled.items()}
+    distil_stats = {
+        lang: {
+            "examples": len(a),
+            "answer_tokens": sum(map(len, a)),
+            "eos_fraction": round(sum(o[-1] == 2 for o in a) / max(1, len(a)), 3),
+        }
+        for lang, (_, a) in distilled.items()
+    }
     print(json.dumps({"distilled": distil_stats}), flush=True)
 
     # held-out X→En sets for every drafter: the target's greedy answers (what greedy SD must reproduce)
     drafter_eval: dict[str, Examples] = {}
     for source in ("django", "sphinx"):
         for lang in meta_langs:
-            sel = [j for j, i in enumerate(eval_idx) if heldout["rows"][i]["source"] == source
-                   and heldout["rows"][i]["lang"] == lang and heldout["rows"][i]["direction"] == DISTIL_DIRECTION
-                   and greedy[j]]
-            drafter_eval[f"{source}-{lang}"] = Examples([eval_prompts[j] for j in sel], [greedy[j] for j in sel],
-                                                        device)
+            sel = [
+                j
+                for j, i in enumerate(eval_idx)
+                if heldout["rows"][i]["source"] == source
+                and heldout["rows"][i]["lang"] == lang
+                and heldout["rows"][i]["direction"] == DISTIL_DIRECTION
+                and greedy[j]
+            ]
+            drafter_eval[f"{source}-{lang}"] = Examples(
+                [eval_prompts[j] for j in sel], [greedy[j] for j in sel], device
+            )
 
     def drafter_metrics(model):
         return {key: answer_metrics(model, ex, cfg["eval_batch_size"]) for key, ex in drafter_eval.items()}
@@ -656,43 +807,100 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
         t0 = time.perf_counter()
         model = new_model(SIZES[size], model_seed(name), device)
         steps = scale(cfg[steps_key])
-        log = pretrain(model, general_train, MIXES[mix], steps, cfg["batch_size"], cfg["seq_len"], cfg["lr"],
-                       model_seed(name), name, general_heldout, cfg["eval_windows"])
+        log = pretrain(
+            model,
+            general_train,
+            MIXES[mix],
+            steps,
+            cfg["batch_size"],
+            cfg["seq_len"],
+            cfg["lr"],
+            model_seed(name),
+            name,
+            general_heldout,
+            cfg["eval_windows"],
+        )
         seconds = time.perf_counter() - t0
         phases[f"pretrain {name}"] = seconds
         if save_as:
-            save(model, save_as, {"role": "drafter", "recipe": "P", "lang": "none", "pretrain_steps": steps,
-                                  "mix": MIXES[mix], "seconds": round(seconds, 1),
-                                  "heldout_general": general_losses(model), "heldout_xx_en": drafter_metrics(model)},
-                 log)
+            save(
+                model,
+                save_as,
+                {
+                    "role": "drafter",
+                    "recipe": "P",
+                    "lang": "none",
+                    "pretrain_steps": steps,
+                    "mix": MIXES[mix],
+                    "seconds": round(seconds, 1),
+                    "heldout_general": general_losses(model),
+                    "heldout_xx_en": drafter_metrics(model),
+                },
+                log,
+            )
         return model, log, steps, seconds
 
     generic, *_ = pretrained_drafter(GENERIC, "draft", "english", "pretrain_steps", save_as=GENERIC)
     del generic
-    base, base_log, base_steps, base_seconds = pretrained_drafter(PRETRAINED, "draft", "multilingual",
-                                                                  "pretrain_steps", save_as=PRETRAINED)
+    base, base_log, base_steps, base_seconds = pretrained_drafter(
+        PRETRAINED, "draft", "multilingual", "pretrain_steps", save_as=PRETRAINED
+    )
 
-    def finetuned(name, lang, recipe, budget, init=None, init_name="scratch", init_steps=0, init_seconds=0.0,
-                  size="draft", save_names=(), init_log=()):
+    def finetuned(
+        name,
+        lang,
+        recipe,
+        budget,
+        init=None,
+        init_name="scratch",
+        init_steps=0,
+        init_seconds=0.0,
+        size="draft",
+        save_names=(),
+        init_log=(),
+    ):
         t0 = time.perf_counter()
         model = copy.deepcopy(init) if init is not None else new_model(SIZES[size], model_seed(name), device)
         steps = ft_steps(lang, budget)
         examples = ft_examples(lang)
-        log, tokens = finetune(model, examples, steps, cfg["ft_batch_size"], cfg["ft_lr"], model_seed(name), name,
-                               drafter_eval.get(f"django-{lang}"), cfg["eval_batch_size"])
+        log, tokens = finetune(
+            model,
+            examples,
+            steps,
+            cfg["ft_batch_size"],
+            cfg["ft_lr"],
+            model_seed(name),
+            name,
+            drafter_eval.get(f"django-{lang}"),
+            cfg["eval_batch_size"],
+        )
         seconds = time.perf_counter() - t0
         phases[f"finetune {name}"] = seconds
         metrics = drafter_metrics(model)
         general = general_losses(model)
         for k, save_name in enumerate(save_names or (name,)):
-            save(model, save_name, {"role": "drafter", "recipe": recipe, "lang": lang,
-                                    "init": init_name,
-                                    "pretrain_steps": init_steps, "finetune_steps": steps,
-                                    "finetune_budget": budget, "finetune_tokens": tokens,
-                                    "finetune_examples": examples.n, "ft_batch_size": cfg["ft_batch_size"],
-                                    "ft_lr": cfg["ft_lr"], "seconds": round(init_seconds + seconds, 1),
-                                    **({"same_as": save_names[0]} if k else {}),
-                                    "heldout_general": general, "heldout_xx_en": metrics}, [*init_log, *log])
+            save(
+                model,
+                save_name,
+                {
+                    "role": "drafter",
+                    "recipe": recipe,
+                    "lang": lang,
+                    "init": init_name,
+                    "pretrain_steps": init_steps,
+                    "finetune_steps": steps,
+                    "finetune_budget": budget,
+                    "finetune_tokens": tokens,
+                    "finetune_examples": examples.n,
+                    "ft_batch_size": cfg["ft_batch_size"],
+                    "ft_lr": cfg["ft_lr"],
+                    "seconds": round(init_seconds + seconds, 1),
+                    **({"same_as": save_names[0]} if k else {}),
+                    "heldout_general": general,
+                    "heldout_xx_en": metrics,
+                },
+                [*init_log, *log],
+            )
         return model
 
     grid = budgets(cfg, steps_scale)
@@ -701,34 +909,75 @@ def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scal
         extra = (_budget_name("f", main_budget),) if lang == BUDGET_LANG else ()
         finetuned(f"ml-draft-f-{lang}", lang, "F", main_budget, save_names=(f"ml-draft-f-{lang}", *extra))
         extra = (_budget_name("pf", main_budget),) if lang == BUDGET_LANG else ()
-        finetuned(f"ml-draft-pf-{lang}", lang, "P-F", main_budget, init=base, init_name=PRETRAINED,
-                  init_steps=base_steps, init_seconds=base_seconds, save_names=(f"ml-draft-pf-{lang}", *extra))
+        finetuned(
+            f"ml-draft-pf-{lang}",
+            lang,
+            "P-F",
+            main_budget,
+            init=base,
+            init_name=PRETRAINED,
+            init_steps=base_steps,
+            init_seconds=base_seconds,
+            save_names=(f"ml-draft-pf-{lang}", *extra),
+        )
     if BUDGET_LANG in langs:
         for budget in grid[:-1]:
             finetuned(_budget_name("f", budget), BUDGET_LANG, "F", budget)
-            finetuned(_budget_name("pf", budget), BUDGET_LANG, "P-F", budget, init=base, init_name=PRETRAINED,
-                      init_steps=base_steps, init_seconds=base_seconds)
-        large, large_log, large_steps, large_seconds = pretrained_drafter("ml-draft-large-pretrained", "large",
-                                                                  "multilingual", "large_pretrain_steps")
-        finetuned(LARGE, BUDGET_LANG, "P-F", main_budget, init=large, init_name="ml-draft-large-pretrained "
-                  "(not saved)", init_steps=large_steps, init_seconds=large_seconds, size="large",
-                  init_log=large_log)
+            finetuned(
+                _budget_name("pf", budget),
+                BUDGET_LANG,
+                "P-F",
+                budget,
+                init=base,
+                init_name=PRETRAINED,
+                init_steps=base_steps,
+                init_seconds=base_seconds,
+            )
+        large, large_log, large_steps, large_seconds = pretrained_drafter(
+            "ml-draft-large-pretrained", "large", "multilingual", "large_pretrain_steps"
+        )
+        finetuned(
+            LARGE,
+            BUDGET_LANG,
+            "P-F",
+            main_budget,
+            init=large,
+            init_name="ml-draft-large-pretrained (not saved)",
+            init_steps=large_steps,
+            init_seconds=large_seconds,
+            size="large",
+            init_log=large_log,
+        )
 
     # ---- summary ------------------------------------------------------------------------------------------
     weights = {r["model"]: (out_dir / r["model"] / "model.safetensors").stat().st_size for r in rows_out}
     dirs = {r["model"]: sum(p.stat().st_size for p in (out_dir / r["model"]).iterdir()) for r in rows_out}
     _write_csv(out_dir / "ml_training.csv", rows_out)
-    run = {"device": device_name, "steps_scale": steps_scale, "langs": langs, "prompts_per_set": prompts_per_set,
-           "config": cfg, "sizes": SIZES, "mixes": MIXES, "budgets": grid, "distilled": distil_stats,
-           "seconds_total": round(time.perf_counter() - t_run, 1),
-           "phase_seconds": {k: round(v, 1) for k, v in phases.items()},
-           "weights_bytes_total": sum(weights.values()), "model_dirs_bytes_total": sum(dirs.values()),
-           "distilled_jsonl_bytes": (out_dir / "ml_distilled.jsonl").stat().st_size,
-           "weights_bytes": weights, "data_meta": data["meta"]}
+    run = {
+        "device": device_name,
+        "steps_scale": steps_scale,
+        "langs": langs,
+        "prompts_per_set": prompts_per_set,
+        "config": cfg,
+        "sizes": SIZES,
+        "mixes": MIXES,
+        "budgets": grid,
+        "distilled": distil_stats,
+        "seconds_total": round(time.perf_counter() - t_run, 1),
+        "phase_seconds": {k: round(v, 1) for k, v in phases.items()},
+        "weights_bytes_total": sum(weights.values()),
+        "model_dirs_bytes_total": sum(dirs.values()),
+        "distilled_jsonl_bytes": (out_dir / "ml_distilled.jsonl").stat().st_size,
+        "weights_bytes": weights,
+        "data_meta": data["meta"],
+    }
     (out_dir / "ml_run.json").write_text(json.dumps(run, indent=1, ensure_ascii=False) + "\n")
-    print(f"{len(rows_out)} models, float16 weights {sum(weights.values()) / 1e6:.2f} MB "
-          f"(model directories with tokenizer files {sum(dirs.values()) / 1e6:.2f} MB), distilled jsonl "
-          f"{run['distilled_jsonl_bytes'] / 1e6:.2f} MB, {run['seconds_total']:.0f} s on {device_name}", flush=True)
+    print(
+        f"{len(rows_out)} models, float16 weights {sum(weights.values()) / 1e6:.2f} MB "
+        f"(model directories with tokenizer files {sum(dirs.values()) / 1e6:.2f} MB), distilled jsonl "
+        f"{run['distilled_jsonl_bytes'] / 1e6:.2f} MB, {run['seconds_total']:.0f} s on {device_name}",
+        flush=True,
+    )
     return rows_out
 
 
@@ -758,12 +1007,15 @@ def _target_quality(target, heldout, eval_idx, eval_prompts, eval_refs, greedy, 
         refs = [heldout["rows"][eval_idx[j]]["reference"].strip() for j in js]
         m_right = answer_metrics(target, right, cfg["eval_batch_size"])
         m_wrong = answer_metrics(target, wrong, cfg["eval_batch_size"])
-        detail[key] = {"n": len(js), "ref_loss": m_right["loss"], "ref_loss_shuffled_source": m_wrong["loss"],
-                       "ref_agree": m_right["agree"],
-                       "exact_match": round(sum(h == r for h, r in zip(hyps, refs)) / len(js), 4),
-                       "chrf": round(sum(chrf(h, r) for h, r in zip(hyps, refs)) / len(js), 2),
-                       "chrf_shuffled_reference": round(sum(chrf(hyps[k], refs[p]) for k, p in enumerate(perm))
-                                                        / len(js), 2)}
+        detail[key] = {
+            "n": len(js),
+            "ref_loss": m_right["loss"],
+            "ref_loss_shuffled_source": m_wrong["loss"],
+            "ref_agree": m_right["agree"],
+            "exact_match": round(sum(h == r for h, r in zip(hyps, refs)) / len(js), 4),
+            "chrf": round(sum(chrf(h, r) for h, r in zip(hyps, refs)) / len(js), 2),
+            "chrf_shuffled_reference": round(sum(chrf(hyps[k], refs[p]) for k, p in enumerate(perm)) / len(js), 2),
+        }
     for source in ("django", "sphinx"):
         for direction in ("xx-en", "en-xx"):
             keys = [k for k in detail if k.startswith(source + "-") and k.endswith(direction)]
@@ -815,13 +1067,25 @@ def _write_csv(path: pathlib.Path, rows: list[dict]) -> None:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("step", nargs="?", choices=["data", "train", "all"], default="all")
-    parser.add_argument("--data", type=pathlib.Path, default=pathlib.Path(".gpu/ml_data.pt"),
-                        help="the data file (read by train, written by all)")
-    parser.add_argument("--out", type=pathlib.Path, default=None,
-                        help="data: the data file to write; train/all: the models directory (default data/models)")
+    parser.add_argument(
+        "--data",
+        type=pathlib.Path,
+        default=pathlib.Path(".gpu/ml_data.pt"),
+        help="the data file (read by train, written by all)",
+    )
+    parser.add_argument(
+        "--out",
+        type=pathlib.Path,
+        default=None,
+        help="data: the data file to write; train/all: the models directory (default data/models)",
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--steps-scale", type=float, default=1.0,
-                        help="multiply steps and budgets (and, below 1, the prompts per set): CI smoke runs")
+    parser.add_argument(
+        "--steps-scale",
+        type=float,
+        default=1.0,
+        help="multiply steps and budgets (and, below 1, the prompts per set): CI smoke runs",
+    )
     parser.add_argument("--langs", nargs="*", default=None, help="pairs X→En to build drafters for (default all)")
     parser.add_argument("--prompts-per-set", type=int, default=None)
     parser.add_argument("--ft-budget", type=int, default=TRAIN["ft_budget"], help="main finetune budget (tokens)")
@@ -835,12 +1099,27 @@ def main(argv=None):
         data = build_data()
         data_path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(data, data_path)
-        print(json.dumps({"file": str(data_path), "bytes": data_path.stat().st_size,
-                          "seconds": round(time.perf_counter() - t0, 1), **data_summary(data)}))
+        print(
+            json.dumps(
+                {
+                    "file": str(data_path),
+                    "bytes": data_path.stat().st_size,
+                    "seconds": round(time.perf_counter() - t0, 1),
+                    **data_summary(data),
+                }
+            )
+        )
     if args.step in ("train", "all"):
         data = torch.load(data_path)
-        train_all(data, args.out or zoo.MODELS, device=args.device, steps_scale=args.steps_scale, langs=args.langs,
-                  prompts_per_set=args.prompts_per_set, ft_budget=args.ft_budget)
+        train_all(
+            data,
+            args.out or zoo.MODELS,
+            device=args.device,
+            steps_scale=args.steps_scale,
+            langs=args.langs,
+            prompts_per_set=args.prompts_per_set,
+            ft_budget=args.ft_budget,
+        )
 
 
 if __name__ == "__main__":

@@ -18,28 +18,45 @@ import torch
 from specdec import results
 from specdec.engine import autoregressive, generate
 from specdec.hub import DatasetNotAvailableError, load_dataset
-from specdec.tabed import scenes
 from specdec.tabed import drafting as tabed
+from specdec.tabed import scenes
 from specdec.zoo import models
 
-GROUP = {"describe": "benchmark", "docvqa": "benchmark", "pope": "benchmark", "mmvet": "benchmark",
-         "iedit": "benchmark", "magicbrush": "benchmark", "spot": "benchmark", "psv": "ood", "vist": "ood",
-         "nq": "nlp", "gsm8k": "nlp"}
+GROUP = {
+    "describe": "benchmark",
+    "docvqa": "benchmark",
+    "pope": "benchmark",
+    "mmvet": "benchmark",
+    "iedit": "benchmark",
+    "magicbrush": "benchmark",
+    "spot": "benchmark",
+    "psv": "ood",
+    "vist": "ood",
+    "nq": "nlp",
+    "gsm8k": "nlp",
+}
 TABLE1 = ["M", "T", "MT", "MT*"]
 ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
 KEY = ["method", "gamma", "window", "criterion", "captioner", "row"]
 PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
 # Paper datasets (App. J) for the paper profile, first turns: (id, config, split, question field, image field).
 # Loading them needs the local Hugging Face cache (or ``sources``: local copies in the same format).
-PAPER_DATASETS = {"describe": ("lmms-lab/llava-bench-in-the-wild", None, "train", "question", "image"),
-                  "docvqa": ("lmms-lab/DocVQA", "DocVQA", "validation", "question", "image"),
-                  "pope": ("lmms-lab/POPE", None, "test", "question", "image"),
-                  "mmvet": ("lmms-lab/MMVet", None, "test", "question", "image"),
-                  "nq": ("nq_open", None, "validation", "question", None),
-                  "gsm8k": ("gsm8k", "main", "test", "question", None)}
+PAPER_DATASETS = {
+    "describe": ("lmms-lab/llava-bench-in-the-wild", None, "train", "question", "image"),
+    "docvqa": ("lmms-lab/DocVQA", "DocVQA", "validation", "question", "image"),
+    "pope": ("lmms-lab/POPE", None, "test", "question", "image"),
+    "mmvet": ("lmms-lab/MMVet", None, "test", "question", "image"),
+    "nq": ("nq_open", None, "validation", "question", None),
+    "gsm8k": ("gsm8k", "main", "test", "question", None),
+}
 # Multi-image sets come from the LLaVA-Interleave bench; no loader is built for them (nor for second turns).
-PAPER_NOT_BUILT = {"iedit": "IEdit", "magicbrush": "MagicBrush", "spot": "Spot-the-Diff", "psv": "PororoSV",
-                   "vist": "VIST"}
+PAPER_NOT_BUILT = {
+    "iedit": "IEdit",
+    "magicbrush": "MagicBrush",
+    "spot": "Spot-the-Diff",
+    "psv": "PororoSV",
+    "vist": "VIST",
+}
 
 
 # ------------------------------------------------------------------------------------------------- models, data
@@ -56,8 +73,9 @@ def load_pair(profile: str = "tiny", device: str = "cpu"):
     return target, draft, processor
 
 
-def load_suite(profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, scenarios=None,
-               sources: dict | None = None) -> list[dict]:
+def load_suite(
+    profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, scenarios=None, sources: dict | None = None
+) -> list[dict]:
     """Requests ``{"id", "scenario", "turn", "prompt", "images", ...}``: the synthetic suite (tiny) or, for the
     paper profile, the first turns of the App. J datasets in ``PAPER_DATASETS`` with the App. I chat prompt
     (``DatasetNotAvailableError`` naming the id when one is not cached; ``sources``: ``{scenario: local path
@@ -66,17 +84,24 @@ def load_suite(profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, sc
     if profile == "tiny":
         return scenes.scenario_suite("test", n_per_scenario, seed=seed, scenarios=scenarios)
 
-    names = [s for s, t in scenes.SCENARIOS if t == 1] if scenarios is None else \
-        list(dict.fromkeys(x if isinstance(x, str) else x[0] for x in scenarios))
+    names = (
+        [s for s, t in scenes.SCENARIOS if t == 1]
+        if scenarios is None
+        else list(dict.fromkeys(x if isinstance(x, str) else x[0] for x in scenarios))
+    )
     missing = [s for s in names if s in PAPER_NOT_BUILT]
     if missing and scenarios is not None:
         raise DatasetNotAvailableError(
             f"no paper-profile loader is built for {[PAPER_NOT_BUILT[s] for s in missing]} (LLaVA-Interleave bench, "
             "multi-image): prepare rows with the fields of scenes.scenario_suite on a machine that has them and "
-            "pass them to tabed_bench.run(rows=...)")
+            "pass them to tabed_bench.run(rows=...)"
+        )
     if missing:
         import warnings
-        warnings.warn(f"paper profile: skipping {[PAPER_NOT_BUILT[s] for s in missing]} (no loader built)", stacklevel=2)
+
+        warnings.warn(
+            f"paper profile: skipping {[PAPER_NOT_BUILT[s] for s in missing]} (no loader built)", stacklevel=2
+        )
     rows = []
     for scenario in (s for s in names if s not in PAPER_NOT_BUILT):
         rows += paper_rows(scenario, n_per_scenario, (sources or {}).get(scenario))
@@ -93,8 +118,18 @@ def paper_rows(scenario: str, n: int, source: str | None = None) -> list[dict]:
         images = [] if image is None else [example[image].convert("RGB")]
         text = example[question].strip()
         user = f"{scenes.IMAGE_PLACEHOLDER}\n{text}" if images else text
-        rows.append({"id": f"{scenario}-t1-paper-{i:05d}", "scenario": scenario, "turn": 1, "split": split,
-                     "images": images, "prompt": scenes.chat_prompt([(user, None)]), "answer": "", "caption": None})
+        rows.append(
+            {
+                "id": f"{scenario}-t1-paper-{i:05d}",
+                "scenario": scenario,
+                "turn": 1,
+                "split": split,
+                "images": images,
+                "prompt": scenes.chat_prompt([(user, None)]),
+                "answer": "",
+                "caption": None,
+            }
+        )
     return rows
 
 
@@ -108,8 +143,10 @@ def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
     images = tabed.load_images(images or [])
     n_placeholders = prompt.count(scenes.IMAGE_PLACEHOLDER)
     if n_placeholders != len(images):
-        raise ValueError(f"the prompt has {n_placeholders} {scenes.IMAGE_PLACEHOLDER} placeholders but "
-                         f"{len(images)} images were given: put one {scenes.IMAGE_PLACEHOLDER} in the prompt per image")
+        raise ValueError(
+            f"the prompt has {n_placeholders} {scenes.IMAGE_PLACEHOLDER} placeholders but "
+            f"{len(images)} images were given: put one {scenes.IMAGE_PLACEHOLDER} in the prompt per image"
+        )
     tokenizer = processor.tokenizer
     image_token = getattr(processor, "image_token", scenes.IMAGE_PLACEHOLDER)
     text = prompt.replace(scenes.IMAGE_PLACEHOLDER, image_token)
@@ -153,8 +190,21 @@ def make_captioner(kind: str, draft, processor):
 
 
 # ------------------------------------------------------------------------------------------------- running
-def run(store, target, draft, processor, rows, methods, *, gamma: int = 5, max_new_tokens: int = 128,
-        window: int | None = None, criterion: str = "kl", captioner: str = "draft", desc: str = "") -> None:
+def run(
+    store,
+    target,
+    draft,
+    processor,
+    rows,
+    methods,
+    *,
+    gamma: int = 5,
+    max_new_tokens: int = 128,
+    window: int | None = None,
+    criterion: str = "kl",
+    captioner: str = "draft",
+    desc: str = "",
+) -> None:
     """Decode every request of ``rows`` with every method; one stored row per (method, settings, request).
 
     The target's plain greedy output of each request is computed once (stored as method ``AR``) and every
@@ -190,26 +240,52 @@ def run(store, target, draft, processor, rows, methods, *, gamma: int = 5, max_n
             options["criterion"] = criterion
         drafter = tabed.make_drafter(draft, method, tokenizer, captioner=caption, **options)
         draft_inputs = {**inputs, "images": request["images"]} if inputs else {}
-        res = generate(target, ids, drafter, gamma=gamma, max_new_tokens=max_new_tokens, eos_token_id=eos,
-                       target_inputs=inputs, draft_inputs=draft_inputs)
+        res = generate(
+            target,
+            ids,
+            drafter,
+            gamma=gamma,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=eos,
+            target_inputs=inputs,
+            draft_inputs=draft_inputs,
+        )
         out = _row(request, res, reference(row))
         out["weights"] = json.dumps([[round(w, 3) for w in ws] for ws in getattr(drafter, "weight_log", [])])
         out["active"] = "".join(drafter.make_rows.active)
         return out
 
-    keys = [dict(method=m, gamma=gamma, window=w_key if m.endswith("*") else "-",
-                 criterion=criterion if m.endswith("*") else "-",
-                 captioner=captioner if "C" in tabed.ENSEMBLES[m] else "-", row=rid)
-            for rid in requests for m in methods]
+    keys = [
+        dict(
+            method=m,
+            gamma=gamma,
+            window=w_key if m.endswith("*") else "-",
+            criterion=criterion if m.endswith("*") else "-",
+            captioner=captioner if "C" in tabed.ENSEMBLES[m] else "-",
+            row=rid,
+        )
+        for rid in requests
+        for m in methods
+    ]
     store.run(keys, compute, desc=desc or "tabed")
 
 
 def _row(request: dict, res, reference_ids) -> dict:
-    return dict(scenario=request["scenario"], turn=request["turn"], group=GROUP[request["scenario"]],
-                n_images=len(request["images"]), new_tokens=res.new_tokens, target_calls=res.target_calls,
-                block_efficiency=res.block_efficiency, acceptance_rate=res.acceptance_rate,
-                lossless=res.output_ids == list(reference_ids), seconds=res.total_time,
-                accepted=json.dumps(res.accepted_per_block), output=json.dumps(res.output_ids), active="")
+    return dict(
+        scenario=request["scenario"],
+        turn=request["turn"],
+        group=GROUP[request["scenario"]],
+        n_images=len(request["images"]),
+        new_tokens=res.new_tokens,
+        target_calls=res.target_calls,
+        block_efficiency=res.block_efficiency,
+        acceptance_rate=res.acceptance_rate,
+        lossless=res.output_ids == list(reference_ids),
+        seconds=res.total_time,
+        accepted=json.dumps(res.accepted_per_block),
+        output=json.dumps(res.output_ids),
+        active="",
+    )
 
 
 def store(profile: str, table: str = "tabed_runs"):
@@ -222,7 +298,7 @@ def runs(frame: pd.DataFrame, *, gamma: int = 5, window="ALL", criterion: str = 
     frame = frame[frame.method != "AR"]
     adaptive = frame.method.str.endswith("*")
     caption = frame.method.str.contains("C")
-    keep = (frame.gamma.astype(int) == gamma)
+    keep = frame.gamma.astype(int) == gamma
     keep &= ~adaptive | ((frame.window.astype(str) == str(window)) & (frame.criterion == criterion))
     keep &= ~caption | (frame.captioner == captioner)
     return frame[keep]
@@ -233,17 +309,24 @@ def block_table(frame: pd.DataFrame, methods) -> pd.DataFrame:
     datasets per turn (as in the paper's Table 10)."""
     frame = frame[frame.method.isin(methods)].copy()
     frame["dataset"] = frame.scenario.map(scenes.PAPER_NAME)
-    table = frame.pivot_table(index=["turn", "group", "dataset"], columns="method", values="block_efficiency",
-                              aggfunc="mean")[list(methods)]
+    table = frame.pivot_table(
+        index=["turn", "group", "dataset"], columns="method", values="block_efficiency", aggfunc="mean"
+    )[list(methods)]
     averages = []
     for turn in sorted(frame.turn.unique()):
         bench = table.loc[(turn, "benchmark")] if (turn, "benchmark") in table.index.droplevel(2) else None
         if bench is not None:
-            averages.append(pd.DataFrame([bench.mean()], index=pd.MultiIndex.from_tuples([(turn, "benchmark", "Avg.")])))
+            averages.append(
+                pd.DataFrame([bench.mean()], index=pd.MultiIndex.from_tuples([(turn, "benchmark", "Avg.")]))
+            )
     table = pd.concat([table, *averages]).sort_index(level=[0, 1], sort_remaining=False)
     order = {name: i for i, name in enumerate(list(scenes.PAPER_NAME.values()) + ["Avg."])}
-    return table.iloc[sorted(range(len(table)), key=lambda i: (table.index[i][0], table.index[i][1] != "benchmark",
-                                                              order[table.index[i][2]]))]
+    return table.iloc[
+        sorted(
+            range(len(table)),
+            key=lambda i: (table.index[i][0], table.index[i][1] != "benchmark", order[table.index[i][2]]),
+        )
+    ]
 
 
 def paper_table(methods, **setting) -> pd.DataFrame:
@@ -295,8 +378,11 @@ def group_means(frame: pd.DataFrame, methods) -> pd.DataFrame:
     frame = frame[frame.method.isin(methods)]
     label = frame.group.where(frame.group != "benchmark", "benchmark t" + frame.turn.astype(str))
     label = label.where(frame.group != "nlp", "nlp")
-    return frame.assign(where=label).pivot_table(index="method", columns="where", values="block_efficiency",
-                                                 aggfunc="mean").reindex(methods)
+    return (
+        frame.assign(where=label)
+        .pivot_table(index="method", columns="where", values="block_efficiency", aggfunc="mean")
+        .reindex(methods)
+    )
 
 
 # ------------------------------------------------------------------------------------------------- findings
@@ -322,12 +408,13 @@ def verdict_t1(table: pd.DataFrame) -> str:
     t_later = (later["T"] - later.M).mean()
     both_win = bool(m_wins) and bool(t_wins)
     pattern = m_first > 0 and t_later > 0  # the paper's pattern: M on first-turn image tasks, T later / OOD
-    head = ("**T1 holds**" if both_win and pattern else "**T1 partly holds**" if both_win
-            else "**T1 does not hold**")
-    return (f"{head}: M beats T in {len(m_wins)} cells, T beats M in {len(t_wins)} of {len(cells)} "
-            f"(T ahead: {names(t_wins)}). On first-turn image benchmarks M leads T by {m_first:+.2f} τ on average "
-            f"({'as in' if m_first > 0 else 'unlike'} the paper); on second turns and OOD T leads M by {t_later:+.2f} "
-            f"({'as in' if t_later > 0 else 'unlike'} the paper).")
+    head = "**T1 holds**" if both_win and pattern else "**T1 partly holds**" if both_win else "**T1 does not hold**"
+    return (
+        f"{head}: M beats T in {len(m_wins)} cells, T beats M in {len(t_wins)} of {len(cells)} "
+        f"(T ahead: {names(t_wins)}). On first-turn image benchmarks M leads T by {m_first:+.2f} τ on average "
+        f"({'as in' if m_first > 0 else 'unlike'} the paper); on second turns and OOD T leads M by {t_later:+.2f} "
+        f"({'as in' if t_later > 0 else 'unlike'} the paper)."
+    )
 
 
 def verdict_t2(table: pd.DataFrame) -> str:
@@ -343,26 +430,37 @@ def verdict_t3(frame: pd.DataFrame, margin: float = 0.05) -> str:
     head = "**T3 holds**" if diff > margin else "**T3 does not hold**"
     why = ""
     if diff <= margin and {"M", "T"} <= set(means.index) and means["M"] >= means["T"]:
-        why = (f" Here multimodal drafting does not break down out of distribution (M {means['M']:.2f} vs T "
-               f"{means['T']:.2f}; the paper's 68M draft: 1.18 vs 2.05), so there is no weak row for the adaptive "
-               "weights to move away from.")
-    return (f"{head}: on the five-image OOD stories MT* averages τ = {means['MT*']:.2f} vs MT {means['MT']:.2f} "
-            f"({diff:+.2f}; 'well above' is taken as > {margin}).{why}")
+        why = (
+            f" Here multimodal drafting does not break down out of distribution (M {means['M']:.2f} vs T "
+            f"{means['T']:.2f}; the paper's 68M draft: 1.18 vs 2.05), so there is no weak row for the adaptive "
+            "weights to move away from."
+        )
+    return (
+        f"{head}: on the five-image OOD stories MT* averages τ = {means['MT*']:.2f} vs MT {means['MT']:.2f} "
+        f"({diff:+.2f}; 'well above' is taken as > {margin}).{why}"
+    )
 
 
 def verdict_t4(groups: pd.DataFrame) -> str:
     best = groups.idxmax(axis=0)
     wins = [g for g in groups.columns if best[g] == "MTCP*"]
     overall = groups.mean(axis=1)
-    head = "**T4 holds**" if overall.idxmax() == "MTCP*" and len(wins) == len(groups.columns) else (
-        "**T4 partly holds**" if overall.idxmax() == "MTCP*" or wins else "**T4 does not hold**")
+    head = (
+        "**T4 holds**"
+        if overall.idxmax() == "MTCP*" and len(wins) == len(groups.columns)
+        else ("**T4 partly holds**" if overall.idxmax() == "MTCP*" or wins else "**T4 does not hold**")
+    )
     why = ""
     if overall.idxmax() != "MTCP*" and overall.idxmax() in ("M", "T", "C", "P"):
-        why = (f" A single drafting row ({overall.idxmax()}) beats every mixture here: the other rows are weaker in "
-               "almost every scenario, and mixing them in costs more than the adaptive weights win back.")
-    return (f"{head}: MTCP* has the highest mean τ in {len(wins)} of {len(groups.columns)} groups "
-            f"({', '.join(wins) or 'none'}); over the groups the best method is {overall.idxmax()} "
-            f"({overall.max():.2f}; MTCP* {overall['MTCP*']:.2f}).{why}")
+        why = (
+            f" A single drafting row ({overall.idxmax()}) beats every mixture here: the other rows are weaker in "
+            "almost every scenario, and mixing them in costs more than the adaptive weights win back."
+        )
+    return (
+        f"{head}: MTCP* has the highest mean τ in {len(wins)} of {len(groups.columns)} groups "
+        f"({', '.join(wins) or 'none'}); over the groups the best method is {overall.idxmax()} "
+        f"({overall.max():.2f}; MTCP* {overall['MTCP*']:.2f}).{why}"
+    )
 
 
 def verdict_t5(by_window: pd.DataFrame, tolerance: float = 0.03) -> str:
@@ -371,9 +469,11 @@ def verdict_t5(by_window: pd.DataFrame, tolerance: float = 0.03) -> str:
     winners = by_window.idxmax(axis=1)
     clear = spread.max() > tolerance and winners.nunique() == 1
     head = "**T5 does not hold**" if clear else "**T5 holds**"
-    return (f"{head}: the best window differs by group ({', '.join(f'{g}: h={w}' for g, w in winners.items())}) and "
-            f"τ varies by at most {100 * spread.max():.1f}% across h within a group "
-            f"({'one h wins everywhere by a clear margin' if clear else 'no clear winner'}).")
+    return (
+        f"{head}: the best window differs by group ({', '.join(f'{g}: h={w}' for g, w in winners.items())}) and "
+        f"τ varies by at most {100 * spread.max():.1f}% across h within a group "
+        f"({'one h wins everywhere by a clear margin' if clear else 'no clear winner'})."
+    )
 
 
 def spread_line(table: pd.DataFrame, what: str) -> str:
@@ -381,8 +481,11 @@ def spread_line(table: pd.DataFrame, what: str) -> str:
     group and how far apart the settings are."""
     spread = (table.max(axis=1) - table.min(axis=1)) / table.mean(axis=1)
     best = table.idxmax(axis=1)
-    return (f"{what}: best per group " + ", ".join(f"{g}: {b}" for g, b in best.items()) +
-            f"; settings differ by at most {100 * spread.max():.1f}% of τ within a group.")
+    return (
+        f"{what}: best per group "
+        + ", ".join(f"{g}: {b}" for g, b in best.items())
+        + f"; settings differ by at most {100 * spread.max():.1f}% of τ within a group."
+    )
 
 
 # ------------------------------------------------------------------------------------------------- weights

@@ -25,7 +25,7 @@ import functools
 import io
 import pathlib
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -37,8 +37,14 @@ from specdec.tabed.scenes import ASSISTANT, USER
 
 METHODS = ("M", "T", "C", "P")
 ENSEMBLES: dict[str, tuple[str, ...]] = {
-    "M": ("M",), "T": ("T",), "C": ("C",), "P": ("P",),
-    "MT": ("M", "T"), "MT*": ("M", "T"), "MTCP": ("M", "T", "C", "P"), "MTCP*": ("M", "T", "C", "P"),
+    "M": ("M",),
+    "T": ("T",),
+    "C": ("C",),
+    "P": ("P",),
+    "MT": ("M", "T"),
+    "MT*": ("M", "T"),
+    "MTCP": ("M", "T", "C", "P"),
+    "MTCP*": ("M", "T", "C", "P"),
 }
 NEWLINE = "\n"
 CAPTION_PREFIX = "image: "
@@ -51,8 +57,10 @@ def _parts(model):
     tower = getattr(inner, "vision_tower", None) or getattr(model, "vision_tower", None)
     projector = getattr(inner, "multi_modal_projector", None) or getattr(model, "multi_modal_projector", None)
     if tower is None or projector is None:
-        raise ValueError(f"{type(model).__name__} has no vision tower / projector: the M and P drafting methods "
-                         "need a LLaVA-style draft (use T or C with a text-only draft)")
+        raise ValueError(
+            f"{type(model).__name__} has no vision tower / projector: the M and P drafting methods "
+            "need a LLaVA-style draft (use T or C with a text-only draft)"
+        )
     return tower, projector, model.config
 
 
@@ -77,7 +85,7 @@ def visual_features(model, pixel_values: torch.Tensor, pool: int = 1) -> torch.T
         hidden = hidden[:, 1:]
     if pool > 1:
         n, tokens, width = hidden.shape
-        side = int(round(tokens ** 0.5))
+        side = int(round(tokens**0.5))
         if side * side != tokens or side % pool:
             raise ValueError(f"cannot pool a {tokens}-token image with a {pool}x{pool} kernel")
         grid = hidden.transpose(1, 2).reshape(n, width, side, side)
@@ -89,11 +97,13 @@ def image_runs(prompt_ids: torch.Tensor, image_token_id: int, per_image: int) ->
     """Start positions of the images in ``prompt_ids`` (each image is ``per_image`` consecutive image tokens)."""
     positions = (prompt_ids == image_token_id).nonzero().flatten().tolist()
     if len(positions) % per_image:
-        raise ValueError(f"the prompt has {len(positions)} image tokens, not a multiple of the {per_image} "
-                         "tokens one image becomes: expand each <image> with the model's processor")
+        raise ValueError(
+            f"the prompt has {len(positions)} image tokens, not a multiple of the {per_image} "
+            "tokens one image becomes: expand each <image> with the model's processor"
+        )
     starts = positions[::per_image]
     for s in starts:
-        if prompt_ids[s:s + per_image].tolist() != [image_token_id] * per_image:
+        if prompt_ids[s : s + per_image].tolist() != [image_token_id] * per_image:
             raise ValueError("an image's tokens are not consecutive in the prompt")
     return starts
 
@@ -132,8 +142,10 @@ class DraftingRows:
         if self.image_token_id is not None:
             starts = image_runs(prompt_ids.cpu(), self.image_token_id, self.per_image)
         if len(starts) != n_images:
-            raise ValueError(f"the prompt has {len(starts)} <image> placeholders but {n_images} images were given; "
-                             "pass one image per <image>")
+            raise ValueError(
+                f"the prompt has {len(starts)} <image> placeholders but {n_images} images were given; "
+                "pass one image per <image>"
+            )
         if n_images and starts[-1] + self.per_image >= len(prompt_ids):
             raise ValueError("the prompt ends with an image: put the question text after the last <image>")
         self.active = tuple(m for m in self.methods if m != "C" or self._caption(images, pixel_values, n_images))
@@ -146,14 +158,14 @@ class DraftingRows:
             elif method == "P":
                 pooled = visual_features(self.model, pixel_values, self.pool) if n_images else None
                 per = 0 if pooled is None else pooled.shape[1]
-                rows.append(self._replace(prompt_ids, starts, lambda k: [self.image_token_id] * per))
+                rows.append(self._replace(prompt_ids, starts, lambda k, per=per: [self.image_token_id] * per))
                 features.append(pooled.flatten(0, 1) if n_images else None)
             elif method == "T":
                 rows.append(self._replace(prompt_ids, starts, lambda k: self.newline_ids))
                 features.append(None)
             else:  # C
                 captions = [self._ids(CAPTION_PREFIX + c) for c in self.captions]
-                rows.append(self._replace(prompt_ids, starts, lambda k: captions[k]))
+                rows.append(self._replace(prompt_ids, starts, lambda k, captions=captions: captions[k]))
                 features.append(None)
         return rows, features
 
@@ -167,8 +179,11 @@ class DraftingRows:
                 raise ValueError(f"returned {len(captions)} captions for {n_images} images")
         except Exception as err:  # noqa: BLE001 - any captioner failure degrades to the other methods
             others = [m for m in self.methods if m != "C"] or ["T"]
-            warnings.warn(f"captioner failed ({type(err).__name__}: {err}); drafting without the caption row "
-                          f"(methods {others})", RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"captioner failed ({type(err).__name__}: {err}); drafting without the caption row (methods {others})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             self.captions = None
             return False
         self.captions = captions
@@ -184,9 +199,20 @@ class DraftingRows:
 
 
 # ------------------------------------------------------------------------------------------------- drafters
-def make_drafter(draft, method: str, tokenizer, *, captioner: Callable | None = None, pool: int = 2,
-                 criterion: str = "kl", window: int | None = None, divergence: str = "kl",
-                 temperature: float = 1.0, grid_n: int = 10, weights=None):
+def make_drafter(
+    draft,
+    method: str,
+    tokenizer,
+    *,
+    captioner: Callable | None = None,
+    pool: int = 2,
+    criterion: str = "kl",
+    window: int | None = None,
+    divergence: str = "kl",
+    temperature: float = 1.0,
+    grid_n: int = 10,
+    weights=None,
+):
     """A drafter for ``method`` in ``ENSEMBLES`` (``M``, ``T``, ``C``, ``P``, ``MT``, ``MT*``, ``MTCP``, ``MTCP*``).
 
     Static ensembles use ``weights`` (default equal). ``MT*``: ``ensemble.grid_weights`` (``grid_n``,
@@ -210,21 +236,29 @@ def make_drafter(draft, method: str, tokenizer, *, captioner: Callable | None = 
 
 
 # ------------------------------------------------------------------------------------------------- captioners
-def draft_captioner(draft, tokenizer, to_pixels: Callable, question: str = "Describe the image.",
-                    max_new_tokens: int = 24) -> Callable:
+def draft_captioner(
+    draft, tokenizer, to_pixels: Callable, question: str = "Describe the image.", max_new_tokens: int = 24
+) -> Callable:
     """A captioner that asks the draft LLaVA itself (greedy) to describe each image, keeping the first
     sentence: ``images -> captions``. ``to_pixels(images) -> pixel_values`` is the draft's image processor."""
     eos = tokenizer.eos_token_id
     prompt = tokenizer(USER, add_special_tokens=False)["input_ids"]
     tail = tokenizer(f"\n{question}{ASSISTANT}", add_special_tokens=False)["input_ids"]
-    ids = torch.tensor([tokenizer.bos_token_id] + prompt + [draft.config.image_token_id] * tokens_per_image(draft) + tail)
+    ids = torch.tensor(
+        [tokenizer.bos_token_id] + prompt + [draft.config.image_token_id] * tokens_per_image(draft) + tail
+    )
 
     def caption(images) -> list[str]:
         pixels = images if torch.is_tensor(images) else to_pixels(images)
         out = []
         for k in range(pixels.shape[0]):
-            res = autoregressive(draft, ids, max_new_tokens=max_new_tokens, eos_token_id=eos,
-                                 target_inputs={"pixel_values": pixels[k:k + 1]})
+            res = autoregressive(
+                draft,
+                ids,
+                max_new_tokens=max_new_tokens,
+                eos_token_id=eos,
+                target_inputs={"pixel_values": pixels[k : k + 1]},
+            )
             text = tokenizer.decode(res.output_ids, skip_special_tokens=True).strip()
             out.append(text.split(". ")[0].rstrip(".") if text else "")
         return out
@@ -248,13 +282,16 @@ def load_images(images) -> list:
                 opened.load()
                 out.append(opened.convert("RGB"))
         except (UnidentifiedImageError, OSError, TypeError, ValueError) as err:
-            raise ValueError(f"image {k} cannot be decoded ({type(err).__name__}: {err}); pass a PIL image, "
-                             "the path of a PNG/JPEG file or its bytes") from None
+            raise ValueError(
+                f"image {k} cannot be decoded ({type(err).__name__}: {err}); pass a PIL image, "
+                "the path of a PNG/JPEG file or its bytes"
+            ) from None
     return out
 
 
-def hf_captioner(model_id: str = "Salesforce/blip-image-captioning-base", device: str = "cpu",
-                 max_new_tokens: int = 30) -> Callable:
+def hf_captioner(
+    model_id: str = "Salesforce/blip-image-captioning-base", device: str = "cpu", max_new_tokens: int = 30
+) -> Callable:
     """A BLIP captioner from the local Hugging Face cache (the paper's alternative to Florence-2, App. D):
     ``images (PIL) -> captions``. Raises ``hub.ModelNotAvailableError`` naming the download command when
     the weights are not cached (this project never downloads at run time)."""
@@ -265,9 +302,11 @@ def hf_captioner(model_id: str = "Salesforce/blip-image-captioning-base", device
         processor = AutoProcessor.from_pretrained(source, local_files_only=True)
         model = BlipForConditionalGeneration.from_pretrained(source, local_files_only=True).to(device).eval()
     except OSError:
-        raise ModelNotAvailableError(f"captioner {model_id!r} is not in the local Hugging Face cache; on a machine "
-                                     f"with internet run `hf download {model_id}` and copy the cache here, or use "
-                                     "captioner='draft'") from None
+        raise ModelNotAvailableError(
+            f"captioner {model_id!r} is not in the local Hugging Face cache; on a machine "
+            f"with internet run `hf download {model_id}` and copy the cache here, or use "
+            "captioner='draft'"
+        ) from None
 
     @torch.no_grad()
     def caption(images) -> list[str]:

@@ -77,8 +77,9 @@ def _within_noise(errors: torch.Tensor, keep: torch.Tensor, n_positions: int) ->
     return keep & (errors <= best + tolerance)
 
 
-def softmax_weights(history: History, kind: str = "kl", temperature: float = 1.0,
-                    window: int | None = None, m: int | None = None) -> torch.Tensor:
+def softmax_weights(
+    history: History, kind: str = "kl", temperature: float = 1.0, window: int | None = None, m: int | None = None
+) -> torch.Tensor:
     """``softmax([1/e_1 … 1/e_m] / temperature)`` with ``e_k = Σ_window D(p, q_k)``."""
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
@@ -86,6 +87,7 @@ def softmax_weights(history: History, kind: str = "kl", temperature: float = 1.0
         if m is None:
             raise ValueError("with an empty history, pass the number of drafting methods m")
         return torch.full((m,), 1.0 / m)
-    errors = history.per_position(("softmax", kind), lambda rows, p, _: divergence(p[None], rows, kind),
-                                  window).sum(0)  # [m]
+    errors = history.per_position(("softmax", kind), lambda rows, p, _: divergence(p[None], rows, kind), window).sum(
+        0
+    )  # [m]
     return (1.0 / (errors + _EPS) / temperature).softmax(-1)

@@ -58,37 +58,118 @@ USER, ASSISTANT, TURN_END = "USER: ", " ASSISTANT:", "</s>"
 
 # Every pixel of every image has one of these colours (index = palette index, stored by train_llava's data).
 PALETTE: dict[str, tuple[int, int, int]] = {
-    "white": (255, 255, 255), "black": (0, 0, 0), "gray": (128, 128, 128),
-    "red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 70, 220),
-    "yellow": (240, 200, 20), "purple": (140, 60, 180), "orange": (245, 130, 20),
+    "white": (255, 255, 255),
+    "black": (0, 0, 0),
+    "gray": (128, 128, 128),
+    "red": (220, 30, 30),
+    "green": (30, 160, 60),
+    "blue": (30, 70, 220),
+    "yellow": (240, 200, 20),
+    "purple": (140, 60, 180),
+    "orange": (245, 130, 20),
 }
 COLORS = ["red", "green", "blue", "yellow", "purple", "orange"]
 SHAPES = ["circle", "square", "triangle", "diamond"]
 POSITIONS = ["top left", "top", "top right", "left", "center", "right", "bottom left", "bottom", "bottom right"]
-AT = {"top left": "at the top left", "top": "at the top", "top right": "at the top right", "left": "on the left",
-      "center": "in the center", "right": "on the right", "bottom left": "at the bottom left",
-      "bottom": "at the bottom", "bottom right": "at the bottom right"}
+AT = {
+    "top left": "at the top left",
+    "top": "at the top",
+    "top right": "at the top right",
+    "left": "on the left",
+    "center": "in the center",
+    "right": "on the right",
+    "bottom left": "at the bottom left",
+    "bottom": "at the bottom",
+    "bottom right": "at the bottom right",
+}
 LINES = ["top", "middle", "bottom"]
 LINE_AT = {"top": "at the top", "middle": "in the middle", "bottom": "at the bottom"}
-WORDS = ["APPLE", "BREAD", "CHAIR", "RIVER", "TIGER", "LEMON", "PIANO", "CLOUD", "HOUSE", "MOUSE", "PAPER",
-         "STONE", "TRAIN", "WATER", "GRAPE", "HONEY", "MAPLE", "NORTH", "OCEAN", "PLANT", "QUEEN", "ROBOT",
-         "SUGAR", "TABLE"]
-NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-                "nineteen", "twenty"]
+WORDS = [
+    "APPLE",
+    "BREAD",
+    "CHAIR",
+    "RIVER",
+    "TIGER",
+    "LEMON",
+    "PIANO",
+    "CLOUD",
+    "HOUSE",
+    "MOUSE",
+    "PAPER",
+    "STONE",
+    "TRAIN",
+    "WATER",
+    "GRAPE",
+    "HONEY",
+    "MAPLE",
+    "NORTH",
+    "OCEAN",
+    "PLANT",
+    "QUEEN",
+    "ROBOT",
+    "SUGAR",
+    "TABLE",
+]
+NUMBER_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+]
 
 # (scenario, turn) pairs of the suite, with the paper dataset each one mirrors.
 SCENARIOS: list[tuple[str, int]] = [
-    ("describe", 1), ("docvqa", 1), ("pope", 1), ("mmvet", 1),   # single image (LLaVA-W, DocVQA, POPE, MM-Vet)
-    ("iedit", 1), ("magicbrush", 1), ("spot", 1),                # two images (IEdit, MagicBrush, Spot-the-Diff)
-    ("psv", 1), ("vist", 1),                                     # five images, OOD (PororoSV, VIST)
-    ("nq", 1), ("gsm8k", 1),                                     # text only, no image
-    ("describe", 2), ("docvqa", 2), ("pope", 2), ("mmvet", 2),   # follow-ups on the first answer / image
-    ("iedit", 2), ("magicbrush", 2), ("spot", 2),
-    ("nq", 2), ("gsm8k", 2),                                     # text-only question after an image turn
+    ("describe", 1),
+    ("docvqa", 1),
+    ("pope", 1),
+    ("mmvet", 1),  # single image (LLaVA-W, DocVQA, POPE, MM-Vet)
+    ("iedit", 1),
+    ("magicbrush", 1),
+    ("spot", 1),  # two images (IEdit, MagicBrush, Spot-the-Diff)
+    ("psv", 1),
+    ("vist", 1),  # five images, OOD (PororoSV, VIST)
+    ("nq", 1),
+    ("gsm8k", 1),  # text only, no image
+    ("describe", 2),
+    ("docvqa", 2),
+    ("pope", 2),
+    ("mmvet", 2),  # follow-ups on the first answer / image
+    ("iedit", 2),
+    ("magicbrush", 2),
+    ("spot", 2),
+    ("nq", 2),
+    ("gsm8k", 2),  # text-only question after an image turn
 ]
-PAPER_NAME = {"describe": "LLaVA-W", "docvqa": "DocVQA", "pope": "POPE", "mmvet": "MMVet", "iedit": "IEdit",
-              "magicbrush": "MB", "spot": "Spot", "psv": "PSV", "vist": "VIST", "nq": "NQ", "gsm8k": "GSM8K"}
+PAPER_NAME = {
+    "describe": "LLaVA-W",
+    "docvqa": "DocVQA",
+    "pope": "POPE",
+    "mmvet": "MMVet",
+    "iedit": "IEdit",
+    "magicbrush": "MB",
+    "spot": "Spot",
+    "psv": "PSV",
+    "vist": "VIST",
+    "nq": "NQ",
+    "gsm8k": "GSM8K",
+}
 TEST_PERCENT = 20  # an item is "test" when its hash bucket (0-99) is below this
 
 _CAPTIONS: dict[str, str] = {}  # sha256(mode, size, pixels) -> caption, filled by every render
@@ -219,8 +300,10 @@ def render_caption(images) -> list[str]:
     for image in images:
         caption = image.info.get("caption") or _CAPTIONS.get(image_key(image))
         if caption is None:
-            raise KeyError("image not rendered by specdec.tabed.scenes in this process (no caption registered); "
-                           "render it with scenario_suite / render_scene / render_document first")
+            raise KeyError(
+                "image not rendered by specdec.tabed.scenes in this process (no caption registered); "
+                "render it with scenario_suite / render_scene / render_document first"
+            )
         out.append(caption)
     return out
 
@@ -266,13 +349,15 @@ def scene_caption(gt: dict) -> str:
 def describe_scene(gt: dict) -> str:
     """``There are three shapes: two red circles and a blue square. The red circles are ... .``"""
     n = len(gt["shapes"])
-    first = (f"There is one shape: {scene_caption(gt)}." if n == 1
-             else f"There are {number_word(n)} shapes: {scene_caption(gt)}.")
+    first = (
+        f"There is one shape: {scene_caption(gt)}."
+        if n == 1
+        else f"There are {number_word(n)} shapes: {scene_caption(gt)}."
+    )
     where = []
     for color, shape, positions in scene_groups(gt):
         at = join_and([AT[p] for p in positions])
-        where.append(f"The {color} {shape} is {at}." if len(positions) == 1
-                     else f"The {color} {shape}s are {at}.")
+        where.append(f"The {color} {shape} is {at}." if len(positions) == 1 else f"The {color} {shape}s are {at}.")
     return " ".join([first, *where])
 
 
@@ -306,8 +391,10 @@ def document_caption(gt: dict) -> str:
 
 def describe_document(gt: dict) -> str:
     a, b, c = gt["lines"]
-    return (f"The image shows a document with three lines of text. The top line says {a}, the middle line says "
-            f"{b} and the bottom line says {c}.")
+    return (
+        f"The image shows a document with three lines of text. The top line says {a}, the middle line says "
+        f"{b} and the bottom line says {c}."
+    )
 
 
 def read_line(gt: dict, line: str) -> str:
@@ -378,10 +465,16 @@ def edit_difference(edit: dict) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- stories
-_NEIGHBOURS = {p: [q for q in POSITIONS
-                   if abs(divmod(POSITIONS.index(p), 3)[0] - divmod(POSITIONS.index(q), 3)[0])
-                   + abs(divmod(POSITIONS.index(p), 3)[1] - divmod(POSITIONS.index(q), 3)[1]) == 1]
-               for p in POSITIONS}
+_NEIGHBOURS = {
+    p: [
+        q
+        for q in POSITIONS
+        if abs(divmod(POSITIONS.index(p), 3)[0] - divmod(POSITIONS.index(q), 3)[0])
+        + abs(divmod(POSITIONS.index(p), 3)[1] - divmod(POSITIONS.index(q), 3)[1])
+        == 1
+    ]
+    for p in POSITIONS
+}
 CONNECTIVES = ["First,", "Then", "Next,", "After that,", "Finally,"]
 
 
@@ -392,8 +485,11 @@ def random_story(rng: random.Random, frames: int = 5) -> dict:
     companion = None
     start = rng.choice(POSITIONS)
     if rng.random() < 0.5:
-        companion = [rng.choice([x for x in SHAPES if x != shape]), rng.choice(COLORS),
-                     rng.choice([p for p in POSITIONS if p != start])]
+        companion = [
+            rng.choice([x for x in SHAPES if x != shape]),
+            rng.choice(COLORS),
+            rng.choice([p for p in POSITIONS if p != start]),
+        ]
     positions, colors = [start], [rng.choice(COLORS)]
     for _ in range(frames - 1):
         pos, color = positions[-1], colors[-1]
@@ -444,17 +540,45 @@ def tell_story(gt: dict) -> str:
 
 # ------------------------------------------------------------------------------------------ text-only items
 _SIDES = {"triangle": 3, "square": 4, "rectangle": 4, "diamond": 4, "pentagon": 5, "hexagon": 6, "octagon": 8}
-_MIXES = {("red", "yellow"): "orange", ("blue", "yellow"): "green", ("red", "blue"): "purple",
-          ("red", "white"): "pink", ("black", "white"): "gray", ("blue", "white"): "light blue"}
-_OBJECT_COLORS = {"a ripe banana": "yellow", "fresh grass": "green", "the sky on a clear day": "blue",
-                  "fresh snow": "white", "a lump of coal": "black", "a ripe tomato": "red", "a lemon": "yellow",
-                  "a ripe cherry": "red", "a summer leaf": "green", "a ripe orange": "orange",
-                  "a ripe plum": "purple", "a fire truck": "red", "a pumpkin": "orange", "a crow": "black",
-                  "milk": "white", "a lime": "green"}
-_OPPOSITES = {"top": "bottom", "bottom": "top", "left": "right", "right": "left", "up": "down", "down": "up",
-              "big": "small", "small": "big", "black": "white", "white": "black"}
-_NAMES = {"Anna": "she", "Ben": "he", "Mia": "she", "Tom": "he", "Lily": "she", "Sam": "he", "Zoe": "she",
-          "Max": "he"}
+_MIXES = {
+    ("red", "yellow"): "orange",
+    ("blue", "yellow"): "green",
+    ("red", "blue"): "purple",
+    ("red", "white"): "pink",
+    ("black", "white"): "gray",
+    ("blue", "white"): "light blue",
+}
+_OBJECT_COLORS = {
+    "a ripe banana": "yellow",
+    "fresh grass": "green",
+    "the sky on a clear day": "blue",
+    "fresh snow": "white",
+    "a lump of coal": "black",
+    "a ripe tomato": "red",
+    "a lemon": "yellow",
+    "a ripe cherry": "red",
+    "a summer leaf": "green",
+    "a ripe orange": "orange",
+    "a ripe plum": "purple",
+    "a fire truck": "red",
+    "a pumpkin": "orange",
+    "a crow": "black",
+    "milk": "white",
+    "a lime": "green",
+}
+_OPPOSITES = {
+    "top": "bottom",
+    "bottom": "top",
+    "left": "right",
+    "right": "left",
+    "up": "down",
+    "down": "up",
+    "big": "small",
+    "small": "big",
+    "black": "white",
+    "white": "black",
+}
+_NAMES = {"Anna": "she", "Ben": "he", "Mia": "she", "Tom": "he", "Lily": "she", "Sam": "he", "Zoe": "she", "Max": "he"}
 
 
 def random_fact(rng: random.Random) -> dict:
@@ -462,8 +586,10 @@ def random_fact(rng: random.Random) -> dict:
     kind = rng.choice(["sides", "which", "mix", "object", "opposite", "letters", "circle"])
     if kind == "sides":
         s = rng.choice(sorted(_SIDES))
-        return {"q": f"How many sides does {article(s)} {s} have?",
-                "a": f"{capital(article(s))} {s} has {number_word(_SIDES[s])} sides."}
+        return {
+            "q": f"How many sides does {article(s)} {s} have?",
+            "a": f"{capital(article(s))} {s} has {number_word(_SIDES[s])} sides.",
+        }
     if kind == "which":
         s = rng.choice(["triangle", "pentagon", "hexagon", "octagon"])
         k = number_word(_SIDES[s])
@@ -472,8 +598,7 @@ def random_fact(rng: random.Random) -> dict:
         (a, b), c = rng.choice(sorted(_MIXES.items()))
         if rng.random() < 0.5:
             a, b = b, a
-        return {"q": f"What colour do you get when you mix {a} and {b}?",
-                "a": f"Mixing {a} and {b} gives {c}."}
+        return {"q": f"What colour do you get when you mix {a} and {b}?", "a": f"Mixing {a} and {b} gives {c}."}
     if kind == "object":
         o, c = rng.choice(sorted(_OBJECT_COLORS.items()))
         return {"q": f"What colour is {o}?", "a": f"{capital(o)} is {c}."}
@@ -482,8 +607,7 @@ def random_fact(rng: random.Random) -> dict:
         return {"q": f"What is the opposite of {a}?", "a": f"The opposite of {a} is {b}."}
     if kind == "letters":
         w = rng.choice(COLORS + SHAPES)
-        return {"q": f"How many letters are in the word {w}?",
-                "a": f"The word {w} has {number_word(len(w))} letters."}
+        return {"q": f"How many letters are in the word {w}?", "a": f"The word {w} has {number_word(len(w))} letters."}
     return {"q": "How many corners does a circle have?", "a": "A circle has no corners, it is perfectly round."}
 
 
@@ -527,10 +651,14 @@ def random_word_problem(rng: random.Random) -> dict:
         a, b = rng.randint(3, 20), rng.randint(2, 20)
         c = rng.randint(1, a + b - 1)
         r = a + b - c
-        q = (f"{name} has {a} {color} {shape}s. {capital(pron)} draws {b} more and then erases {c}. "
-             f"How many {color} {shape}s does {pron} have now?")
-        a_ = (f"{name} starts with {a} {color} {shape}s. After drawing {b} more {pron} has {a} + {b} = {a + b}. "
-              f"After erasing {c} {pron} has {a + b} - {c} = {r}.")
+        q = (
+            f"{name} has {a} {color} {shape}s. {capital(pron)} draws {b} more and then erases {c}. "
+            f"How many {color} {shape}s does {pron} have now?"
+        )
+        a_ = (
+            f"{name} starts with {a} {color} {shape}s. After drawing {b} more {pron} has {a} + {b} = {a + b}. "
+            f"After erasing {c} {pron} has {a + b} - {c} = {r}."
+        )
     return {"q": q, "a": f"{a_} The answer is {r}.", "result": r}
 
 
@@ -553,8 +681,10 @@ def _first_turn(scenario: str, rng: random.Random, split: str) -> dict:
         nums = document_numbers(doc)
         if len(nums) >= 2:
             q = "What is the sum of the numbers in the document?"
-            a = f"The numbers are {join_and([str(n) for n in nums])}, so the sum is " \
+            a = (
+                f"The numbers are {join_and([str(n) for n in nums])}, so the sum is "
                 f"{' + '.join(str(n) for n in nums)} = {sum(nums)}."
+            )
             task = "doc_sum"
         else:
             q = "What is the number in the document times two?"
@@ -581,10 +711,17 @@ def _first_turn(scenario: str, rng: random.Random, split: str) -> dict:
             near = [(s, c) for s, c in absent if any(s == s2 or c == c2 for s2, c2 in present)]
             shape, color = rng.choice(near or absent)
         yes = (shape, color) in present
-        a = (f"Yes, there is {article(color)} {color} {shape} in the image." if yes
-             else f"No, there is no {color} {shape} in the image.")
-        return _turn(f"<image>\nIs there {article(color)} {color} {shape} in the image?", a,
-                     {"scene": scene, "shape": shape, "color": color, "yes": yes}, [_shape_image(scene)])
+        a = (
+            f"Yes, there is {article(color)} {color} {shape} in the image."
+            if yes
+            else f"No, there is no {color} {shape} in the image."
+        )
+        return _turn(
+            f"<image>\nIs there {article(color)} {color} {shape} in the image?",
+            a,
+            {"scene": scene, "shape": shape, "color": color, "yes": yes},
+            [_shape_image(scene)],
+        )
     if scenario == "mmvet":
         scene = _draw(rng, split, "shapes", random_scene)
         task = rng.choice(["count", "count_color", "where", "color_at"])
@@ -598,16 +735,19 @@ def _first_turn(scenario: str, rng: random.Random, split: str) -> dict:
             k = sum(c == color for _, c, _ in scene["shapes"])
             gt["color"] = color
             q = f"How many {color} shapes are in the image?"
-            a = (f"There are no {color} shapes in the image." if k == 0 else
-                 f"There is one {color} shape in the image." if k == 1 else
-                 f"There are {number_word(k)} {color} shapes in the image.")
+            a = (
+                f"There are no {color} shapes in the image."
+                if k == 0
+                else f"There is one {color} shape in the image."
+                if k == 1
+                else f"There are {number_word(k)} {color} shapes in the image."
+            )
         elif task == "where":
             pos = rng.choice(POSITIONS)
             gt["pos"] = pos
             hit = shape_at(scene, pos)
             q = f"What is {AT[pos]}?"
-            a = (f"There is {article(hit[1])} {hit[1]} {hit[0]} {AT[pos]}." if hit
-                 else f"There is nothing {AT[pos]}.")
+            a = f"There is {article(hit[1])} {hit[1]} {hit[0]} {AT[pos]}." if hit else f"There is nothing {AT[pos]}."
         else:
             shape, color, pos = rng.choice(scene["shapes"])
             gt["pos"] = pos
@@ -622,10 +762,14 @@ def _first_turn(scenario: str, rng: random.Random, split: str) -> dict:
                 break
         images = [_shape_image(edit["before"]), _shape_image(edit["after"])]
         if scenario == "spot":
-            return _turn("<image>\n<image>\nWhat changed between the two images?", edit_difference(edit["edit"]),
-                         edit, images)
-        q = ("Please provide instructions for editing the first image to match the second image."
-             if scenario == "iedit" else "Write the edit instruction that turns the first image into the second.")
+            return _turn(
+                "<image>\n<image>\nWhat changed between the two images?", edit_difference(edit["edit"]), edit, images
+            )
+        q = (
+            "Please provide instructions for editing the first image to match the second image."
+            if scenario == "iedit"
+            else "Write the edit instruction that turns the first image into the second."
+        )
         return _turn(f"<image>\n<image>\n{q}", edit_instruction(edit["edit"]), edit, images)
     if scenario in ("psv", "vist"):
         story = _draw(rng, split, "story", random_story)
@@ -667,63 +811,76 @@ def _follow_up(scenario: str, first: dict, rng: random.Random) -> tuple[str, str
             if is_number(text):
                 k = rng.randint(1, 9)
                 return f"What is that number plus {k}?", f"{text} plus {k} is {int(text) + k}."
-            return ("How many letters does that word have?",
-                    f"The word {text} has {number_word(len(text))} letters.")
+            return ("How many letters does that word have?", f"The word {text} has {number_word(len(text))} letters.")
         if scenario == "describe":
             if len(nums) >= 2 and rng.random() < 0.5:
-                return ("What is the sum of the numbers?",
-                        f"The numbers are {join_and([str(n) for n in nums])}, and "
-                        f"{' + '.join(str(n) for n in nums)} = {sum(nums)}.")
+                return (
+                    "What is the sum of the numbers?",
+                    f"The numbers are {join_and([str(n) for n in nums])}, and "
+                    f"{' + '.join(str(n) for n in nums)} = {sum(nums)}.",
+                )
             words = [x for x in doc["lines"] if not is_number(x)]
             n = len(words)
-            return ("How many words are in the document?",
-                    there_are(n, "word", "in the document"))
+            return ("How many words are in the document?", there_are(n, "word", "in the document"))
         if gt["task"] == "doc_sum":
             hi, lo = max(nums[:2]), min(nums[:2])
-            return ("What is the difference between the first two numbers?",
-                    f"The first two numbers are {nums[0]} and {nums[1]}, "
-                    f"so the difference is {hi} - {lo} = {hi - lo}.")
+            return (
+                "What is the difference between the first two numbers?",
+                f"The first two numbers are {nums[0]} and {nums[1]}, so the difference is {hi} - {lo} = {hi - lo}.",
+            )
         return "And what is it plus one?", f"{nums[0]} plus 1 is {nums[0] + 1}."
     if scenario == "describe":
         scene = gt["scene"]
         choice = rng.choice(["total", "colors", "is_there"])
         n = len(scene["shapes"])
         if choice == "total":
-            return ("And how many shapes are there in total?",
-                    there_are(n, "shape", "in total"))
+            return ("And how many shapes are there in total?", there_are(n, "shape", "in total"))
         if choice == "colors":
             cols = colors_of(scene)
-            return ("Which colours appear in the image?",
-                    f"The colour in the image is {cols[0]}." if len(cols) == 1
-                    else f"The colours in the image are {join_and(cols)}.")
+            return (
+                "Which colours appear in the image?",
+                f"The colour in the image is {cols[0]}."
+                if len(cols) == 1
+                else f"The colours in the image are {join_and(cols)}.",
+            )
         shape = rng.choice(SHAPES)
         k = sum(s == shape for s, _, _ in scene["shapes"])
-        return (f"Is there {article(shape)} {shape} in the image?",
-                "Yes, t" + there_are(k, shape, "in the image")[1:]
-                if k else f"No, there is no {shape} in the image.")
+        return (
+            f"Is there {article(shape)} {shape} in the image?",
+            "Yes, t" + there_are(k, shape, "in the image")[1:] if k else f"No, there is no {shape} in the image.",
+        )
     if scenario == "pope":
         scene = gt["scene"]
         if gt["yes"]:
             positions = [p for s, c, p in scene["shapes"] if (s, c) == (gt["shape"], gt["color"])]
             at = join_and([AT[p] for p in positions])
-            return ("Where is it?", f"The {gt['color']} {gt['shape']} is {at}." if len(positions) == 1
-                    else f"There are {number_word(len(positions))} {gt['color']} {gt['shape']}s, {at}.")
+            return (
+                "Where is it?",
+                f"The {gt['color']} {gt['shape']} is {at}."
+                if len(positions) == 1
+                else f"There are {number_word(len(positions))} {gt['color']} {gt['shape']}s, {at}.",
+            )
         return "What shapes are in the image then?", f"The image shows {scene_caption(scene)}."
     if scenario == "mmvet":
         scene, task = gt["scene"], gt["task"]
         n = len(scene["shapes"])
         if task == "count":
             k = rng.randint(1, 3)
-            return (f"And if we add {number_word(k)} more shape{'' if k == 1 else 's'}, how many will there be?",
-                    f"There will be {n} + {k} = {n + k} shapes.")
+            return (
+                f"And if we add {number_word(k)} more shape{'' if k == 1 else 's'}, how many will there be?",
+                f"There will be {n} + {k} = {n + k} shapes.",
+            )
         if task == "count_color":
-            return ("And how many shapes are there in total?",
-                    there_are(n, "shape", "in total"))
+            return ("And how many shapes are there in total?", there_are(n, "shape", "in total"))
         if task == "where":
             other = rng.choice([p for p in POSITIONS if p != gt["pos"]])
             hit = shape_at(scene, other)
-            return (f"And what is {AT[other]}?", f"There is {article(hit[1])} {hit[1]} {hit[0]} {AT[other]}." if hit
-                    else f"There is nothing {AT[other]}.")
+            return (
+                f"And what is {AT[other]}?",
+                f"There is {article(hit[1])} {hit[1]} {hit[0]} {AT[other]}."
+                if hit
+                else f"There is nothing {AT[other]}.",
+            )
         shape, color = shape_at(scene, gt["pos"])
         return "And what shape is it?", f"The {color} shape {AT[gt['pos']]} is {article(shape)} {shape}."
     if scenario in ("iedit", "magicbrush", "spot"):
@@ -731,16 +888,19 @@ def _follow_up(scenario: str, first: dict, rng: random.Random) -> tuple[str, str
         choice = rng.random() < 0.5
         if scenario == "iedit" and choice:
             if edit["type"] == "recolor":
-                return ("What colour was the shape before the edit?",
-                        f"The {edit['shape']} was {edit['color']} before the edit.")
-            return ("Where was the shape before the edit?",
-                    f"The {edit['color']} {edit['shape']} was {AT[edit['pos']]} before the edit.")
+                return (
+                    "What colour was the shape before the edit?",
+                    f"The {edit['shape']} was {edit['color']} before the edit.",
+                )
+            return (
+                "Where was the shape before the edit?",
+                f"The {edit['color']} {edit['shape']} was {AT[edit['pos']]} before the edit.",
+            )
         if scenario == "spot" and choice:
             return "Describe the first image.", describe_scene(gt["before"])
         which, scene = ("first", gt["before"]) if scenario == "magicbrush" and choice else ("second", gt["after"])
         n = len(scene["shapes"])
-        return (f"How many shapes are in the {which} image?",
-                there_are(n, "shape", f"in the {which} image"))
+        return (f"How many shapes are in the {which} image?", there_are(n, "shape", f"in the {which} image"))
     raise ValueError(f"scenario {scenario!r} has no second turn")
 
 
@@ -776,9 +936,17 @@ def make_row(scenario: str, turn: int, rng: random.Random, split: str) -> dict:
     else:
         raise ValueError(f"turn must be 1 or 2, got {turn}")
     pil = [render() for _, _, render in images]
-    return {"scenario": scenario, "turn": turn, "split": split, "images": pil, "prompt": chat_prompt(turns),
-            "answer": answer, "caption": render_caption(pil), "gt": gt,
-            "items": [[kind, g] for kind, g in items]}
+    return {
+        "scenario": scenario,
+        "turn": turn,
+        "split": split,
+        "images": pil,
+        "prompt": chat_prompt(turns),
+        "answer": answer,
+        "caption": render_caption(pil),
+        "gt": gt,
+        "items": [[kind, g] for kind, g in items],
+    }
 
 
 def scenario_suite(split: str, n_per_scenario: int, seed: int = 0, scenarios=None) -> list[dict]:

@@ -57,18 +57,32 @@ IMAGE_TOKEN_ID = 4093  # the foundation tokenizer's "-------+"
 IMAGE_TOKEN_TEXT = "-------+"
 IMAGE_TOKENS = scenes.PATCHES_PER_IMAGE  # 16 per 64 x 64 image
 
-VISION = dict(hidden_size=64, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-              image_size=scenes.IMAGE_SIZE, patch_size=scenes.PATCH_SIZE, projection_dim=64)
+VISION = dict(
+    hidden_size=64,
+    intermediate_size=256,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    image_size=scenes.IMAGE_SIZE,
+    patch_size=scenes.PATCH_SIZE,
+    projection_dim=64,
+)
 TABED_TRAIN = dict(steps=3000, batch_size=64, lr=2e-3, weight_decay=0.1)
 TABED_ZOO: dict[str, dict] = {
-    "tabed-target": dict(text=zoo.TINY_ZOO["tiny-target"], vision=VISION, max_images=5, seed=0,
-                         train=dict(TABED_TRAIN, steps=3000)),
+    "tabed-target": dict(
+        text=zoo.TINY_ZOO["tiny-target"], vision=VISION, max_images=5, seed=0, train=dict(TABED_TRAIN, steps=3000)
+    ),
     # the draft ran ~22 epochs over 400 rows / (scenario, turn) in 2500 steps (train loss 0.22; held-out 2.29 over
     # all rows, but 0.28 in distribution: nq and the five-image stories dominate the 2.29): ~5 epochs of the
     # 2.5x larger DATA, more weight decay
-    "tabed-draft": dict(text=dict(hidden_size=48, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                                  num_key_value_heads=4),
-                        vision=VISION, max_images=2, seed=1, train=dict(TABED_TRAIN, steps=1500, weight_decay=0.3)),
+    "tabed-draft": dict(
+        text=dict(
+            hidden_size=48, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4
+        ),
+        vision=VISION,
+        max_images=2,
+        seed=1,
+        train=dict(TABED_TRAIN, steps=1500, weight_decay=0.3),
+    ),
 }
 DATA = dict(train_per_scenario=1000, heldout_per_scenario=30, seed=0)
 DATA_FORMAT = 2  # 2: zlib-compressed images, processor normalisation scenes.IMAGE_MEAN / IMAGE_STD
@@ -79,17 +93,33 @@ def llava_config(name: str):
     from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
 
     spec = TABED_ZOO[name]
-    text = LlamaConfig(vocab_size=zoo.VOCAB_SIZE, max_position_embeddings=zoo.MAX_POSITIONS, rms_norm_eps=1e-5,
-                       tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0, **spec["text"])
+    text = LlamaConfig(
+        vocab_size=zoo.VOCAB_SIZE,
+        max_position_embeddings=zoo.MAX_POSITIONS,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+        **spec["text"],
+    )
     vision = CLIPVisionConfig(**spec["vision"])
-    return LlavaConfig(vision_config=vision, text_config=text, image_token_id=IMAGE_TOKEN_ID,
-                       image_seq_length=IMAGE_TOKENS, projector_hidden_act="gelu", vision_feature_layer=-1,
-                       vision_feature_select_strategy="default", tie_word_embeddings=True)
+    return LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_id=IMAGE_TOKEN_ID,
+        image_seq_length=IMAGE_TOKENS,
+        projector_hidden_act="gelu",
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="default",
+        tie_word_embeddings=True,
+    )
 
 
 # ------------------------------------------------------------------------------------------------- encoding
-def encode_prompt(tokenizer, prompt: str, n_images: int | None = None, image_tokens: int = IMAGE_TOKENS,
-                  bos: bool = True) -> torch.Tensor:
+def encode_prompt(
+    tokenizer, prompt: str, n_images: int | None = None, image_tokens: int = IMAGE_TOKENS, bos: bool = True
+) -> torch.Tensor:
     """``<s>`` + the prompt's ids with each ``<image>`` expanded to ``image_tokens`` x ``IMAGE_TOKEN_ID``.
 
     The text between placeholders is tokenised piece by piece (as a tokenizer does around special tokens).
@@ -128,11 +158,22 @@ def build_processor(tokenizer):
     if image_cls is None:
         from transformers import CLIPImageProcessor as image_cls
     size = {"height": scenes.IMAGE_SIZE, "width": scenes.IMAGE_SIZE}
-    image_processor = image_cls(size=size, crop_size=size, do_resize=True, do_center_crop=False,
-                                image_mean=list(scenes.IMAGE_MEAN), image_std=list(scenes.IMAGE_STD))
-    return LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=scenes.PATCH_SIZE,
-                          vision_feature_select_strategy="default", image_token=IMAGE_TOKEN_TEXT,
-                          num_additional_image_tokens=1)
+    image_processor = image_cls(
+        size=size,
+        crop_size=size,
+        do_resize=True,
+        do_center_crop=False,
+        image_mean=list(scenes.IMAGE_MEAN),
+        image_std=list(scenes.IMAGE_STD),
+    )
+    return LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=scenes.PATCH_SIZE,
+        vision_feature_select_strategy="default",
+        image_token=IMAGE_TOKEN_TEXT,
+        num_additional_image_tokens=1,
+    )
 
 
 # ------------------------------------------------------------------------------------------------ data step
@@ -169,17 +210,25 @@ def processor_normalisation(data: dict) -> tuple[list[float], list[float]]:
         return list(scenes.IMAGE_MEAN), list(scenes.IMAGE_STD)
     proc = json.loads(files["processor_config.json"])["image_processor"]
     mean, std = proc["image_mean"], proc["image_std"]
-    if not (torch.allclose(torch.tensor(mean), torch.tensor(scenes.IMAGE_MEAN))
-            and torch.allclose(torch.tensor(std), torch.tensor(scenes.IMAGE_STD))):
-        raise ValueError(f"the data file's image processor normalises with mean {mean} / std {std}, not "
-                         f"scenes.IMAGE_MEAN {scenes.IMAGE_MEAN} / IMAGE_STD {scenes.IMAGE_STD}: rebuild it with "
-                         "`python -m specdec.tabed.train data --out <file>`")
+    if not (
+        torch.allclose(torch.tensor(mean), torch.tensor(scenes.IMAGE_MEAN))
+        and torch.allclose(torch.tensor(std), torch.tensor(scenes.IMAGE_STD))
+    ):
+        raise ValueError(
+            f"the data file's image processor normalises with mean {mean} / std {std}, not "
+            f"scenes.IMAGE_MEAN {scenes.IMAGE_MEAN} / IMAGE_STD {scenes.IMAGE_STD}: rebuild it with "
+            "`python -m specdec.tabed.train data --out <file>`"
+        )
     return mean, std
 
 
-def build_data(train_per_scenario: int = DATA["train_per_scenario"],
-               heldout_per_scenario: int = DATA["heldout_per_scenario"], seed: int = DATA["seed"],
-               tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR, scenarios=None) -> dict:
+def build_data(
+    train_per_scenario: int = DATA["train_per_scenario"],
+    heldout_per_scenario: int = DATA["heldout_per_scenario"],
+    seed: int = DATA["seed"],
+    tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR,
+    scenarios=None,
+) -> dict:
     """Render and tokenise ``scenes.scenario_suite`` rows (train split for training, test split held out;
     ``scenarios``: only these, as ``scenario_suite`` takes them, for tests)."""
     import tempfile
@@ -205,16 +254,24 @@ def build_data(train_per_scenario: int = DATA["train_per_scenario"],
                     image_rows.append(scenes.palette_indices(image))
                 image_ids.append(image_index[key])
             image_offsets.append(len(image_ids))
-        return {"input_ids": torch.tensor(ids, dtype=torch.int16), "offsets": torch.tensor(offsets),
-                "prompt_len": torch.tensor(prompt_len, dtype=torch.int32),
-                "image_ids": torch.tensor(image_ids, dtype=torch.int32), "image_offsets": torch.tensor(image_offsets),
-                "scenario": [r["scenario"] for r in rows], "turn": torch.tensor([r["turn"] for r in rows],
-                                                                                  dtype=torch.int8)}
+        return {
+            "input_ids": torch.tensor(ids, dtype=torch.int16),
+            "offsets": torch.tensor(offsets),
+            "prompt_len": torch.tensor(prompt_len, dtype=torch.int32),
+            "image_ids": torch.tensor(image_ids, dtype=torch.int32),
+            "image_offsets": torch.tensor(image_offsets),
+            "scenario": [r["scenario"] for r in rows],
+            "turn": torch.tensor([r["turn"] for r in rows], dtype=torch.int8),
+        }
 
-    data = {"format": DATA_FORMAT, "image_size": scenes.IMAGE_SIZE, "image_token_id": IMAGE_TOKEN_ID,
-            "image_tokens": IMAGE_TOKENS,
-            "train": split_tensors(scenes.scenario_suite("train", train_per_scenario, seed, scenarios)),
-            "heldout": split_tensors(scenes.scenario_suite("test", heldout_per_scenario, seed, scenarios))}
+    data = {
+        "format": DATA_FORMAT,
+        "image_size": scenes.IMAGE_SIZE,
+        "image_token_id": IMAGE_TOKEN_ID,
+        "image_tokens": IMAGE_TOKENS,
+        "train": split_tensors(scenes.scenario_suite("train", train_per_scenario, seed, scenarios)),
+        "heldout": split_tensors(scenes.scenario_suite("test", heldout_per_scenario, seed, scenarios)),
+    }
     indices = torch.from_numpy(numpy.stack(image_rows))
     data["images_zlib"] = compress_images(pack_images(indices))
     data["n_images"] = len(image_rows)
@@ -222,8 +279,12 @@ def build_data(train_per_scenario: int = DATA["train_per_scenario"],
     with tempfile.TemporaryDirectory() as tmp:
         build_processor(tokenizer).save_pretrained(tmp)
         data["processor_files"] = {p.name: p.read_text(encoding="utf-8") for p in sorted(pathlib.Path(tmp).iterdir())}
-    data["meta"] = {"train_per_scenario": train_per_scenario, "heldout_per_scenario": heldout_per_scenario,
-                    "seed": seed, "scenarios": [list(s) for s in scenes.SCENARIOS]}
+    data["meta"] = {
+        "train_per_scenario": train_per_scenario,
+        "heldout_per_scenario": heldout_per_scenario,
+        "seed": seed,
+        "scenarios": [list(s) for s in scenes.SCENARIOS],
+    }
     return data
 
 
@@ -238,12 +299,12 @@ class _Split:
         ids = torch.zeros(n, max_len, dtype=torch.long)
         flat = split["input_ids"].long()
         for i in range(n):
-            ids[i, :lengths[i]] = flat[offsets[i]:offsets[i + 1]]
+            ids[i, : lengths[i]] = flat[offsets[i] : offsets[i + 1]]
         img_off = split["image_offsets"]
         self.n_images = img_off[1:] - img_off[:-1]
         table = torch.full((n, max(1, int(self.n_images.max()))), -1, dtype=torch.long)
         for i in range(n):
-            table[i, :self.n_images[i]] = split["image_ids"][img_off[i]:img_off[i + 1]].long()
+            table[i, : self.n_images[i]] = split["image_ids"][img_off[i] : img_off[i + 1]].long()
         self.lengths_cpu = lengths
         self.ids, self.lengths = ids.to(device), lengths.to(device)
         self.prompt_len = split["prompt_len"].long().to(device)
@@ -284,12 +345,16 @@ def _batch(split: _Split, images: _Images, rows: torch.Tensor, blank: bool = Fal
 
 def _token_losses(model, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-position cross-entropy, correctness of the argmax, and the loss mask (answer tokens)."""
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                   pixel_values=batch["pixel_values"]).logits[:, :-1].float()
+    logits = (
+        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], pixel_values=batch["pixel_values"])
+        .logits[:, :-1]
+        .float()
+    )
     labels = batch["labels"][:, 1:]
     mask = labels != -100
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                             ignore_index=-100, reduction="none").view_as(labels)
+    loss = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="none"
+    ).view_as(labels)
     correct = (logits.argmax(-1) == labels) & mask
     return loss, correct, mask
 
@@ -301,15 +366,23 @@ def in_distribution(split: _Split, max_images: int) -> list[bool]:
 
 
 @torch.no_grad()
-def evaluate(model, split: _Split, images: _Images, batch_size: int = 64, blank: bool = False,
-             per_scenario: bool = True, rows: torch.Tensor | None = None, groups: dict | None = None) -> dict:
+def evaluate(
+    model,
+    split: _Split,
+    images: _Images,
+    batch_size: int = 64,
+    blank: bool = False,
+    per_scenario: bool = True,
+    rows: torch.Tensor | None = None,
+    groups: dict | None = None,
+) -> dict:
     """Mean answer-token loss and greedy token accuracy (teacher forced), overall (``all``: the ``rows``, default
     every row), per ``scenario-tN`` and per ``groups`` (``{name: [bool per row]}``); ``tokens`` counts them."""
     model.eval()
     rows = torch.arange(len(split.scenario)) if rows is None else rows
     sums: dict[str, list[float]] = {}
     for start in range(0, len(rows), batch_size):
-        chunk = rows[start:start + batch_size]
+        chunk = rows[start : start + batch_size]
         loss, correct, mask = _token_losses(model, _batch(split, images, chunk, blank))
         for k, r in enumerate(chunk.tolist()):
             keys = ["all"] + ([split.scenario[r]] if per_scenario else [])
@@ -319,8 +392,10 @@ def evaluate(model, split: _Split, images: _Images, batch_size: int = 64, blank:
                 acc = sums.setdefault(key, [0.0, 0.0, 0.0])
                 for j in range(3):
                     acc[j] += vals[j]
-    return {k: {"loss": round(v[0] / v[2], 4), "token_acc": round(v[1] / v[2], 4), "tokens": int(v[2])}
-            for k, v in sums.items()}
+    return {
+        k: {"loss": round(v[0] / v[2], 4), "token_acc": round(v[1] / v[2], 4), "tokens": int(v[2])}
+        for k, v in sums.items()
+    }
 
 
 def train_settings(name: str, **overrides) -> dict:
@@ -328,9 +403,18 @@ def train_settings(name: str, **overrides) -> dict:
     return {**TABED_TRAIN, **TABED_ZOO[name].get("train", {}), **{k: v for k, v in overrides.items() if v is not None}}
 
 
-def train_model(name: str, data: dict, steps: int | None = None, batch_size: int | None = None,
-                lr: float | None = None, weight_decay: float | None = None, device: str = "cpu",
-                log_every: int | None = None, splits=None, scenarios=None):
+def train_model(
+    name: str,
+    data: dict,
+    steps: int | None = None,
+    batch_size: int | None = None,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    device: str = "cpu",
+    log_every: int | None = None,
+    splits=None,
+    scenarios=None,
+):
     """Train one ``TABED_ZOO`` model from scratch (AdamW, warm-up, cosine decay); returns ``(model, log)``.
 
     Settings default to ``train_settings(name)``. ``scenarios``: train (and log held-out losses) only on rows of
@@ -342,8 +426,11 @@ def train_model(name: str, data: dict, steps: int | None = None, batch_size: int
     cfg = train_settings(name, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
     steps, batch_size = cfg["steps"], cfg["batch_size"]
     log_every = log_every or max(1, steps // 20)
-    train, heldout, images = splits or (_Split(data["train"], device), _Split(data["heldout"], device),
-                                        _Images(data, device))
+    train, heldout, images = splits or (
+        _Split(data["train"], device),
+        _Split(data["heldout"], device),
+        _Images(data, device),
+    )
     allowed = torch.nonzero(_select(train, spec["max_images"], scenarios)).squeeze(1)
     held_rows = torch.nonzero(_select(heldout, spec["max_images"], scenarios, held_out=True)).squeeze(1)
     torch.manual_seed(spec["seed"])
@@ -351,7 +438,8 @@ def train_model(name: str, data: dict, steps: int | None = None, batch_size: int
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], betas=(0.9, 0.95), weight_decay=cfg["weight_decay"])
     warmup = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    )
     g = torch.Generator().manual_seed(spec["seed"] + 1)
     log, running = [], []
     t0 = time.perf_counter()
@@ -367,8 +455,13 @@ def train_model(name: str, data: dict, steps: int | None = None, batch_size: int
         sched.step()
         running.append(loss.detach())
         if (step + 1) % log_every == 0 or step + 1 == steps:
-            row = {"model": name, "step": step + 1, "train_loss": round(float(torch.stack(running).mean()), 4),
-                   "lr": round(sched.get_last_lr()[0], 6), "seconds": round(time.perf_counter() - t0, 1)}
+            row = {
+                "model": name,
+                "step": step + 1,
+                "train_loss": round(float(torch.stack(running).mean()), 4),
+                "lr": round(sched.get_last_lr()[0], 6),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
             running = []
             if ((step + 1) % (log_every * 5) == 0 or step + 1 == steps) and len(held_rows):
                 real = evaluate(model, heldout, images, per_scenario=False, rows=held_rows)["all"]["loss"]
@@ -400,9 +493,17 @@ def save_model(model, data: dict, path: pathlib.Path) -> None:
         (path / fname).write_text(text, encoding="utf-8")
 
 
-def train_all(data: dict, names, out_dir: pathlib.Path, device: str = "cpu", steps: int | None = None,
-              batch_size: int | None = None, lr: float | None = None, weight_decay: float | None = None,
-              scenarios=None) -> list[dict]:
+def train_all(
+    data: dict,
+    names,
+    out_dir: pathlib.Path,
+    device: str = "cpu",
+    steps: int | None = None,
+    batch_size: int | None = None,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    scenarios=None,
+) -> list[dict]:
     """Train ``names`` of ``TABED_ZOO``, save each under ``out_dir/<name>``; returns summary rows.
 
     ``steps`` / ``batch_size`` / ``lr`` / ``weight_decay``: ``None`` takes each model's ``train_settings``."""
@@ -424,39 +525,70 @@ def train_all(data: dict, names, out_dir: pathlib.Path, device: str = "cpu", ste
             val["loss_blank_images"] = blank[key]["loss"]
         train_rows = torch.nonzero(_select(splits[0], TABED_ZOO[name]["max_images"], scenarios)).squeeze(1)
         sample = train_rows[torch.randperm(len(train_rows), generator=torch.Generator().manual_seed(0))[:2000]]
-        train_eval = evaluate(model, splits[0], splits[2], per_scenario=False, rows=sample,
-                              groups={"in_distribution": in_distribution(splits[0], TABED_ZOO[name]["max_images"])})
+        train_eval = evaluate(
+            model,
+            splits[0],
+            splits[2],
+            per_scenario=False,
+            rows=sample,
+            groups={"in_distribution": in_distribution(splits[0], TABED_ZOO[name]["max_images"])},
+        )
         save_model(model.cpu(), data, out_dir / name)
         text_params = sum(p.numel() for n, p in model.named_parameters() if "language_model" in n or "lm_head" in n)
-        info = {"model": name, "parameters": sum(p.numel() for p in model.parameters()),
-                "text_parameters": text_params, **cfg, "scenarios": scenarios,
-                "max_images": TABED_ZOO[name]["max_images"], "device": device_name(device),
-                "seconds": round(seconds, 1), "train_sample": train_eval, "heldout": heldout}
+        info = {
+            "model": name,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "text_parameters": text_params,
+            **cfg,
+            "scenarios": scenarios,
+            "max_images": TABED_ZOO[name]["max_images"],
+            "device": device_name(device),
+            "seconds": round(seconds, 1),
+            "train_sample": train_eval,
+            "heldout": heldout,
+        }
         (out_dir / name / "training_log.json").write_text(json.dumps({"summary": info, "log": log}, indent=0) + "\n")
         rows.append(info)
-        print(json.dumps({k: v for k, v in info.items() if k != "heldout"}
-                         | {"heldout_all": heldout["all"], "heldout_in_distribution": heldout.get("in_distribution")}),
-              flush=True)
+        print(
+            json.dumps(
+                {k: v for k, v in info.items() if k != "heldout"}
+                | {"heldout_all": heldout["all"], "heldout_in_distribution": heldout.get("in_distribution")}
+            ),
+            flush=True,
+        )
     return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("step", nargs="?", choices=["data", "train", "all"], default="all")
-    parser.add_argument("--data", type=pathlib.Path, default=pathlib.Path(".cache/tabed_data.pt"),
-                        help="the data file (read by train, written by all)")
-    parser.add_argument("--out", type=pathlib.Path, default=None,
-                        help="data: the data file to write; train: the models directory (default data/models)")
+    parser.add_argument(
+        "--data",
+        type=pathlib.Path,
+        default=pathlib.Path(".cache/tabed_data.pt"),
+        help="the data file (read by train, written by all)",
+    )
+    parser.add_argument(
+        "--out",
+        type=pathlib.Path,
+        default=None,
+        help="data: the data file to write; train: the models directory (default data/models)",
+    )
     parser.add_argument("--models", nargs="*", default=list(TABED_ZOO))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=None, help="default: per model (TABED_ZOO[name]['train'])")
     parser.add_argument("--batch-size", type=int, default=None, help="default: per model")
     parser.add_argument("--lr", type=float, default=None, help="default: per model")
     parser.add_argument("--weight-decay", type=float, default=None, help="default: per model")
-    parser.add_argument("--scenarios", nargs="*", default=None,
-                        help="train only on these scenario names or scenario-tN keys (quick checks)")
-    parser.add_argument("--per-scenario", type=int, default=DATA["train_per_scenario"],
-                        help="training rows per (scenario, turn)")
+    parser.add_argument(
+        "--scenarios",
+        nargs="*",
+        default=None,
+        help="train only on these scenario names or scenario-tN keys (quick checks)",
+    )
+    parser.add_argument(
+        "--per-scenario", type=int, default=DATA["train_per_scenario"], help="training rows per (scenario, turn)"
+    )
     parser.add_argument("--heldout-per-scenario", type=int, default=DATA["heldout_per_scenario"])
     parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args(argv)
@@ -467,14 +599,31 @@ def main(argv=None):
         data = build_data(args.per_scenario, args.heldout_per_scenario)
         data_path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(data, data_path)
-        print({"file": str(data_path), "bytes": data_path.stat().st_size, "images": int(data["n_images"]),
-               **{s: {"rows": len(data[s]["scenario"]), "tokens": len(data[s]["input_ids"])}
-                  for s in ("train", "heldout")}})
+        print(
+            {
+                "file": str(data_path),
+                "bytes": data_path.stat().st_size,
+                "images": int(data["n_images"]),
+                **{
+                    s: {"rows": len(data[s]["scenario"]), "tokens": len(data[s]["input_ids"])}
+                    for s in ("train", "heldout")
+                },
+            }
+        )
     if args.step in ("train", "all"):
         data = torch.load(data_path)
         out = args.out or zoo.MODELS
-        train_all(data, args.models, out, device=args.device, steps=args.steps, batch_size=args.batch_size,
-                  lr=args.lr, weight_decay=args.weight_decay, scenarios=args.scenarios)
+        train_all(
+            data,
+            args.models,
+            out,
+            device=args.device,
+            steps=args.steps,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            weight_decay=args.weight_decay,
+            scenarios=args.scenarios,
+        )
 
 
 if __name__ == "__main__":

@@ -20,12 +20,15 @@ MAX_POSITIONS = 1024
 # name -> LlamaConfig overrides. The target has ~2.6 M parameters; the drafts are ~7x and ~17x smaller
 # (most draft parameters are the tied embedding of the shared 4096-token vocabulary).
 TINY_ZOO: dict[str, dict] = {
-    "tiny-target": dict(hidden_size=192, intermediate_size=512, num_hidden_layers=4,
-                        num_attention_heads=6, num_key_value_heads=6),
-    "tiny-draft-s": dict(hidden_size=64, intermediate_size=192, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=4),
-    "tiny-draft-xs": dict(hidden_size=32, intermediate_size=96, num_hidden_layers=1,
-                          num_attention_heads=2, num_key_value_heads=2),
+    "tiny-target": dict(
+        hidden_size=192, intermediate_size=512, num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=6
+    ),
+    "tiny-draft-s": dict(
+        hidden_size=64, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4
+    ),
+    "tiny-draft-xs": dict(
+        hidden_size=32, intermediate_size=96, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2
+    ),
 }
 
 # How long each model trains (optimizer steps of batch x seq_len tokens); fixed for determinism.
@@ -36,8 +39,9 @@ TRAIN_STEPS = {"tiny-target": 1100, "tiny-draft-s": 900, "tiny-draft-xs": 900}
 # Python code, arithmetic; like Qwen2.5 / -Coder / -Math) and a CD pair (small amateur, large expert) trained
 # on the same mixture. ``mix`` weights the kinds of training windows: the embedded corpus (prose, code,
 # translation) and the task-format documents of ``specdec.cos.tasks`` (gsm8k, mmlu, cnndm; train split).
-_WE_SIZE = dict(hidden_size=128, intermediate_size=384, num_hidden_layers=3, num_attention_heads=4,
-                num_key_value_heads=4)
+_WE_SIZE = dict(
+    hidden_size=128, intermediate_size=384, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4
+)
 _GENERAL_MIX = {"prose": 0.30, "translation": 0.10, "code": 0.15, "gsm8k": 0.18, "mmlu": 0.17, "cnndm": 0.10}
 COS_ZOO: dict[str, dict] = {
     "cos-general": dict(config=_WE_SIZE, mix=_GENERAL_MIX),
@@ -54,8 +58,13 @@ def llama_config(name: str):
 
     size = TINY_ZOO[name] if name in TINY_ZOO else COS_ZOO[name]["config"]
     return LlamaConfig(
-        vocab_size=VOCAB_SIZE, max_position_embeddings=MAX_POSITIONS, rms_norm_eps=1e-5,
-        tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        vocab_size=VOCAB_SIZE,
+        max_position_embeddings=MAX_POSITIONS,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
         **size,
     )
 

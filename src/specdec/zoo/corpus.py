@@ -25,16 +25,80 @@ LANGUAGES = {"de": "German", "fr": "French", "ru": "Russian", "ja": "Japanese", 
 
 # Stdlib modules whose sources and docstrings go into the corpus (sorted, fixed, so the corpus is stable).
 STDLIB_MODULES = [
-    "argparse", "ast", "asyncio/base_events", "asyncio/tasks", "bisect", "calendar", "collections/__init__",
-    "configparser", "contextlib", "csv", "dataclasses", "datetime", "decimal", "difflib", "email/message",
-    "enum", "fractions", "ftplib", "functools", "gettext", "glob", "gzip", "heapq", "html/parser",
-    "http/client", "http/server", "imaplib", "inspect", "ipaddress", "json/decoder", "json/encoder",
-    "logging/__init__", "logging/handlers", "mailbox", "operator", "optparse", "os", "pathlib", "pdb",
-    "pickle", "pprint", "queue", "random", "re/_parser", "sched", "secrets", "selectors", "shlex",
-    "shutil", "smtplib", "socket", "socketserver", "statistics", "string", "subprocess", "tarfile",
-    "tempfile", "textwrap", "threading", "timeit", "tokenize", "traceback", "turtle", "typing",
-    "unittest/case", "urllib/parse", "urllib/request", "uuid", "warnings", "wave", "weakref",
-    "xml/dom/minidom", "zipfile", "zoneinfo/_zoneinfo",
+    "argparse",
+    "ast",
+    "asyncio/base_events",
+    "asyncio/tasks",
+    "bisect",
+    "calendar",
+    "collections/__init__",
+    "configparser",
+    "contextlib",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "email/message",
+    "enum",
+    "fractions",
+    "ftplib",
+    "functools",
+    "gettext",
+    "glob",
+    "gzip",
+    "heapq",
+    "html/parser",
+    "http/client",
+    "http/server",
+    "imaplib",
+    "inspect",
+    "ipaddress",
+    "json/decoder",
+    "json/encoder",
+    "logging/__init__",
+    "logging/handlers",
+    "mailbox",
+    "operator",
+    "optparse",
+    "os",
+    "pathlib",
+    "pdb",
+    "pickle",
+    "pprint",
+    "queue",
+    "random",
+    "re/_parser",
+    "sched",
+    "secrets",
+    "selectors",
+    "shlex",
+    "shutil",
+    "smtplib",
+    "socket",
+    "socketserver",
+    "statistics",
+    "string",
+    "subprocess",
+    "tarfile",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "timeit",
+    "tokenize",
+    "traceback",
+    "turtle",
+    "typing",
+    "unittest/case",
+    "urllib/parse",
+    "urllib/request",
+    "uuid",
+    "warnings",
+    "wave",
+    "weakref",
+    "xml/dom/minidom",
+    "zipfile",
+    "zoneinfo/_zoneinfo",
 ]
 
 
@@ -141,7 +205,7 @@ def build_corpus(heldout_fraction: float = 0.1) -> list[dict]:
             pairs = read_po(po)
             # Group pairs in chunks of 8 lines so each document is a short "phrasebook" page.
             for start in range(0, len(pairs), 8):
-                lines = [f"English: {en}\n{language}: {tr}" for en, tr in pairs[start:start + 8]]
+                lines = [f"English: {en}\n{language}: {tr}" for en, tr in pairs[start : start + 8]]
                 docs.append({"name": f"po:{lang}:{app}:{start}", "kind": "translation", "text": "\n\n".join(lines)})
 
     seen = set()
@@ -179,8 +243,9 @@ def corpus_stats(docs: list[dict]) -> list[dict]:
     """Tidy rows ``{kind, split, documents, characters}`` for the data card."""
     rows: dict[tuple, dict] = {}
     for doc in docs:
-        row = rows.setdefault((doc["kind"], doc["split"]), {"kind": doc["kind"], "split": doc["split"],
-                                                            "documents": 0, "characters": 0})
+        row = rows.setdefault(
+            (doc["kind"], doc["split"]), {"kind": doc["kind"], "split": doc["split"], "documents": 0, "characters": 0}
+        )
         row["documents"] += 1
         row["characters"] += len(doc["text"])
     return [rows[k] for k in sorted(rows)]

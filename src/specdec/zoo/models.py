@@ -19,8 +19,14 @@ from specdec.hub import ModelNotAvailableError, resolve
 PROFILES_DIR = zoo.DATA / "profiles"
 
 
-def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu", dtype=None, kind: str = "causal_lm",
-         with_tokenizer: bool = True):
+def load(
+    name_or_path: str | os.PathLike,
+    *,
+    device: str | torch.device = "cpu",
+    dtype=None,
+    kind: str = "causal_lm",
+    with_tokenizer: bool = True,
+):
     """Load ``(model, tokenizer)`` from a zoo name, a local directory or a hub id, in eval mode.
 
     kind: ``"causal_lm"`` (``AutoModelForCausalLM``) or ``"llava"`` (``LlavaForConditionalGeneration``,
@@ -35,13 +41,16 @@ def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu",
     source = resolve(name_or_path)
     local = pathlib.Path(source)
     if local.exists() and not (local / "config.json").exists():
-        raise ModelNotAvailableError(f"{local} exists but holds no config.json: not a saved model directory "
-                                     "(save one with model.save_pretrained(path))")
+        raise ModelNotAvailableError(
+            f"{local} exists but holds no config.json: not a saved model directory "
+            "(save one with model.save_pretrained(path))"
+        )
     if not local.exists() and (source.startswith((".", "/", "~")) or os.sep in source and source.count("/") > 1):
         raise ModelNotAvailableError(f"no model directory at {source}")
     model_cls = AutoModelForCausalLM
     if kind == "llava":
         from transformers import LlavaForConditionalGeneration
+
         model_cls = LlavaForConditionalGeneration
     elif kind != "causal_lm":
         raise ValueError(f"kind must be 'causal_lm' or 'llava', got {kind!r}")
@@ -60,7 +69,8 @@ def load(name_or_path: str | os.PathLike, *, device: str | torch.device = "cpu",
         raise ModelNotAvailableError(
             f"cannot load {source!r} offline ({type(err).__name__}). This machine does not download from the "
             f"Hugging Face hub. On a machine with internet run `huggingface-cli download {source}` (or "
-            f"`hf download {source}`), then copy the cache (HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}) "
+            f"`hf download {source}`), then copy the cache "
+            f"(HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}) "
             "here, or pass a local directory saved with save_pretrained()."
         ) from None
     return model.to(device).eval(), tokenizer
@@ -72,7 +82,9 @@ def _config_dtype(config_file: pathlib.Path):
 
     config = json.loads(config_file.read_text())
     name = config.get("dtype") or config.get("torch_dtype")
-    return getattr(torch, name) if isinstance(name, str) and isinstance(getattr(torch, name, None), torch.dtype) else None
+    return (
+        getattr(torch, name) if isinstance(name, str) and isinstance(getattr(torch, name, None), torch.dtype) else None
+    )
 
 
 def _in_zoo(path: pathlib.Path) -> bool:
@@ -101,9 +113,11 @@ def check_same_vocabulary(target_tokenizer, draft_tokenizer) -> None:
     if tv != dv:
         only_t = len(set(tv) - set(dv))
         only_d = len(set(dv) - set(tv))
-        raise ValueError(f"target and draft tokenizers differ ({len(tv)} vs {len(dv)} entries; {only_t} only in "
-                         f"the target, {only_d} only in the draft). Speculative decoding needs one shared "
-                         "vocabulary: pick a draft trained with the target's tokenizer.")
+        raise ValueError(
+            f"target and draft tokenizers differ ({len(tv)} vs {len(dv)} entries; {only_t} only in "
+            f"the target, {only_d} only in the draft). Speculative decoding needs one shared "
+            "vocabulary: pick a draft trained with the target's tokenizer."
+        )
 
 
 def load_profile(name: str) -> dict:

@@ -42,5 +42,5 @@ def encode(tokenizer, text: str) -> torch.Tensor:
 
 def distinct_ngram_fraction(ids: list[int], n: int = 8) -> float:
     """Distinct n-grams / all n-grams of one sequence (1.0 = no repetition; loops drive it to 0)."""
-    grams = [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
+    grams = [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)]
     return len(set(grams)) / len(grams) if grams else 1.0

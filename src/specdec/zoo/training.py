@@ -16,8 +16,8 @@ import time
 
 import torch
 
-from specdec.zoo import corpus as corpus_lib
 from specdec import zoo
+from specdec.zoo import corpus as corpus_lib
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>"]  # ids 0, 1, 2
 # Sampling weight of each kind of document when drawing training windows.
@@ -32,11 +32,16 @@ def train_tokenizer(texts: list[str], vocab_size: int = zoo.VOCAB_SIZE):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(texts, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                                   model_max_length=zoo.MAX_POSITIONS)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>", model_max_length=zoo.MAX_POSITIONS
+    )
 
 
 def token_streams(docs: list[dict], tokenizer, split: str) -> dict[str, torch.Tensor]:
@@ -49,8 +54,13 @@ def token_streams(docs: list[dict], tokenizer, split: str) -> dict[str, torch.Te
     return {kind: torch.tensor(ids) for kind, ids in sorted(streams.items())}
 
 
-def sample_batch(streams: dict[str, torch.Tensor], batch_size: int, seq_len: int, generator: torch.Generator,
-                 mix: dict[str, float] | None = None):
+def sample_batch(
+    streams: dict[str, torch.Tensor],
+    batch_size: int,
+    seq_len: int,
+    generator: torch.Generator,
+    mix: dict[str, float] | None = None,
+):
     """Draw ``batch_size`` windows of ``seq_len + 1`` tokens, kinds weighted by ``mix`` (default ``KIND_WEIGHTS``)."""
     mix = mix or KIND_WEIGHTS
     kinds = [k for k in streams if mix.get(k, 0) > 0]
@@ -60,7 +70,7 @@ def sample_batch(streams: dict[str, torch.Tensor], batch_size: int, seq_len: int
     for k in picks.tolist():
         stream = streams[kinds[k]]
         start = torch.randint(0, len(stream) - seq_len - 1, (1,), generator=generator).item()
-        rows.append(stream[start:start + seq_len + 1])
+        rows.append(stream[start : start + seq_len + 1])
     return torch.stack(rows)
 
 
@@ -74,14 +84,25 @@ def heldout_loss(model, streams, seq_len: int = 128, n_windows: int = 64, seed: 
     for chunk in batch.split(16):
         out = model(input_ids=chunk[:, :-1], labels=chunk[:, :-1].clone())
         logits = out.logits
-        losses.append(torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1)).item())
+        losses.append(
+            torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1)).item()
+        )
     return sum(losses) / len(losses)
 
 
-def train_model(name: str, train_streams, heldout_streams, steps: int, batch_size: int = 32,
-                seq_len: int = 128, lr: float = 3e-3, seed: int = 0, log_every: int = 100, mix=None,
-                device: str = "cpu"):
+def train_model(
+    name: str,
+    train_streams,
+    heldout_streams,
+    steps: int,
+    batch_size: int = 32,
+    seq_len: int = 128,
+    lr: float = 3e-3,
+    seed: int = 0,
+    log_every: int = 100,
+    mix=None,
+    device: str = "cpu",
+):
     """Train one zoo model from scratch (AdamW, linear warm-up, cosine decay). Returns (model, log rows).
 
     Batches are drawn on the CPU with a seeded generator, so the data order does not depend on ``device``."""
@@ -93,7 +114,8 @@ def train_model(name: str, train_streams, heldout_streams, steps: int, batch_siz
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1)
     warmup = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    )
     g = torch.Generator().manual_seed(seed + 1)
     log = []
     t0 = time.perf_counter()
@@ -108,8 +130,12 @@ def train_model(name: str, train_streams, heldout_streams, steps: int, batch_siz
         opt.step()
         sched.step()
         if (step + 1) % log_every == 0 or step + 1 == steps:
-            row = {"model": name, "step": step + 1, "train_loss": round(loss.item(), 4),
-                   "seconds": round(time.perf_counter() - t0, 1)}
+            row = {
+                "model": name,
+                "step": step + 1,
+                "train_loss": round(loss.item(), 4),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
             if (step + 1) % (log_every * 5) == 0 or step + 1 == steps:
                 row["heldout_loss"] = round(heldout_loss(model, heldout_streams, mix=mix), 4)
             log.append(row)
@@ -128,7 +154,7 @@ def make_prompts(docs: list[dict], tokenizer, per_kind: int = 40, prompt_tokens:
             doc = pool[i % len(pool)]
             ids = tokenizer(doc["text"], add_special_tokens=False)["input_ids"]
             start = rng.randrange(0, max(1, len(ids) - prompt_tokens - 64))
-            text = tokenizer.decode(ids[start:start + prompt_tokens])
+            text = tokenizer.decode(ids[start : start + prompt_tokens])
             prompts.append({"id": f"{kind}-{i:03d}", "kind": kind, "source": doc["name"], "prompt": text})
     return prompts
 
@@ -165,6 +191,7 @@ def main(argv=None):
     tok_dir = args.out / "tokenizer"
     if args.skip_tokenizer:
         from transformers import AutoTokenizer
+
         tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     else:
         tokenizer = train_tokenizer([d["text"] for d in docs if d["split"] == "train"])
@@ -174,8 +201,11 @@ def main(argv=None):
         with zoo.PROMPTS.open("w", encoding="utf-8") as f:
             for p in prompts:
                 f.write(json.dumps(p, ensure_ascii=False) + "\n")
-        card = {"sources": corpus_lib.source_versions(), "stats": corpus_lib.corpus_stats(docs),
-                "vocab_size": len(tokenizer)}
+        card = {
+            "sources": corpus_lib.source_versions(),
+            "stats": corpus_lib.corpus_stats(docs),
+            "vocab_size": len(tokenizer),
+        }
         (args.out / "corpus_stats.json").write_text(json.dumps(card, indent=1) + "\n")
 
     train = token_streams(docs, tokenizer, "train")
