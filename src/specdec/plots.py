@@ -1,11 +1,82 @@
-"""Figures and rich displays used by the notebooks (matplotlib; every figure is saved under ``figures/``)."""
+"""Figures and rich displays used by the notebooks; every figure is saved under ``figures/`` by ``save``.
+
+One look for every figure: ``theme()`` (seaborn ``whitegrid``, colour-blind palette) is applied on import,
+axes and legends get human labels (``label``), categorical axes keep their natural order (1, 4, 16, ALL),
+legends sit outside the axes so that they never cover data, and ``save`` writes 150 dpi PNGs. Where the
+paper has the value, it is drawn beside ours (black marks, dashed lines).
+"""
 
 from __future__ import annotations
 
 import html
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
+import seaborn as sns
+
+DPI = 150
+
+# Column and method names as a reader says them.
+LABELS = {
+    "tau": "block efficiency τ",
+    "block_efficiency": "block efficiency τ",
+    "expected_block_efficiency": "i.i.d. formula (1 − α^(γ+1)) / (1 − α)",
+    "acceptance_rate": "acceptance rate α",
+    "alpha": "acceptance rate α",
+    "gamma": "γ (draft length)",
+    "h": "window h (verified positions)",
+    "lam": "λ",
+    "mu": "μ",
+    "speedup": "speedup over standard decoding",
+    "speed_vs_sd": "speed relative to vanilla SD",
+    "quality": "quality",
+    "seconds": "seconds",
+    "S": "context S",
+    "B": "batch B",
+    "method": "method",
+    "task": "task",
+    "group": "scenario group",
+    "curve": "setting",
+    "sps-pf": "SpS, pretrained + finetuned drafter",
+    "sps-f": "SpS, finetuned drafter",
+    "sps-generic": "SpS, generic drafter",
+    "pld": "prompt lookup (PLD)",
+    "nlp": "text only (NQ, GSM8K)",
+    "ood": "multi-image stories (OOD)",
+    "benchmark t1": "benchmark, 1st turn",
+    "benchmark t2": "benchmark, 2nd turn",
+}
+
+
+def label(name) -> str:
+    """The human label of a column, method or group name (the name itself when it has none)."""
+    return LABELS.get(str(name), str(name))
+
+
+def theme() -> None:
+    """The one look of every figure in this repository."""
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind", font_scale=0.85)
+    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": DPI, "legend.frameon": False, "axes.titlesize": 10})
+
+
+theme()
+
+
+def natural_order(values) -> list:
+    """Numbers ascending, then text ("ALL" after 16), each value once: the order a reader expects on an axis."""
+
+    def key(value):
+        text = str(value)
+        return (0, float(text), "") if re.fullmatch(r"-?\d+(\.\d*)?(e-?\d+)?", text) else (1, 0.0, text)
+
+    return sorted(dict.fromkeys(values), key=key)
+
+
+def legend_outside(ax, title: str | None = None, **kwargs) -> None:
+    """The legend to the right of the axes, where it cannot cover data."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=7, title=title, **kwargs)
 
 
 def highlight_html(tokenizer, result) -> str:
@@ -50,9 +121,9 @@ def tau_vs_formula(df, ax=None):
             color=line.get_color(),
             label=f"(1-α^(γ+1))/(1-α) {name}".strip(),
         )
-    ax.set_xlabel("γ (draft length)")
-    ax.set_ylabel("block efficiency τ")
-    ax.legend(fontsize=7)
+    ax.set_xlabel(label("gamma"))
+    ax.set_ylabel(label("tau"))
+    legend_outside(ax)
     return ax
 
 
@@ -60,40 +131,39 @@ def latency_lines(df, ax=None, x: str = "gamma", hue: str = "S", title: str = ""
     """T(B, S, γ) in milliseconds against ``x``, one line per value of ``hue``."""
     ax = ax or plt.subplots(figsize=(5, 3.5))[1]
     for value, part in df.groupby(hue):
-        ax.plot(part[x], part.seconds * 1e3, "o-", label=f"{hue}={value}")
-    ax.set_xlabel(x)
+        ax.plot(part[x], part.seconds * 1e3, "o-", label=f"{value}")
+    ax.set_xlabel(label(x))
     ax.set_ylabel("ms per forward call")
     ax.set_ylim(bottom=0)
     ax.set_title(title)
-    ax.legend(fontsize=7)
+    legend_outside(ax, title=label(hue))
     return ax
 
 
 def save(fig, path) -> None:
+    """``path`` as a PNG at ``DPI``, cropped to what is drawn (legends outside the axes included)."""
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
 
 
-def speedup_bars(ours, paper=None, title: str = "", ax=None):
-    """Grouped bars of speedup (rows: method, columns: task) with the paper's values as black ticks."""
-    import numpy as np
-
+def speedup_bars(ours, paper=None, title: str = "", ax=None, ylabel: str = "speedup over standard decoding"):
+    """Grouped bars (rows of ``ours``: method, columns: task) with the paper's values as black marks."""
     ax = ax or plt.subplots(figsize=(7, 3.2))[1]
     methods, tasks = list(ours.index), list(ours.columns)
     width = 0.8 / len(methods)
     x = np.arange(len(tasks))
     for i, method in enumerate(methods):
-        ax.bar(x + i * width, ours.loc[method].values, width, label=method)
+        ax.bar(x + i * width, ours.loc[method].values, width, label=label(method))
         if paper is not None and method in paper.index:
             vals = paper.reindex(columns=tasks).loc[method].values.astype(float)
             ax.scatter(
                 x + i * width, vals, marker="_", s=200, color="black", zorder=3, label="paper" if i == 0 else None
             )
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_xticks(x + 0.4 - width / 2, tasks)
-    ax.set_ylabel("speedup over standard")
+    ax.set_xticks(x + 0.4 - width / 2, [label(t) for t in tasks])
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=7, ncol=3)
+    legend_outside(ax)
     return ax
 
 
@@ -107,16 +177,35 @@ def sweep_lines(
     xlabel: str | None = None,
     ylabel: str | None = None,
     logx: bool = False,
+    paper=None,
 ):
-    """One line per ``hue`` value of ``y`` against ``x`` (tidy ``frame``)."""
+    """One line per ``hue`` value of ``y`` against ``x`` (tidy ``frame``), x in its natural order.
+
+    A text-valued x (window h: 1, 4, 16, ALL) becomes evenly spaced categories. ``paper``: a tidy frame with
+    the same ``x``, ``y`` and ``hue`` columns, drawn as dashed lines in the matching colour."""
     ax = ax or plt.subplots(figsize=(4.5, 3.2))[1]
+    order = natural_order(list(frame[x]) + ([] if paper is None else list(paper[x])))
+    numeric = all(isinstance(v, (int, float, np.integer, np.floating)) for v in order)
+    position = (lambda v: v) if numeric else {str(v): i for i, v in enumerate(order)}.get
+
+    def coords(group):
+        group = group.assign(_pos=[position(v if numeric else str(v)) for v in group[x]]).sort_values("_pos")
+        return group._pos, group[y]
+
+    colours = {}
     for key, group in frame.groupby(hue, sort=False):
-        group = group.sort_values(x)
-        ax.plot(group[x], group[y], marker="o", label=str(key))
+        (line,) = ax.plot(*coords(group), marker="o", label=label(key))
+        colours[key] = line.get_color()
+    if paper is not None:
+        for key, group in paper.groupby(hue, sort=False):
+            ax.plot(*coords(group), ls="--", marker="x", color=colours.get(key, "black"), alpha=0.8)
+        ax.plot([], [], ls="--", marker="x", color="black", label="paper")
+    if not numeric:
+        ax.set_xticks(range(len(order)), [str(v) for v in order])
     if logx:
         ax.set_xscale("log")
-    ax.set_xlabel(xlabel or x)
-    ax.set_ylabel(ylabel or y)
+    ax.set_xlabel(xlabel or label(x))
+    ax.set_ylabel(ylabel or label(y))
     ax.set_title(title)
-    ax.legend(fontsize=7)
+    legend_outside(ax, title=label(hue))
     return ax
