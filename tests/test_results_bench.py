@@ -47,3 +47,58 @@ def test_store_keys_match_after_a_round_trip(tmp_path):
     again = ResultStore("tiny", "rt", key=["temperature", "gamma"], root=tmp_path)
     assert again.done(temperature=0.0, gamma=5)
     assert again.get(temperature=0.0, gamma=5)["tau"] == "2.5"
+
+
+def test_store_drops_a_last_line_cut_mid_write(tmp_path):
+    """A kill during a write leaves a row without its newline: it is not finished, and the next append must
+    not be glued onto it."""
+    store = ResultStore("tiny", "cut", key=["draft", "gamma"], root=tmp_path)
+    store.append([{"draft": "a", "gamma": 1, "tau": 1.5}])
+    with store.path.open("a") as f:
+        f.write("a,2,2.")  # the row of gamma=2, cut
+    again = ResultStore("tiny", "cut", key=["draft", "gamma"], root=tmp_path)
+    assert again.done(draft="a", gamma=1) and not again.done(draft="a", gamma=2)
+    again.append([{"draft": "a", "gamma": 2, "tau": 2.25}])
+    assert again.frame().tau.tolist() == [1.5, 2.25]
+
+
+@pytest.mark.parametrize("content", ["", "draft,ga"])
+def test_store_starts_over_from_an_empty_or_headless_file(tmp_path, content):
+    path = tmp_path / "tiny" / "empty.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    store = ResultStore("tiny", "empty", key=["draft", "gamma"], root=tmp_path)
+    assert len(store.frame()) == 0
+    store.append([{"draft": "a", "gamma": 1, "tau": 1.0}])
+    assert store.frame().to_dict("records") == [{"draft": "a", "gamma": 1, "tau": 1.0}]
+
+
+def _append_many(root, worker):
+    store = ResultStore("tiny", "shared", key=["item"], root=root)
+    for item in range(40):  # both workers try every item; each row must land once
+        store.append([{"item": item, "worker": worker}])
+
+
+def test_concurrent_writers_neither_duplicate_rows_nor_headers(tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_append_many, args=(tmp_path, w)) for w in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    frame = ResultStore("tiny", "shared", key=["item"], root=tmp_path).frame()
+    assert sorted(frame["item"].tolist()) == list(range(40))
+    assert (tmp_path / "tiny" / "shared.csv").read_text().count("item,worker") == 1
+
+
+def test_every_append_records_its_provenance(tmp_path):
+    import json
+
+    store = ResultStore("tiny", "prov", key=["draft"], root=tmp_path)
+    store.provenance.update(device="cpu", model_ids=["tiny-target", "tiny-draft-s"])
+    store.append([{"draft": "a", "tau": 1.0}, {"draft": "b", "tau": 2.0}])
+    (line,) = [json.loads(x) for x in store.provenance_path.read_text().splitlines()]
+    assert line["keys"] == [["a"], ["b"]] and line["device"] == "cpu" and line["model_ids"][0] == "tiny-target"
+    assert {"commit", "torch", "transformers", "cpu_capability"} <= set(line)

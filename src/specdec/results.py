@@ -3,13 +3,27 @@
 A ``ResultStore`` knows which key columns identify a row. ``done(key)`` tells a rerun to skip finished
 work; ``append`` writes and flushes each batch at once, so an interrupted run loses at most the batch it
 was computing. Reading back gives a pandas DataFrame.
+
+Safe to interrupt and to share: a last line cut mid-write (a killed run, a full disk) is dropped on the next
+open instead of being counted as done; appends take an exclusive file lock and re-read the finished keys
+under it, so several processes (xdist workers, Ray shards) can append to one table without duplicate rows
+or second headers. Each append also writes one line of provenance (git commit, package versions, CPU
+vector width, host, and whatever the caller put in ``store.provenance``: device, dtype, model ids) to the
+sidecar ``<table>.provenance.jsonl``, naming the keys it wrote.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import datetime
+import fcntl
+import functools
+import json
 import os
 import pathlib
+import platform
+import subprocess
 
 from specdec import zoo
 
@@ -24,6 +38,44 @@ class ResultStore:
     def __init__(self, profile: str, table: str, key: list[str], root: pathlib.Path | None = None):
         self.path = pathlib.Path(root or RESULTS) / profile / f"{table}.csv"
         self.key = list(key)
+        self.provenance: dict = {}  # the caller's part of each provenance line (device, dtype, model ids, ...)
+        self._done: set[tuple] = set()
+        with self._locked():
+            self._refresh()
+
+    @property
+    def provenance_path(self) -> pathlib.Path:
+        return self.path.with_name(f"{self.path.stem}.provenance.jsonl")
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """An exclusive lock on ``<table>.csv.lock`` (created on first use, never removed: removing races)."""
+        if not self.path.parent.exists():
+            yield
+            return
+        with open(self.path.with_name(f"{self.path.name}.lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _repair(self) -> None:
+        """Drop a last line cut mid-write (the file does not end in a newline); an empty file is removed."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if not data.strip():
+            self.path.unlink()
+        elif not data.endswith(b"\n"):
+            cut = data.rfind(b"\n") + 1  # 0 when even the header is incomplete
+            with self.path.open("r+b") as f:
+                f.truncate(cut)
+            if cut == 0:
+                self.path.unlink()
+
+    def _refresh(self) -> None:
+        self._repair()
         self._done = {self._key_of(row) for row in self._read()}
 
     def _read(self) -> list[dict]:
@@ -50,26 +102,41 @@ class ResultStore:
         raise KeyError(f"no row {key} in {self.path}")
 
     def append(self, rows: list[dict]) -> None:
-        """Append rows (all with the same columns as the file) and flush them to disk."""
-        rows = [r for r in rows if self._key_of(r) not in self._done]
-        if not rows:
-            return
+        """Append rows (all with the same columns as the file) and flush them to disk.
+
+        Rows whose key is already stored (by this or another process) are skipped."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        new_file = not self.path.exists()
-        fields = list(rows[0]) if new_file else self._header()
-        extra = set().union(*rows) - set(fields)
-        if extra:
-            raise ValueError(
-                f"{self.path.name} has columns {fields}; rows bring new ones {sorted(extra)}: "
-                "use a new table name or delete the old file"
-            )
-        with self.path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=fields)
-            if new_file:
-                writer.writeheader()
-            for row in rows:
-                writer.writerow({k: format_value(row.get(k, "")) for k in fields})
-        self._done.update(self._key_of(r) for r in rows)
+        with self._locked():
+            self._refresh()  # another writer may have appended since we last looked
+            rows = [r for r in rows if self._key_of(r) not in self._done]
+            if not rows:
+                return
+            new_file = not self.path.exists()
+            fields = list(rows[0]) if new_file else self._header()
+            extra = set().union(*rows) - set(fields)
+            if extra:
+                raise ValueError(
+                    f"{self.path.name} has columns {fields}; rows bring new ones {sorted(extra)}: "
+                    "use a new table name or delete the old file"
+                )
+            with self.path.open("a", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=fields)
+                if new_file:
+                    writer.writeheader()
+                for row in rows:
+                    writer.writerow({k: format_value(row.get(k, "")) for k in fields})
+                f.flush()
+                os.fsync(f.fileno())
+            self._done.update(self._key_of(r) for r in rows)
+            self._write_provenance([self._key_of(r) for r in rows])
+
+    def _write_provenance(self, keys: list[tuple]) -> None:
+        line = {"written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), **environment()}
+        line.update(self.provenance)
+        line["key_columns"] = self.key
+        line["keys"] = [list(k) for k in keys]
+        with self.provenance_path.open("a") as f:
+            f.write(json.dumps(line, default=str) + "\n")
 
     def run(self, keys: list[dict], compute, desc: str = "") -> None:
         """Compute and append the rows of every key not done yet, one key at a time (resumable).
@@ -79,6 +146,8 @@ class ResultStore:
 
         missing = [k for k in keys if not self.done(**k)]
         for key in tqdm(missing, desc=desc or self.path.stem, disable=not missing):
+            if self.done(**key):  # another worker finished it meanwhile
+                continue
             rows = compute(**key)
             rows = [rows] if isinstance(rows, dict) else rows
             self.append([{**key, **row} for row in rows])
@@ -90,7 +159,49 @@ class ResultStore:
     def frame(self):
         import pandas as pd
 
+        self._repair()
         return pd.read_csv(self.path) if self.path.exists() else pd.DataFrame(columns=self.key)
+
+
+def model_provenance(**models) -> dict:
+    """``{"device", "dtype", "<role>_model"}`` of transformers models (``role=model`` keyword arguments)."""
+    out = {}
+    for role, model in models.items():
+        param = next(model.parameters())
+        out.setdefault("device", str(param.device))
+        out.setdefault("dtype", str(param.dtype).removeprefix("torch."))
+        name = getattr(model.config, "_name_or_path", "") or type(model).__name__
+        with contextlib.suppress(ValueError):  # a zoo folder: relative to the checkout, not this machine's path
+            name = str(pathlib.Path(name).resolve().relative_to(zoo.ROOT))
+        out[f"{role}_model"] = name
+    return out
+
+
+@functools.cache
+def environment() -> dict:
+    """Where a result was computed: git commit (``+dirty`` if the tree had changes), package versions, host,
+    and the CPU vector width torch used (float rounding, hence tie-breaks, can depend on it)."""
+    import torch
+    import transformers
+
+    def git(*args):
+        try:
+            out = subprocess.run(["git", *args], cwd=zoo.ROOT, capture_output=True, text=True, timeout=10)
+            return out.stdout.strip() if out.returncode == 0 else ""
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no", "--", "src"):
+        commit += "+dirty"
+    return {
+        "commit": commit,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "host": platform.node(),
+    }
 
 
 def format_value(value):

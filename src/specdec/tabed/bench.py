@@ -213,6 +213,7 @@ def run(
     """
     if target.device.type == "cpu":
         torch.set_num_threads(1)
+    store.provenance.update(results.model_provenance(target=target, draft=draft))
     tokenizer = processor.tokenizer
     eos = tokenizer.eos_token_id
     requests = {r["id"]: r for r in rows}
