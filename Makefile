@@ -73,9 +73,9 @@ reproduce: install
 # kernel only. --ignore-glob keeps pytest from collecting anything but the committed .ipynb files.
 # nbval runs the notebooks with results/ and figures/ redirected to empty folders (one per xdist worker, see
 # conftest.py), so every checked number is recomputed, not read back from the committed results, and must
-# match the committed outputs. -n 2 --dist loadgroup: each notebook series (0x, 1x, 2x, 3x) on one worker.
+# match the committed outputs. -n 2 --dist loadscope: each notebook series (0x, 1x, 2x, 3x) on one worker, in order.
 NBVAL = SPECDEC_OUTPUT_DIR=$(CURDIR)/.cache/nbval-output MPLBACKEND=agg $(VENV)/bin/python -m pytest \
-	-n $(WORKERS) --dist loadgroup --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg \
+	-n $(WORKERS) --dist loadscope --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg \
 	--nbval-kernel-name $(KERNEL) --ignore-glob='notebooks/*.py' --ignore-glob='notebooks/*.failed.ipynb' \
 	--ignore-glob='notebooks/.*' --durations=10
 WORKERS ?= 2
