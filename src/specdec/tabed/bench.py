@@ -11,6 +11,7 @@ target's own greedy output (it must: ``lossless``) and the per-block weights of 
 from __future__ import annotations
 
 import json
+import pathlib
 
 import pandas as pd
 import torch
@@ -517,3 +518,43 @@ def mean_weight_table(frame: pd.DataFrame, method: str = "MT*") -> pd.DataFrame:
     label = frame.group.where(frame.group != "benchmark", "benchmark t" + frame.turn.astype(str))
     label = label.where(frame.group != "nlp", "nlp t" + frame.turn.astype(str))
     return frame.assign(w_M=means, where=label).groupby("where").w_M.agg(["mean", "min", "max", "count"])
+
+
+# ------------------------------------------------------------------------------------------------- re-checking
+def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int = 6, max_new_tokens: int = 128):
+    """Decode the stored runs of ``keys`` (rows of ``KEY`` columns, e.g. a sample of the committed table) again,
+    into a temporary store, and return the fresh rows as a DataFrame in the order of ``keys``.
+
+    The tests run this in a subprocess with another CPU vector width (``ATEN_CPU_CAPABILITY``,
+    ``MKL_ENABLE_INSTRUCTIONS``) and demand the committed rows back: a result that depends on the machine's
+    float rounding, or on code changed since the table was written, fails there instead of in nbval on CI."""
+    import tempfile
+
+    target, draft, processor = load_pair(profile)
+    requests = {r["id"]: r for r in load_suite(profile, n_per_scenario, seed=0)}
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = results.ResultStore(profile, "recomputed", KEY, root=pathlib.Path(tmp))
+        settings = {}
+        for key in keys:
+            setting = (int(key["gamma"]), str(key["window"]), str(key["criterion"]), str(key["captioner"]))
+            settings.setdefault(setting, []).append(key)
+        for (gamma, window, criterion, captioner), group in settings.items():
+            for method in dict.fromkeys(k["method"] for k in group):
+                rows = [requests[k["row"]] for k in group if k["method"] == method]
+                run(
+                    fresh,
+                    target,
+                    draft,
+                    processor,
+                    rows,
+                    [method],
+                    gamma=gamma,
+                    max_new_tokens=max_new_tokens,
+                    window=None if window in ("ALL", "-") else int(window),
+                    criterion=criterion if criterion != "-" else "kl",
+                    captioner=captioner if captioner != "-" else "draft",
+                )
+        frame = fresh.frame()
+    frame = frame[frame.method != "AR"].astype({c: str for c in KEY})
+    order = pd.DataFrame([{c: str(k[c]) for c in KEY} for k in keys])
+    return order.merge(frame, on=KEY, how="left")
