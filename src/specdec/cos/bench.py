@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from specdec import bench
+from specdec import bench, results
 from specdec.cos import decoding as cos
 from specdec.cos import tasks as cos_tasks
 from specdec.cos.combine import Combination
@@ -88,7 +88,7 @@ def run_task(
 ) -> None:
     """Run every ``(method, gamma)`` of ``methods`` on every prompt of ``rows``; one stored row per run.
 
-    Keys: set, task, method, gamma, temperature, lam, mu, prompt (``gamma`` 0 for methods without proposals).
+    Keys: ``KEYS`` + prompt (``gamma`` 0 for methods without proposals; ``device`` the models' device type).
     ``temperature`` 0 decodes ``argmax r``; otherwise tokens are sampled from ``r`` (CD uses
     ``T = temperature``, WE its members at T = 1). The methods of one prompt run back to back, so their
     walltime ratio sees the same machine state. default: the proposer (``None``: ``default_proposer``).
@@ -99,7 +99,10 @@ def run_task(
     prompts = {r["id"]: encode(tokenizer, r["prompt"]) for r in rows}
     _warm_up(models, combine, next(iter(prompts.values())))
 
-    def compute(set, task, method, gamma, temperature, lam, mu, prompt):
+    device = next(models[-1].parameters()).device.type
+    store.provenance.update(results.model_provenance(**{f"model_{i}": m for i, m in enumerate(models)}))
+
+    def compute(method, gamma, prompt, **_):
         res = cos.decode(
             models,
             prompts[prompt],
@@ -117,7 +120,19 @@ def run_task(
         return row
 
     keys = [
-        dict(set=set_name, task=task, method=m, gamma=g, temperature=temperature, lam=lam, mu=mu, prompt=pid)
+        dict(
+            set=set_name,
+            task=task,
+            method=m,
+            gamma=g,
+            temperature=temperature,
+            lam=lam,
+            mu=mu,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            device=device,
+            prompt=pid,
+        )
         for pid in prompts
         for m, g in methods
     ]
@@ -179,7 +194,9 @@ def _warm_up(models, combine, prompt_ids) -> None:
     cos.decode(models, prompt_ids, combine, "cos", gamma=2, max_new_tokens=4)
 
 
-KEYS = ["set", "task", "method", "gamma", "temperature", "lam", "mu"]
+# Every parameter that changes a stored row is part of its key (a rerun with another max_new_tokens, seed or
+# device computes new rows instead of returning the old ones).
+KEYS = ["set", "task", "method", "gamma", "temperature", "lam", "mu", "max_new_tokens", "seed", "device"]
 MAX_MODELS = 3  # per-model columns are written for up to this many models, so one table holds every set
 _EMPTY = {f"{name}_{i}": "" for name in ("calls", "tokens_fed", "proposed", "accepted") for i in range(MAX_MODELS)}
 
@@ -187,14 +204,15 @@ _EMPTY = {f"{name}_{i}": "" for name in ("calls", "tokens_fed", "proposed", "acc
 def speedup_table(frame: pd.DataFrame, baseline: str = "standard", costs: dict | None = None) -> pd.DataFrame:
     """One row per cell and method: median per-prompt walltime speedup over ``baseline``, tokens/s, calls per
     token, acceptance, and (if ``costs`` maps set -> per-model call times) the call-cost speedup."""
-    cell = [k for k in KEYS if k not in ("method", "gamma")]
+    keys = [k for k in KEYS if k in frame]  # frames written before a key column existed lack it
+    cell = [k for k in keys if k not in ("method", "gamma")]
     base = frame[frame.method == baseline].set_index(cell + ["prompt"])
     out = []
-    for key, group in frame.groupby(KEYS, sort=False):
+    for key, group in frame.groupby(keys, sort=False):
         g = group.set_index(cell + ["prompt"])
         ref = base.reindex(g.index)
         ratio = g.tokens_per_second / ref.tokens_per_second.values
-        row = dict(zip(KEYS, key))
+        row = dict(zip(keys, key))
         row.update(
             speedup=float(ratio.median()),
             tokens_per_second=float(g.new_tokens.sum() / (g.total_time - g.prefill_time).sum()),
@@ -239,7 +257,7 @@ def _cost(g, costs):
 def best_over_gamma(table: pd.DataFrame) -> pd.DataFrame:
     """The paper reports SD and CoS at their best proposal length: keep, per cell and method, the γ with the
     highest speedup (``gamma`` column says which)."""
-    cell = ["set", "task", "temperature", "lam", "mu", "method"]
+    cell = [k for k in KEYS if k != "gamma" and k in table]
     idx = table.groupby(cell, sort=False)["speedup"].idxmax()
     return table.loc[idx].reset_index(drop=True)
 

@@ -38,7 +38,8 @@ GROUP = {
 }
 TABLE1 = ["M", "T", "MT", "MT*"]
 ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
-KEY = ["method", "gamma", "window", "criterion", "captioner", "row"]
+# every parameter that changes a stored run (walltime depends on the device, the rest does not)
+KEY = ["method", "gamma", "window", "criterion", "captioner", "max_new_tokens", "device", "row"]
 PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
 # Paper datasets (App. J) for the paper profile, first turns: (id, config, split, question field, image field).
 # Loading them needs the local Hugging Face cache (or ``sources``: local copies in the same format).
@@ -221,16 +222,17 @@ def run(
     encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in requests.items()}
     caption = make_captioner(captioner, draft, processor) if any("C" in tabed.ENSEMBLES[m] for m in methods) else None
     w_key = "ALL" if window is None else window
+    setting = dict(max_new_tokens=max_new_tokens, device=target.device.type)
 
     def reference(rid):
-        key = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", row=rid)
+        key = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", **setting, row=rid)
         if not store.done(**key):
             ids, inputs = encoded[rid]
             res = autoregressive(target, ids, max_new_tokens=max_new_tokens, eos_token_id=eos, target_inputs=inputs)
             store.append([{**key, **_row(requests[rid], res, res.output_ids), "weights": ""}])
         return json.loads(store.get(**key)["output"])
 
-    def compute(method, gamma, window, criterion, captioner, row):
+    def compute(method, gamma, window, criterion, captioner, row, **_):
         ids, inputs = encoded[row]
         request = requests[row]
         options = {}
@@ -264,6 +266,7 @@ def run(
             window=w_key if m.endswith("*") else "-",
             criterion=criterion if m.endswith("*") else "-",
             captioner=captioner if "C" in tabed.ENSEMBLES[m] else "-",
+            **setting,
             row=rid,
         )
         for rid in requests
@@ -521,7 +524,7 @@ def mean_weight_table(frame: pd.DataFrame, method: str = "MT*") -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------- re-checking
-def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int = 6, max_new_tokens: int = 128):
+def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int = 6):
     """Decode the stored runs of ``keys`` (rows of ``KEY`` columns, e.g. a sample of the committed table) again,
     into a temporary store, and return the fresh rows as a DataFrame in the order of ``keys``.
 
@@ -536,9 +539,15 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int = 
         fresh = results.ResultStore(profile, "recomputed", KEY, root=pathlib.Path(tmp))
         settings = {}
         for key in keys:
-            setting = (int(key["gamma"]), str(key["window"]), str(key["criterion"]), str(key["captioner"]))
+            setting = (
+                int(key["gamma"]),
+                str(key["window"]),
+                str(key["criterion"]),
+                str(key["captioner"]),
+                int(key["max_new_tokens"]),
+            )
             settings.setdefault(setting, []).append(key)
-        for (gamma, window, criterion, captioner), group in settings.items():
+        for (gamma, window, criterion, captioner, max_new_tokens), group in settings.items():
             for method in dict.fromkeys(k["method"] for k in group):
                 rows = [requests[k["row"]] for k in group if k["method"] == method]
                 run(
