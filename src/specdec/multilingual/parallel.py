@@ -431,91 +431,106 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, contamination=None) -> str:
-    versions = source_versions()
-    card = corpus_card()
-    by = {(c["source"], c["lang"], c["split"]): c for c in card}
-    parts = [
-        "# Data card: the parallel corpus (`specdec.multilingual.parallel`)",
-        "",
-        "English ↔ German / French / Russian / Japanese / Chinese sentence pairs taken from the gettext "
-        "catalogs (`.po`) that two packages ship. Nothing is downloaded from a data hub and no pair is "
-        "stored in the repository: `specdec.multilingual.parallel.pairs(source, lang, split)` "
-        "rebuilds the rows from the catalogs on first use. Regenerate this card with "
-        "`python -m specdec.multilingual.parallel`.",
-        "",
-        "## Sources",
-        "",
-        _md_table(
-            ["source", "package", "catalogs", "languages", "role"],
+_CARD_INTRO = [
+    "# Data card: the parallel corpus (`specdec.multilingual.parallel`)",
+    "",
+    "English ↔ German / French / Russian / Japanese / Chinese sentence pairs taken from the gettext "
+    "catalogs (`.po`) that two packages ship. Nothing is downloaded from a data hub and no pair is "
+    "stored in the repository: `specdec.multilingual.parallel.pairs(source, lang, split)` "
+    "rebuilds the rows from the catalogs on first use. Regenerate this card with "
+    "`python -m specdec.multilingual.parallel`.",
+    "",
+    "## Sources",
+    "",
+]
+_CARD_SOURCES_NOTE = (
+    "Sphinx is not a dependency of the project: unless that exact version is installed, its wheel is "
+    "fetched once with `pip download sphinx==" + SPHINX_VERSION + " --no-deps` into the ignored "
+    "`.cache/parallel/`, checked against the pinned sha256, and only the five catalogs are extracted. "
+    "Django's strings are web-framework UI text (form errors, admin messages, language and month "
+    "names); Sphinx's are documentation-tool messages (build log lines, warnings, HTML theme labels), "
+    "so B is a different domain for the same language pairs, like the paper's WMT16 → IWSLT14 "
+    "generalisation check. Language codes here: `de fr ru ja zh` (`zh` = Django `zh_Hans` = Sphinx "
+    "`zh_CN`). Licences: Django BSD-3-Clause, Sphinx BSD-2-Clause."
+)
+_CARD_SPLIT_NOTE = (
+    "The split is by English string, so it is shared by all languages: an English string held out "
+    "for German is held out for every language."
+)
+_CARD_CONTAMINATION = (
+    "**Overlap with the tiny zoo's pretraining corpus.** `specdec.zoo.corpus` puts the same Django "
+    "pairs in its `translation` documents and splits those by document name, not by English "
+    "string. Source-A held-out pairs that occur verbatim in a *training* document of the "
+    "embedded corpus: {counts}. Source B never entered the embedded corpus."
+)
+_CARD_PROMPTS = [
+    "",
+    "## Prompts",
+    "",
+    "`translation_prompt(row, direction)`, direction `xx-en` (the paper's) or `en-xx`, follows the "
+    'paper\'s user prompt ("Translate French to English: …"):',
+    "",
+    "```",
+    "prompt:    {prompt!r}",
+    "reference: {reference!r}",
+    "```",
+    "",
+]
+
+
+def _card_sources(versions: dict[str, str]) -> list[str]:
+    """The sources table and the note on Sphinx and the two domains."""
+    table = _md_table(
+        ["source", "package", "catalogs", "languages", "role"],
+        [
             [
-                [
-                    "A `django`",
-                    f"Django {versions['django']} (installed, `requirements.txt`)",
-                    "`django/conf/locale/<lang>/LC_MESSAGES/django.po` + `django/contrib/*/locale/<lang>/…`",
-                    "de, fr, ru, ja, zh_Hans",
-                    "train + held-out",
-                ],
-                [
-                    "B `sphinx`",
-                    f"Sphinx {versions['sphinx']} (wheel `{SPHINX_WHEEL}`, sha256 `{SPHINX_WHEEL_SHA256[:16]}…`)",
-                    "`sphinx/locale/<lang>/LC_MESSAGES/sphinx.po`",
-                    "de, fr, ru, ja, zh_CN",
-                    "evaluation only (a different dataset)",
-                ],
+                "A `django`",
+                f"Django {versions['django']} (installed, `requirements.txt`)",
+                "`django/conf/locale/<lang>/LC_MESSAGES/django.po` + `django/contrib/*/locale/<lang>/…`",
+                "de, fr, ru, ja, zh_Hans",
+                "train + held-out",
             ],
-            numeric_from=5,
-        ),
-        "",
-        "Sphinx is not a dependency of the project: unless that exact version is installed, its wheel is "
-        "fetched once with `pip download sphinx==" + SPHINX_VERSION + " --no-deps` into the ignored "
-        "`.cache/parallel/`, checked against the pinned sha256, and only the five catalogs are extracted. "
-        "Django's strings are web-framework UI text (form errors, admin messages, language and month "
-        "names); Sphinx's are documentation-tool messages (build log lines, warnings, HTML theme labels), "
-        "so B is a different domain for the same language pairs, like the paper's WMT16 → IWSLT14 "
-        "generalisation check. Language codes here: `de fr ru ja zh` (`zh` = Django `zh_Hans` = Sphinx "
-        "`zh_CN`). Licences: Django BSD-3-Clause, Sphinx BSD-2-Clause.",
-        "",
-        "## Counts (pairs; characters of English / of the translation)",
-        "",
-        _md_table(
-            ["language", "A train", "A held-out", "B held-out (eval)", "A train chars en / xx"],
             [
-                [
-                    f"{lang} ({LANGUAGES[lang][0]})",
-                    by["django", lang, "train"]["pairs"],
-                    by["django", lang, "heldout"]["pairs"],
-                    by["sphinx", lang, "heldout"]["pairs"],
-                    f"{by['django', lang, 'train']['en_chars']:,} / {by['django', lang, 'train']['xx_chars']:,}",
-                ]
-                for lang in LANGUAGES
-            ]
-            + [
-                [
-                    "**total**",
-                    sum(by["django", lang, "train"]["pairs"] for lang in LANGUAGES),
-                    sum(by["django", lang, "heldout"]["pairs"] for lang in LANGUAGES),
-                    sum(by["sphinx", lang, "heldout"]["pairs"] for lang in LANGUAGES),
-                    "",
-                ]
+                "B `sphinx`",
+                f"Sphinx {versions['sphinx']} (wheel `{SPHINX_WHEEL}`, sha256 `{SPHINX_WHEEL_SHA256[:16]}…`)",
+                "`sphinx/locale/<lang>/LC_MESSAGES/sphinx.po`",
+                "de, fr, ru, ja, zh_CN",
+                "evaluation only (a different dataset)",
             ],
-        ),
-        "",
-        "The split is by English string, so it is shared by all languages: an English string held out "
-        "for German is held out for every language.",
-        "",
+        ],
+        numeric_from=5,
+    )
+    return [table, "", _CARD_SOURCES_NOTE, ""]
+
+
+def _card_counts(by: dict) -> list[str]:
+    """Pairs per language and split, with the characters of A train."""
+    rows = [
+        [
+            f"{lang} ({LANGUAGES[lang][0]})",
+            by["django", lang, "train"]["pairs"],
+            by["django", lang, "heldout"]["pairs"],
+            by["sphinx", lang, "heldout"]["pairs"],
+            f"{by['django', lang, 'train']['en_chars']:,} / {by['django', lang, 'train']['xx_chars']:,}",
+        ]
+        for lang in LANGUAGES
     ]
-    if contamination is not None:
-        parts += [
-            "**Overlap with the tiny zoo's pretraining corpus.** `specdec.zoo.corpus` puts the same Django "
-            "pairs in its `translation` documents and splits those by document name, not by English "
-            "string. Source-A held-out pairs that occur verbatim in a *training* document of the "
-            "embedded corpus: "
-            + ", ".join(f"{lang} {n}/{by['django', lang, 'heldout']['pairs']}" for lang, n in contamination.items())
-            + ". Source B never entered the embedded corpus.",
+    rows.append(
+        [
+            "**total**",
+            sum(by["django", lang, "train"]["pairs"] for lang in LANGUAGES),
+            sum(by["django", lang, "heldout"]["pairs"] for lang in LANGUAGES),
+            sum(by["sphinx", lang, "heldout"]["pairs"] for lang in LANGUAGES),
             "",
         ]
-    parts += ["## Cleaning rules", ""] + [f"{i}. {rule}" for i, rule in enumerate(CLEANING_RULES, 1)] + [""]
+    )
+    header = ["language", "A train", "A held-out", "B held-out (eval)", "A train chars en / xx"]
+    return ["## Counts (pairs; characters of English / of the translation)", "", _md_table(header, rows), ""]
+
+
+def _card_cleaning() -> list[str]:
+    """The cleaning rules and how many pairs each one dropped."""
+    lines = ["## Cleaning rules", ""] + [f"{i}. {rule}" for i, rule in enumerate(CLEANING_RULES, 1)] + [""]
     stats = collections.defaultdict(dict)
     for s in cleaning_stats():
         stats[s["source"], s["lang"]][s["reason"]] = s["count"]
@@ -525,42 +540,55 @@ def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, con
         [src, lang, d.get("read", 0)] + [d.get(r, 0) for r in reasons] + [d.get("kept", 0)]
         for (src, lang), d in stats.items()
     ]
-    parts += [
+    return lines + [
         "Effect of rules 3–8 (pairs that `read_po` returned → dropped → kept):",
         "",
         _md_table(header, table, numeric_from=2),
         "",
     ]
-    parts += ["## Examples (per language: the first two rows of 5+ English words; A train, then B)", ""]
+
+
+def _card_examples() -> list[str]:
+    """Per language the first two rows of 5+ English words of A train and of B, and one prompt."""
+    lines = ["## Examples (per language: the first two rows of 5+ English words; A train, then B)", ""]
     for lang in LANGUAGES:
         for source, split in (("django", "train"), ("sphinx", "heldout")):
             for row in [r for r in pairs(source, lang, split) if len(r["en"].split()) >= 5][:2]:
                 en, xx = _md_escape(row["en"]), _md_escape(row["xx"])
-                parts.append(f"- `{row['id']}` — en: “{en}” → {lang}: “{xx}”")
+                lines.append(f"- `{row['id']}` — en: “{en}” → {lang}: “{xx}”")
     example = translation_prompt(pairs("django", "de", "heldout")[0], "xx-en")
-    parts += [
+    return lines + [line.format(**example) for line in _CARD_PROMPTS]
+
+
+def _card_timings(timings: dict) -> list[str]:
+    return [
+        "## Build time",
         "",
-        "## Prompts",
-        "",
-        "`translation_prompt(row, direction)`, direction `xx-en` (the paper's) or `en-xx`, follows the "
-        'paper\'s user prompt ("Translate French to English: …"):',
-        "",
-        "```",
-        f"prompt:    {example['prompt']!r}",
-        f"reference: {example['reference']!r}",
-        "```",
+        "On the 2-core development machine, one process: "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
+        + " (a first run downloads the 3.9 MB Sphinx wheel and extracts five catalogs: 1.6 s measured).",
         "",
     ]
+
+
+def card_text(timings: dict | None = None, contamination=None) -> str:
+    """The markdown of the data card (``timings``: build times to report; ``contamination``: ``{lang: n}`` of
+    :func:`zoo_contamination`)."""
+    versions = source_versions()
+    by = {(c["source"], c["lang"], c["split"]): c for c in corpus_card()}
+    parts = _CARD_INTRO + _card_sources(versions) + _card_counts(by) + [_CARD_SPLIT_NOTE, ""]
+    if contamination is not None:
+        counts = ", ".join(f"{lang} {n}/{by['django', lang, 'heldout']['pairs']}" for lang, n in contamination.items())
+        parts += [_CARD_CONTAMINATION.format(counts=counts), ""]
+    parts += _card_cleaning() + _card_examples()
     if timings:
-        parts += [
-            "## Build time",
-            "",
-            "On the 2-core development machine, one process: "
-            + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
-            + " (a first run downloads the 3.9 MB Sphinx wheel and extracts five catalogs: 1.6 s measured).",
-            "",
-        ]
-    text = "\n".join(parts)
+        parts += _card_timings(timings)
+    return "\n".join(parts)
+
+
+def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, contamination=None) -> str:
+    """Write :func:`card_text` to ``path`` (default ``data/parallel/DATA_CARD.md``) and return it."""
+    text = card_text(timings, contamination)
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
