@@ -262,18 +262,8 @@ def collaborate(
     """
     sampling = sampling or SamplingConfig()
     prompt_ids = engine.check_prompt(prompt_ids)
-    lms = [CachedLM(m) for m in models]
-    _check_models(lms, combine)
+    lms, gammas, eos_ids = _prepare(models, combine, gammas, default, max_new_tokens, eos_token_id)
     n = len(lms)
-    gammas = list(gammas)
-    if len(gammas) != n:
-        raise ValueError(f"give one proposal length per model: {n} models, gammas={gammas}")
-    for g in gammas:
-        engine.check_int("gamma", g, minimum=1, hint="each model proposes at least one token")
-    if not 0 <= default < n:
-        raise ValueError(f"default proposer {default} is not one of the {n} models")
-    engine.check_int("max_new_tokens", max_new_tokens, minimum=0)
-    eos_ids = engine.eos_ids(models[-1], eos_token_id)
     device = lms[0].device
     draw_gen = torch.Generator(device=device).manual_seed(seed)
     verify_gen = torch.Generator(device=device).manual_seed(seed + 1)
@@ -330,6 +320,25 @@ def collaborate(
     res.total_time = engine.now(device) - t_start
     res.tokens_fed = [lm.tokens_fed for lm in lms]
     return res
+
+
+def _prepare(models, combine: Combination, gammas, default: int, max_new_tokens: int, eos_token_id):
+    """The first step of ``collaborate``: wrap every model in a ``CachedLM`` and check the arguments.
+
+    Returns ``(lms, gammas as a list, eos ids)``; raises ``ValueError`` on a bad combination, proposal length,
+    default proposer or token budget (in that order)."""
+    lms = [CachedLM(m) for m in models]
+    _check_models(lms, combine)
+    n = len(lms)
+    gammas = list(gammas)
+    if len(gammas) != n:
+        raise ValueError(f"give one proposal length per model: {n} models, gammas={gammas}")
+    for g in gammas:
+        engine.check_int("gamma", g, minimum=1, hint="each model proposes at least one token")
+    if not 0 <= default < n:
+        raise ValueError(f"default proposer {default} is not one of the {n} models")
+    engine.check_int("max_new_tokens", max_new_tokens, minimum=0)
+    return lms, gammas, engine.eos_ids(models[-1], eos_token_id)
 
 
 def _score(lm: CachedLM, seq, out, pending, i):

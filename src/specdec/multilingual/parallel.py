@@ -18,6 +18,9 @@ Catalogs are parsed with :func:`specdec.zoo.corpus.read_po` (drops header, fuzzy
 entries), then :func:`clean_pairs` applies the rules listed in ``CLEANING_RULES``. Nothing but the data card
 is written: rows are rebuilt from the packages on first use (well under a second) and cached in memory.
 
+Locating, reading and cleaning the catalogs live in ``specdec.multilingual.catalogs`` (its names are
+importable from here too); this module builds the rows, the prompts and the data card.
+
 ``python -m specdec.multilingual.parallel`` writes ``data/parallel/DATA_CARD.md``.
 """
 
@@ -28,211 +31,36 @@ import collections
 import functools
 import hashlib
 import importlib.metadata
-import os
 import pathlib
-import re
-import subprocess
-import sys
 import time
-import zipfile
 
+from specdec.multilingual.catalogs import (
+    ALIASES,
+    CACHE,
+    CLEANING_RULES,
+    DROP_REASONS,
+    LANGUAGES,
+    ROOT,
+    SPHINX_VERSION,
+    SPHINX_WHEEL,
+    SPHINX_WHEEL_SHA256,
+    canonical_lang,
+    check_entry_separation,
+    clean_pairs,
+    english_key,
+    has_real_words,
+    normalise,
+    read_catalog,
+    read_checked,
+    sphinx_catalogs,
+)
 from specdec.zoo.corpus import build_corpus, django_catalogs, is_heldout, read_po
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 CARD = ROOT / "data/parallel/DATA_CARD.md"
-CACHE = pathlib.Path(os.environ.get("SPECDEC_PARALLEL_CACHE", ROOT / ".cache/parallel"))
-
-# Language code used here -> (English name, Django locale, Sphinx locale).
-LANGUAGES = {
-    "de": ("German", "de", "de"),
-    "fr": ("French", "fr", "fr"),
-    "ru": ("Russian", "ru", "ru"),
-    "ja": ("Japanese", "ja", "ja"),
-    "zh": ("Chinese", "zh_Hans", "zh_CN"),
-}
-ALIASES = {"zh_Hans": "zh", "zh_CN": "zh", "zh-Hans": "zh", "zh-CN": "zh"}
 SOURCES = ("django", "sphinx")
 SPLITS = {"django": ("train", "heldout"), "sphinx": ("heldout",)}
 DIRECTIONS = ("xx-en", "en-xx")
 HELDOUT_FRACTION = 0.1
-
-SPHINX_VERSION = "9.0.4"
-SPHINX_WHEEL = f"sphinx-{SPHINX_VERSION}-py3-none-any.whl"
-SPHINX_WHEEL_SHA256 = "5bebc595a5e943ea248b99c13814c1c5e10b3ece718976824ffa7959ff95fffb"
-
-CLEANING_RULES = [
-    "parse with `specdec.zoo.corpus.read_po`: skip the header, `#, fuzzy` entries, plural entries "
-    "(`msgid_plural`), untranslated entries (empty `msgstr`) and obsolete `#~` entries; a malformed file "
-    "raises `ValueError` naming the file and line",
-    "reject a catalog in which a `#,` flag line directly follows an entry's strings without a blank line "
-    "(`read_po` would attach the flags to the previous entry), so a fuzzy entry can never slip through",
-    "normalise whitespace: every run of spaces, tabs and newlines becomes one space; strip both ends",
-    "placeholders (`%s`, `%(name)s`, `%d`, `%r`, `{name}`, `{}`, strftime `%Y`), HTML tags and entities "
-    "are kept in the text, but a pair is kept only if, with them removed, both sides still hold at least 2 "
-    "letters (drops placeholder-only strings such as `%(truncated_text)s…`, format-only ones such as "
-    "`%b %d, %Y` or `%.3fs %s`, and strings with fewer than 2 letters)",
-    "drop pairs whose translation equals the English string (untranslated copies, names, `IPv4`)",
-    "drop exact duplicate (English, translation) pairs, within a source and language (first kept)",
-    "split source A by a hash of the case-folded English string (sha256, 10 % held out), so an English "
-    "string is in one split only, for every language",
-    "source B: drop every pair whose case-folded English string occurs anywhere in source A",
-]
-
-_HTML_TAGS = (
-    "a|abbr|b|big|br|code|div|em|h[1-6]|i|img|input|kbd|label|li|meta|ol|p|pre|s|small|span|strong|sub|sup"
-    "|table|td|th|tr|tt|u|ul"
-)
-_PLACEHOLDER = re.compile(
-    r"%\([^)]*\)[#0\-+]*\d*(?:\.\d+)?[A-Za-z]"  # %(name)s, %(count)d
-    r"|%[#0\-+]*\d*(?:\.\d+)?[A-Za-z%]"  # %s, %d, %r, %.3f, strftime %Y, %%
-    r"|\{[^{}]*\}"  # {name}, {0}, {}
-    rf"|</?(?:{_HTML_TAGS})(?:\s[^<>]*)?/?>"  # HTML tags (not "<<original entry>>" or "<command>")
-    r"|&#?\w+;"  # HTML entities: &#169; &amp;
-)
-_SPACE = re.compile(r"\s+")
-
-
-def normalise(text: str) -> str:
-    """Collapse every run of whitespace to one space and strip the ends."""
-    return _SPACE.sub(" ", text).strip()
-
-
-def has_real_words(text: str) -> bool:
-    """True if ``text`` keeps at least 2 letters once placeholders, HTML tags and entities are removed."""
-    return sum(ch.isalpha() for ch in _PLACEHOLDER.sub(" ", text)) >= 2
-
-
-def english_key(en: str) -> str:
-    """The key that decides the split and the A/B overlap: normalised, case-folded English."""
-    return normalise(en).casefold()
-
-
-def check_entry_separation(path: str | pathlib.Path) -> None:
-    """Raise ``ValueError`` if a ``#,`` flag line follows an entry's strings with no blank line between.
-
-    ``read_po`` closes an entry at a blank line or at the next ``msgid``, so in that layout the flags
-    (``fuzzy`` among them) would be given to the previous entry and the flagged entry would be kept.
-    """
-    path = pathlib.Path(path)
-    previous = ""
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if line.startswith("#,") and previous.startswith(("msgstr", '"')):
-            raise ValueError(
-                f"{path}:{lineno}: flag line {raw!r} follows an entry without a blank line; "
-                "separate the entries with a blank line"
-            )
-        previous = line
-    return None
-
-
-_DROP_REASONS = [
-    "dropped: empty",
-    "dropped: placeholder/format-only or < 2 letters",
-    "dropped: translation == English",
-    "dropped: duplicate pair",
-    "dropped: English string also in source A",
-]
-
-
-def clean_pairs(raw: list[tuple[str, str]], stats: collections.Counter | None = None) -> list[tuple[str, str]]:
-    """Apply the cleaning rules to ``read_po`` pairs; count the reasons for dropping in ``stats``."""
-    stats = collections.Counter() if stats is None else stats
-    seen: set[tuple[str, str]] = set()
-    kept = []
-    for en, xx in raw:
-        en, xx = normalise(en), normalise(xx)
-        stats["read"] += 1  # the reasons, in the order they are tested, are listed in _DROP_REASONS
-        if not (en and xx):
-            stats["dropped: empty"] += 1
-        elif not (has_real_words(en) and has_real_words(xx)):
-            stats["dropped: placeholder/format-only or < 2 letters"] += 1
-        elif en == xx:
-            stats["dropped: translation == English"] += 1
-        elif (en, xx) in seen:
-            stats["dropped: duplicate pair"] += 1
-        else:
-            seen.add((en, xx))
-            kept.append((en, xx))
-    stats["kept"] += len(kept)
-    return kept
-
-
-def read_checked(path: str | pathlib.Path) -> list[tuple[str, str]]:
-    """:func:`check_entry_separation`, then ``read_po`` (no cleaning: it is applied per language)."""
-    check_entry_separation(path)
-    return read_po(path)
-
-
-def read_catalog(path: str | pathlib.Path, stats: collections.Counter | None = None) -> list[tuple[str, str]]:
-    """``read_po`` + layout check + :func:`clean_pairs` for one catalog."""
-    return clean_pairs(read_checked(path), stats)
-
-
-def canonical_lang(lang: str) -> str:
-    lang = ALIASES.get(lang, lang)
-    if lang not in LANGUAGES:
-        raise ValueError(f"unknown language {lang!r}; expected one of {sorted(LANGUAGES)}")
-    return lang
-
-
-# --- source B: the pinned Sphinx catalogs -----------------------------------------------------------------
-
-
-def _sphinx_po_name(lang: str) -> str:
-    return f"sphinx/locale/{LANGUAGES[lang][2]}/LC_MESSAGES/sphinx.po"
-
-
-def sphinx_catalogs() -> dict[str, pathlib.Path]:
-    """Paths of the five Sphinx ``.po`` catalogs of ``SPHINX_VERSION`` (installed, or from the cached wheel)."""
-    try:
-        installed = importlib.metadata.version("sphinx") == SPHINX_VERSION
-    except importlib.metadata.PackageNotFoundError:
-        installed = False
-    if installed:
-        import sphinx
-
-        root = pathlib.Path(sphinx.__file__).parent.parent
-        files = {lang: root / _sphinx_po_name(lang) for lang in LANGUAGES}
-        if all(f.exists() for f in files.values()):
-            return files
-
-    extracted = CACHE / f"sphinx-{SPHINX_VERSION}"
-    files = {lang: extracted / _sphinx_po_name(lang) for lang in LANGUAGES}
-    if all(f.exists() for f in files.values()):
-        return files
-
-    wheel = CACHE / SPHINX_WHEEL
-    if not wheel.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            f"sphinx=={SPHINX_VERSION}",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--quiet",
-            "--dest",
-            str(CACHE),
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0 or not wheel.exists():
-            raise RuntimeError(
-                f"could not fetch the Sphinx {SPHINX_VERSION} wheel (source B) with "
-                f"`{' '.join(cmd)}`:\n{done.stderr.strip()}"
-            )
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    if digest != SPHINX_WHEEL_SHA256:
-        raise ValueError(f"{wheel}: sha256 {digest} differs from the pinned {SPHINX_WHEEL_SHA256}")
-    with zipfile.ZipFile(wheel) as archive:
-        for lang, target in files.items():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_bytes(archive.read(_sphinx_po_name(lang)))
-            tmp.replace(target)  # atomic: a concurrent reader never sees half a file
-    return files
 
 
 # --- building the rows ------------------------------------------------------------------------------------
@@ -431,136 +259,164 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, contamination=None) -> str:
-    versions = source_versions()
-    card = corpus_card()
-    by = {(c["source"], c["lang"], c["split"]): c for c in card}
-    parts = [
-        "# Data card: the parallel corpus (`specdec.multilingual.parallel`)",
-        "",
-        "English ↔ German / French / Russian / Japanese / Chinese sentence pairs taken from the gettext "
-        "catalogs (`.po`) that two packages ship. Nothing is downloaded from a data hub and no pair is "
-        "stored in the repository: `specdec.multilingual.parallel.pairs(source, lang, split)` "
-        "rebuilds the rows from the catalogs on first use. Regenerate this card with "
-        "`python -m specdec.multilingual.parallel`.",
-        "",
-        "## Sources",
-        "",
-        _md_table(
-            ["source", "package", "catalogs", "languages", "role"],
+_CARD_INTRO = [
+    "# Data card: the parallel corpus (`specdec.multilingual.parallel`)",
+    "",
+    "English ↔ German / French / Russian / Japanese / Chinese sentence pairs taken from the gettext "
+    "catalogs (`.po`) that two packages ship. Nothing is downloaded from a data hub and no pair is "
+    "stored in the repository: `specdec.multilingual.parallel.pairs(source, lang, split)` "
+    "rebuilds the rows from the catalogs on first use. Regenerate this card with "
+    "`python -m specdec.multilingual.parallel`.",
+    "",
+    "## Sources",
+    "",
+]
+_CARD_SOURCES_NOTE = (
+    "Sphinx is not a dependency of the project: unless that exact version is installed, its wheel is "
+    "fetched once with `pip download sphinx==" + SPHINX_VERSION + " --no-deps` into the ignored "
+    "`.cache/parallel/`, checked against the pinned sha256, and only the five catalogs are extracted. "
+    "Django's strings are web-framework UI text (form errors, admin messages, language and month "
+    "names); Sphinx's are documentation-tool messages (build log lines, warnings, HTML theme labels), "
+    "so B is a different domain for the same language pairs, like the paper's WMT16 → IWSLT14 "
+    "generalisation check. Language codes here: `de fr ru ja zh` (`zh` = Django `zh_Hans` = Sphinx "
+    "`zh_CN`). Licences: Django BSD-3-Clause, Sphinx BSD-2-Clause."
+)
+_CARD_SPLIT_NOTE = (
+    "The split is by English string, so it is shared by all languages: an English string held out "
+    "for German is held out for every language."
+)
+_CARD_CONTAMINATION = (
+    "**Overlap with the tiny zoo's pretraining corpus.** `specdec.zoo.corpus` puts the same Django "
+    "pairs in its `translation` documents and splits those by document name, not by English "
+    "string. Source-A held-out pairs that occur verbatim in a *training* document of the "
+    "embedded corpus: {counts}. Source B never entered the embedded corpus."
+)
+_CARD_PROMPTS = [
+    "",
+    "## Prompts",
+    "",
+    "`translation_prompt(row, direction)`, direction `xx-en` (the paper's) or `en-xx`, follows the "
+    'paper\'s user prompt ("Translate French to English: …"):',
+    "",
+    "```",
+    "prompt:    {prompt!r}",
+    "reference: {reference!r}",
+    "```",
+    "",
+]
+
+
+def _card_sources(versions: dict[str, str]) -> list[str]:
+    """The sources table and the note on Sphinx and the two domains."""
+    table = _md_table(
+        ["source", "package", "catalogs", "languages", "role"],
+        [
             [
-                [
-                    "A `django`",
-                    f"Django {versions['django']} (installed, `requirements.txt`)",
-                    "`django/conf/locale/<lang>/LC_MESSAGES/django.po` + `django/contrib/*/locale/<lang>/…`",
-                    "de, fr, ru, ja, zh_Hans",
-                    "train + held-out",
-                ],
-                [
-                    "B `sphinx`",
-                    f"Sphinx {versions['sphinx']} (wheel `{SPHINX_WHEEL}`, sha256 `{SPHINX_WHEEL_SHA256[:16]}…`)",
-                    "`sphinx/locale/<lang>/LC_MESSAGES/sphinx.po`",
-                    "de, fr, ru, ja, zh_CN",
-                    "evaluation only (a different dataset)",
-                ],
+                "A `django`",
+                f"Django {versions['django']} (installed, `requirements.txt`)",
+                "`django/conf/locale/<lang>/LC_MESSAGES/django.po` + `django/contrib/*/locale/<lang>/…`",
+                "de, fr, ru, ja, zh_Hans",
+                "train + held-out",
             ],
-            numeric_from=5,
-        ),
-        "",
-        "Sphinx is not a dependency of the project: unless that exact version is installed, its wheel is "
-        "fetched once with `pip download sphinx==" + SPHINX_VERSION + " --no-deps` into the ignored "
-        "`.cache/parallel/`, checked against the pinned sha256, and only the five catalogs are extracted. "
-        "Django's strings are web-framework UI text (form errors, admin messages, language and month "
-        "names); Sphinx's are documentation-tool messages (build log lines, warnings, HTML theme labels), "
-        "so B is a different domain for the same language pairs, like the paper's WMT16 → IWSLT14 "
-        "generalisation check. Language codes here: `de fr ru ja zh` (`zh` = Django `zh_Hans` = Sphinx "
-        "`zh_CN`). Licences: Django BSD-3-Clause, Sphinx BSD-2-Clause.",
-        "",
-        "## Counts (pairs; characters of English / of the translation)",
-        "",
-        _md_table(
-            ["language", "A train", "A held-out", "B held-out (eval)", "A train chars en / xx"],
             [
-                [
-                    f"{lang} ({LANGUAGES[lang][0]})",
-                    by["django", lang, "train"]["pairs"],
-                    by["django", lang, "heldout"]["pairs"],
-                    by["sphinx", lang, "heldout"]["pairs"],
-                    f"{by['django', lang, 'train']['en_chars']:,} / {by['django', lang, 'train']['xx_chars']:,}",
-                ]
-                for lang in LANGUAGES
-            ]
-            + [
-                [
-                    "**total**",
-                    sum(by["django", lang, "train"]["pairs"] for lang in LANGUAGES),
-                    sum(by["django", lang, "heldout"]["pairs"] for lang in LANGUAGES),
-                    sum(by["sphinx", lang, "heldout"]["pairs"] for lang in LANGUAGES),
-                    "",
-                ]
+                "B `sphinx`",
+                f"Sphinx {versions['sphinx']} (wheel `{SPHINX_WHEEL}`, sha256 `{SPHINX_WHEEL_SHA256[:16]}…`)",
+                "`sphinx/locale/<lang>/LC_MESSAGES/sphinx.po`",
+                "de, fr, ru, ja, zh_CN",
+                "evaluation only (a different dataset)",
             ],
-        ),
-        "",
-        "The split is by English string, so it is shared by all languages: an English string held out "
-        "for German is held out for every language.",
-        "",
+        ],
+        numeric_from=5,
+    )
+    return [table, "", _CARD_SOURCES_NOTE, ""]
+
+
+def _card_counts(by: dict) -> list[str]:
+    """Pairs per language and split, with the characters of A train."""
+    rows = [
+        [
+            f"{lang} ({LANGUAGES[lang][0]})",
+            by["django", lang, "train"]["pairs"],
+            by["django", lang, "heldout"]["pairs"],
+            by["sphinx", lang, "heldout"]["pairs"],
+            f"{by['django', lang, 'train']['en_chars']:,} / {by['django', lang, 'train']['xx_chars']:,}",
+        ]
+        for lang in LANGUAGES
     ]
-    if contamination is not None:
-        parts += [
-            "**Overlap with the tiny zoo's pretraining corpus.** `specdec.zoo.corpus` puts the same Django "
-            "pairs in its `translation` documents and splits those by document name, not by English "
-            "string. Source-A held-out pairs that occur verbatim in a *training* document of the "
-            "embedded corpus: "
-            + ", ".join(f"{lang} {n}/{by['django', lang, 'heldout']['pairs']}" for lang, n in contamination.items())
-            + ". Source B never entered the embedded corpus.",
+    rows.append(
+        [
+            "**total**",
+            sum(by["django", lang, "train"]["pairs"] for lang in LANGUAGES),
+            sum(by["django", lang, "heldout"]["pairs"] for lang in LANGUAGES),
+            sum(by["sphinx", lang, "heldout"]["pairs"] for lang in LANGUAGES),
             "",
         ]
-    parts += ["## Cleaning rules", ""] + [f"{i}. {rule}" for i, rule in enumerate(CLEANING_RULES, 1)] + [""]
+    )
+    header = ["language", "A train", "A held-out", "B held-out (eval)", "A train chars en / xx"]
+    return ["## Counts (pairs; characters of English / of the translation)", "", _md_table(header, rows), ""]
+
+
+def _card_cleaning() -> list[str]:
+    """The cleaning rules and how many pairs each one dropped."""
+    lines = ["## Cleaning rules", ""] + [f"{i}. {rule}" for i, rule in enumerate(CLEANING_RULES, 1)] + [""]
     stats = collections.defaultdict(dict)
     for s in cleaning_stats():
         stats[s["source"], s["lang"]][s["reason"]] = s["count"]
-    reasons = [r for r in _DROP_REASONS if any(r in d for d in stats.values())]
+    reasons = [r for r in DROP_REASONS if any(r in d for d in stats.values())]
     header = ["source", "lang", "read"] + [r.removeprefix("dropped: ") for r in reasons] + ["kept"]
     table = [
         [src, lang, d.get("read", 0)] + [d.get(r, 0) for r in reasons] + [d.get("kept", 0)]
         for (src, lang), d in stats.items()
     ]
-    parts += [
+    return lines + [
         "Effect of rules 3–8 (pairs that `read_po` returned → dropped → kept):",
         "",
         _md_table(header, table, numeric_from=2),
         "",
     ]
-    parts += ["## Examples (per language: the first two rows of 5+ English words; A train, then B)", ""]
+
+
+def _card_examples() -> list[str]:
+    """Per language the first two rows of 5+ English words of A train and of B, and one prompt."""
+    lines = ["## Examples (per language: the first two rows of 5+ English words; A train, then B)", ""]
     for lang in LANGUAGES:
         for source, split in (("django", "train"), ("sphinx", "heldout")):
             for row in [r for r in pairs(source, lang, split) if len(r["en"].split()) >= 5][:2]:
                 en, xx = _md_escape(row["en"]), _md_escape(row["xx"])
-                parts.append(f"- `{row['id']}` — en: “{en}” → {lang}: “{xx}”")
+                lines.append(f"- `{row['id']}` — en: “{en}” → {lang}: “{xx}”")
     example = translation_prompt(pairs("django", "de", "heldout")[0], "xx-en")
-    parts += [
+    return lines + [line.format(**example) for line in _CARD_PROMPTS]
+
+
+def _card_timings(timings: dict) -> list[str]:
+    return [
+        "## Build time",
         "",
-        "## Prompts",
-        "",
-        "`translation_prompt(row, direction)`, direction `xx-en` (the paper's) or `en-xx`, follows the "
-        'paper\'s user prompt ("Translate French to English: …"):',
-        "",
-        "```",
-        f"prompt:    {example['prompt']!r}",
-        f"reference: {example['reference']!r}",
-        "```",
+        "On the 2-core development machine, one process: "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
+        + " (a first run downloads the 3.9 MB Sphinx wheel and extracts five catalogs: 1.6 s measured).",
         "",
     ]
+
+
+def card_text(timings: dict | None = None, contamination=None) -> str:
+    """The markdown of the data card (``timings``: build times to report; ``contamination``: ``{lang: n}`` of
+    :func:`zoo_contamination`)."""
+    versions = source_versions()
+    by = {(c["source"], c["lang"], c["split"]): c for c in corpus_card()}
+    parts = _CARD_INTRO + _card_sources(versions) + _card_counts(by) + [_CARD_SPLIT_NOTE, ""]
+    if contamination is not None:
+        counts = ", ".join(f"{lang} {n}/{by['django', lang, 'heldout']['pairs']}" for lang, n in contamination.items())
+        parts += [_CARD_CONTAMINATION.format(counts=counts), ""]
+    parts += _card_cleaning() + _card_examples()
     if timings:
-        parts += [
-            "## Build time",
-            "",
-            "On the 2-core development machine, one process: "
-            + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
-            + " (a first run downloads the 3.9 MB Sphinx wheel and extracts five catalogs: 1.6 s measured).",
-            "",
-        ]
-    text = "\n".join(parts)
+        parts += _card_timings(timings)
+    return "\n".join(parts)
+
+
+def write_card(path: str | pathlib.Path = CARD, timings: dict | None = None, contamination=None) -> str:
+    """Write :func:`card_text` to ``path`` (default ``data/parallel/DATA_CARD.md``) and return it."""
+    text = card_text(timings, contamination)
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -594,6 +450,48 @@ def main(argv: list[str] | None = None) -> None:
     for row in corpus_card():
         print(f"{row['source']:7s} {row['lang']} {row['split']:8s} {row['pairs']:5d}")
     print(f"wrote {args.out}")
+
+
+__all__ = [
+    "ALIASES",
+    "CACHE",
+    "CARD",
+    "CLEANING_RULES",
+    "DIRECTIONS",
+    "HELDOUT_FRACTION",
+    "LANGUAGES",
+    "ROOT",
+    "SOURCES",
+    "SPHINX_VERSION",
+    "SPHINX_WHEEL",
+    "SPHINX_WHEEL_SHA256",
+    "SPLITS",
+    "build_corpus",
+    "canonical_lang",
+    "card_text",
+    "check_entry_separation",
+    "clean_pairs",
+    "cleaning_stats",
+    "corpus_card",
+    "direction_prompt",
+    "django_catalogs",
+    "english_key",
+    "has_real_words",
+    "is_heldout",
+    "joined_pairs",
+    "language_name",
+    "main",
+    "normalise",
+    "pairs",
+    "read_catalog",
+    "read_checked",
+    "read_po",
+    "source_versions",
+    "sphinx_catalogs",
+    "translation_prompt",
+    "write_card",
+    "zoo_contamination",
+]
 
 
 if __name__ == "__main__":
