@@ -8,7 +8,8 @@ import torch
 
 from specdec import zoo
 from specdec.engine import autoregressive, generate
-from specdec.multilingual import parallel
+from specdec.multilingual import data as mldata
+from specdec.multilingual import parallel, recipe
 from specdec.multilingual import train as tm
 
 LANGS = list(parallel.LANGUAGES)
@@ -83,14 +84,14 @@ def test_heldout_entries_are_removed_from_the_general_text():
         "text": "English: Arabic\nGerman: Arabisch\n\nEnglish: Welsh\nGerman: Walisisch\n\n"
         "English: Two\n\nparagraphs\nGerman: Zwei",
     }
-    text, dropped = tm._drop_heldout_entries(doc, {"welsh", "two paragraphs"}, {"de": "German"})
+    text, dropped = mldata.drop_heldout_entries(doc, {"welsh", "two paragraphs"}, {"de": "German"})
     assert dropped == 2 and text == "English: Arabic\nGerman: Arabisch"
 
 
 def test_metrics_helpers():
-    assert tm.chrf("the cat", "the cat") == 100.0 and tm.chrf("xyz", "abc") == 0.0
-    assert 0 < tm.chrf("the cat sat", "the cat") < 100
-    perm = tm._derangement(7, random.Random(0))
+    assert recipe.chrf("the cat", "the cat") == 100.0 and recipe.chrf("xyz", "abc") == 0.0
+    assert 0 < recipe.chrf("the cat sat", "the cat") < 100
+    perm = recipe.derangement(7, random.Random(0))
     assert sorted(perm) == list(range(7)) and all(p != k for k, p in enumerate(perm))
     assert tm.budgets(tm.TRAIN) == [6400, 25600, 102400, 409600]
 

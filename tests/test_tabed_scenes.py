@@ -1,10 +1,12 @@
-"""Synthetic TABED scenarios (``specdec.tabed.scenes``) and the tiny LLaVA zoo's data and training (``tabed.train``)."""
+"""Synthetic TABED scenarios (``specdec.tabed.scenes``) and the tiny LLaVA zoo's data and training
+(``tabed.data``, ``tabed.train``)."""
 
 import re
 
 import pytest
 import torch
 
+from specdec.tabed import data as td
 from specdec.tabed import scenes
 from specdec.tabed import train as tl
 
@@ -139,24 +141,24 @@ def test_images_use_the_palette_and_captions_are_registered(suites):
 def test_encode_prompt_expands_images(suites, tokenizer):
     for row in suites["test"]:
         n = len(row["images"])
-        ids = tl.encode_prompt(tokenizer, row["prompt"], n)
+        ids = td.encode_prompt(tokenizer, row["prompt"], n)
         assert ids[0] == tokenizer.bos_token_id
         assert int((ids == tl.IMAGE_TOKEN_ID).sum()) == n * scenes.PATCHES_PER_IMAGE
         runs = "".join("x" if i == tl.IMAGE_TOKEN_ID else "." for i in ids.tolist())
         assert re.findall("x+", runs) == ["x" * scenes.PATCHES_PER_IMAGE] * n
         # the saved LlavaProcessor's tokenizer path gives the same ids (without <s>)
         plain = tokenizer(
-            tl.processor_text(row["prompt"]).replace(
-                tl.IMAGE_TOKEN_TEXT, tl.IMAGE_TOKEN_TEXT * scenes.PATCHES_PER_IMAGE
+            td.processor_text(row["prompt"]).replace(
+                td.IMAGE_TOKEN_TEXT, td.IMAGE_TOKEN_TEXT * scenes.PATCHES_PER_IMAGE
             ),
             add_special_tokens=False,
         )
         assert plain["input_ids"] == ids[1:].tolist()
-        full, prompt_len = tl.encode_example(tokenizer, row["prompt"], row["answer"], n)
+        full, prompt_len = td.encode_example(tokenizer, row["prompt"], row["answer"], n)
         assert full[:prompt_len] == ids.tolist() and full[-1] == tokenizer.eos_token_id
         assert tl.IMAGE_TOKEN_ID not in full[prompt_len:]
     with pytest.raises(ValueError):
-        tl.encode_prompt(tokenizer, "USER: <image>\nHi ASSISTANT:", n_images=2)
+        td.encode_prompt(tokenizer, "USER: <image>\nHi ASSISTANT:", n_images=2)
 
 
 def test_pack_roundtrip_and_pixels_match_processor(suites):
@@ -165,10 +167,10 @@ def test_pack_roundtrip_and_pixels_match_processor(suites):
     import numpy as np
 
     idx = torch.from_numpy(np.stack([scenes.palette_indices(im) for im in images]))
-    packed = tl.pack_images(idx)
+    packed = td.pack_images(idx)
     assert packed.shape[1] == scenes.IMAGE_SIZE**2 // 2
     data = {
-        "images_zlib": tl.compress_images(packed),
+        "images_zlib": td.compress_images(packed),
         "n_images": len(images),
         "image_size": scenes.IMAGE_SIZE,
         "palette": torch.tensor(list(scenes.PALETTE.values()), dtype=torch.uint8),
@@ -198,8 +200,8 @@ def test_train_step_saves_and_reloads(tmp_path, tokenizer):
     assert model.dtype == torch.float32 and processor.image_token_id == tl.IMAGE_TOKEN_ID
     assert model.config.image_token_id == tl.IMAGE_TOKEN_ID
     row = scenes.scenario_suite("test", 1, seed=0, scenarios=[("iedit", 1)])[0]
-    ids = tl.encode_prompt(processor.tokenizer, row["prompt"], 2)
-    enc = processor(text=tl.processor_text(row["prompt"]), images=row["images"], return_tensors="pt")
+    ids = td.encode_prompt(processor.tokenizer, row["prompt"], 2)
+    enc = processor(text=td.processor_text(row["prompt"]), images=row["images"], return_tensors="pt")
     assert enc["input_ids"][0].tolist() == ids[1:].tolist()
     out = model.generate(
         input_ids=ids[None],
@@ -235,7 +237,7 @@ def test_background_normalises_to_zero(image_data, tokenizer):
 
     white = Image.new("RGB", (scenes.IMAGE_SIZE, scenes.IMAGE_SIZE), scenes.PALETTE["white"])
     assert torch.count_nonzero(scenes.images_to_pixels([white])) == 0
-    processor = tl.build_processor(tokenizer)  # what the saved models use at inference
+    processor = td.build_processor(tokenizer)  # what the saved models use at inference
     assert processor.image_processor(images=[white], return_tensors="pt")["pixel_values"].abs().max() < 1e-6
     store = tl._Images(image_data, "cpu")  # what training uses
     assert torch.count_nonzero(store.pixels(torch.arange(2), blank=True)) == 0

@@ -31,7 +31,7 @@ Chat layout (LLaVA-1.5 "v1" style, as in the paper's App. I)
     second turn: ``USER: <image>\\n<question 1> ASSISTANT: <answer 1></s>USER: <question 2> ASSISTANT:``
     ``<image>`` (``IMAGE_PLACEHOLDER``) appears once per image, images first, each followed by a newline (the
     VIST-like rows interleave images with captions, as in the paper). The reply is ``" " + answer`` followed by
-    ``</s>``. The models add ``<s>`` in front (``specdec.tabed.train.encode_prompt`` tokenises a prompt and
+    ``</s>``. The models add ``<s>`` in front (``specdec.tabed.data.encode_prompt`` tokenises a prompt and
     expands each placeholder into the image-token ids).
 
 Scenario suite

@@ -15,21 +15,11 @@ foundation tokenizer (``data/models/tokenizer``, 4096 ids, nothing added). ``tab
 The target trains on every scenario (1, 2 and 5 images, second turns, text-only turns); the draft only on rows
 with at most two images (``max_images``), so the five-image stories (PSV / VIST) are out of distribution for it.
 
-The image token: ``<image>`` is not in the vocabulary. Each placeholder becomes ``PATCHES_PER_IMAGE`` (16)
-copies of ``IMAGE_TOKEN_ID`` = 4093, the existing token ``"-------+"`` (a BPE merge from code tables that never
-occurs in scenario text; the models are trained from scratch, so its embedding is free). ``encode_prompt`` does
-the expansion; the saved ``LlavaProcessor`` uses ``image_token="-------+"`` (repeats of it tokenise to repeats
-of 4093), so ``processor(text=processor_text(prompt), images=...)`` gives the same ids (without ``<s>``).
-
-Training rows: ``<s>`` + prompt ids + ids of ``" " + answer`` + ``</s>``; the loss covers the answer and ``</s>``
-only. Images are stored as palette indices (4 bits per pixel, ``scenes.PALETTE``, zlib-compressed: the images
-are mostly white) and normalised at training time exactly as the saved image processor does (rescale 1/255,
-then ``(x - scenes.IMAGE_MEAN) / scenes.IMAGE_STD``, no resize at 64 x 64). That normalisation maps the white
-background to 0; the CLIP mean / std used before made the background a large constant input, the vision
-features collapsed to a constant during the first steps and the trained models ignored their images (see
-``scenes.IMAGE_MEAN``). ``train`` refuses a data file whose processor uses another normalisation.
-Weights are saved as float16 with a float32 config (``specdec.zoo.training.save_half``), together with the processor and
-tokenizer files (written by the ``data`` step into the data file) and ``training_log.json``.
+Encoding and the data file (the image token, training rows, image storage and normalisation) are in
+``specdec.tabed.data``; ``train`` refuses a data file whose processor uses another normalisation. Every model
+is trained by ``specdec.zoo.training.train``. Weights are saved as float16 with a float32 config
+(``specdec.zoo.training.save_half``), together with the processor and tokenizer files (written by the ``data``
+step into the data file) and ``training_log.json``.
 
 Training settings are per model (``TABED_ZOO[name]["train"]``: steps, batch size, lr, weight decay); the
 command-line values override them for every model. ``training_log.json`` reports the held-out loss with the
@@ -42,20 +32,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import pathlib
 import time
-import zlib
 
 import torch
 
 from specdec import zoo
 from specdec.tabed import scenes
+from specdec.tabed.data import (
+    DATA,
+    IMAGE_TOKEN_ID,
+    IMAGE_TOKENS,
+    build_data,
+    decompress_images,
+    processor_normalisation,
+    unpack_images,
+)
+from specdec.zoo import training
 from specdec.zoo.training import device_name, save_half
-
-IMAGE_TOKEN_ID = 4093  # the foundation tokenizer's "-------+"
-IMAGE_TOKEN_TEXT = "-------+"
-IMAGE_TOKENS = scenes.PATCHES_PER_IMAGE  # 16 per 64 x 64 image
 
 VISION = dict(
     hidden_size=64,
@@ -84,8 +78,6 @@ TABED_ZOO: dict[str, dict] = {
         train=dict(TABED_TRAIN, steps=1500, weight_decay=0.3),
     ),
 }
-DATA = dict(train_per_scenario=1000, heldout_per_scenario=30, seed=0)
-DATA_FORMAT = 2  # 2: zlib-compressed images, processor normalisation scenes.IMAGE_MEAN / IMAGE_STD
 
 
 def llava_config(name: str):
@@ -114,178 +106,6 @@ def llava_config(name: str):
         vision_feature_select_strategy="default",
         tie_word_embeddings=True,
     )
-
-
-# ------------------------------------------------------------------------------------------------- encoding
-def encode_prompt(
-    tokenizer, prompt: str, n_images: int | None = None, image_tokens: int = IMAGE_TOKENS, bos: bool = True
-) -> torch.Tensor:
-    """``<s>`` + the prompt's ids with each ``<image>`` expanded to ``image_tokens`` x ``IMAGE_TOKEN_ID``.
-
-    The text between placeholders is tokenised piece by piece (as a tokenizer does around special tokens).
-    ``n_images``: if given, the number of placeholders must equal it. Returns ``LongTensor[L]``.
-    """
-    pieces = prompt.split(scenes.IMAGE_PLACEHOLDER)
-    if n_images is not None and len(pieces) - 1 != n_images:
-        raise ValueError(f"prompt has {len(pieces) - 1} {scenes.IMAGE_PLACEHOLDER} placeholders, expected {n_images}")
-    ids = [tokenizer.bos_token_id] if bos else []
-    for k, piece in enumerate(pieces):
-        if k:
-            ids += [IMAGE_TOKEN_ID] * image_tokens
-        if piece:
-            ids += tokenizer(piece, add_special_tokens=False)["input_ids"]
-    return torch.tensor(ids, dtype=torch.long)
-
-
-def encode_example(tokenizer, prompt: str, answer: str, n_images: int | None = None) -> tuple[list[int], int]:
-    """``(ids, prompt_len)``: ``<s>`` prompt, then ``" " + answer`` and ``</s>`` (the reply the loss covers)."""
-    ids = encode_prompt(tokenizer, prompt, n_images).tolist()
-    reply = tokenizer(" " + answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    return ids + reply, len(ids)
-
-
-def processor_text(prompt: str) -> str:
-    """The prompt for the saved ``LlavaProcessor`` (its image token is ``IMAGE_TOKEN_TEXT``)."""
-    return prompt.replace(scenes.IMAGE_PLACEHOLDER, IMAGE_TOKEN_TEXT)
-
-
-def build_processor(tokenizer):
-    """A ``LlavaProcessor`` (CLIP image processor for 64 x 64, no crop) around the foundation tokenizer."""
-    import transformers
-    from transformers import LlavaProcessor
-
-    image_cls = getattr(transformers, "CLIPImageProcessorPil", None)
-    if image_cls is None:
-        from transformers import CLIPImageProcessor as image_cls
-    size = {"height": scenes.IMAGE_SIZE, "width": scenes.IMAGE_SIZE}
-    image_processor = image_cls(
-        size=size,
-        crop_size=size,
-        do_resize=True,
-        do_center_crop=False,
-        image_mean=list(scenes.IMAGE_MEAN),
-        image_std=list(scenes.IMAGE_STD),
-    )
-    return LlavaProcessor(
-        image_processor=image_processor,
-        tokenizer=tokenizer,
-        patch_size=scenes.PATCH_SIZE,
-        vision_feature_select_strategy="default",
-        image_token=IMAGE_TOKEN_TEXT,
-        num_additional_image_tokens=1,
-    )
-
-
-# ------------------------------------------------------------------------------------------------ data step
-def pack_images(indices: torch.Tensor) -> torch.Tensor:
-    """``uint8[n, H*W]`` palette indices (< 16) -> ``uint8[n, H*W/2]``, two pixels per byte."""
-    return (indices[:, 0::2] << 4 | indices[:, 1::2]).to(torch.uint8)
-
-
-def unpack_images(packed: torch.Tensor, size: int = scenes.IMAGE_SIZE) -> torch.Tensor:
-    """Inverse of ``pack_images``: ``uint8[n, size, size]`` palette indices."""
-    out = torch.stack([packed >> 4, packed & 15], dim=-1)
-    return out.reshape(packed.shape[0], size, size)
-
-
-def compress_images(packed: torch.Tensor) -> torch.Tensor:
-    """``uint8[n, H*W/2]`` -> the zlib stream of its bytes as a ``uint8`` tensor (~40x smaller: mostly white)."""
-    return torch.frombuffer(bytearray(zlib.compress(packed.contiguous().numpy().tobytes(), 6)), dtype=torch.uint8)
-
-
-def decompress_images(data: dict) -> torch.Tensor:
-    """The packed ``uint8[n, H*W/2]`` images of a data file (format 2: ``images_zlib``; format 1: ``images``)."""
-    if "images_zlib" not in data:
-        return data["images"]
-    raw = zlib.decompress(data["images_zlib"].numpy().tobytes())
-    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(int(data["n_images"]), -1)
-
-
-def processor_normalisation(data: dict) -> tuple[list[float], list[float]]:
-    """``(image_mean, image_std)`` of the image processor saved in the data file (what the models will see at
-    inference); ``ValueError`` if it is not ``scenes.IMAGE_MEAN`` / ``IMAGE_STD`` (a data file from before the
-    normalisation fix: its CLIP mean / std make the vision features collapse, so rebuild it with the data step)."""
-    files = data.get("processor_files")
-    if files is None:
-        return list(scenes.IMAGE_MEAN), list(scenes.IMAGE_STD)
-    proc = json.loads(files["processor_config.json"])["image_processor"]
-    mean, std = proc["image_mean"], proc["image_std"]
-    if not (
-        torch.allclose(torch.tensor(mean), torch.tensor(scenes.IMAGE_MEAN))
-        and torch.allclose(torch.tensor(std), torch.tensor(scenes.IMAGE_STD))
-    ):
-        raise ValueError(
-            f"the data file's image processor normalises with mean {mean} / std {std}, not "
-            f"scenes.IMAGE_MEAN {scenes.IMAGE_MEAN} / IMAGE_STD {scenes.IMAGE_STD}: rebuild it with "
-            "`python -m specdec.tabed.train data --out <file>`"
-        )
-    return mean, std
-
-
-def build_data(
-    train_per_scenario: int = DATA["train_per_scenario"],
-    heldout_per_scenario: int = DATA["heldout_per_scenario"],
-    seed: int = DATA["seed"],
-    tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR,
-    scenarios=None,
-) -> dict:
-    """Render and tokenise ``scenes.scenario_suite`` rows (train split for training, test split held out;
-    ``scenarios``: only these, as ``scenario_suite`` takes them, for tests)."""
-    import tempfile
-
-    import numpy
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    image_rows: list = []
-    image_index: dict[str, int] = {}
-
-    def split_tensors(rows):
-        ids, offsets, prompt_len, image_ids, image_offsets = [], [0], [], [], [0]
-        for row in rows:
-            row_ids, n_prompt = encode_example(tokenizer, row["prompt"], row["answer"], len(row["images"]))
-            ids += row_ids
-            offsets.append(len(ids))
-            prompt_len.append(n_prompt)
-            for image in row["images"]:
-                key = scenes.image_key(image)
-                if key not in image_index:
-                    image_index[key] = len(image_rows)
-                    image_rows.append(scenes.palette_indices(image))
-                image_ids.append(image_index[key])
-            image_offsets.append(len(image_ids))
-        return {
-            "input_ids": torch.tensor(ids, dtype=torch.int16),
-            "offsets": torch.tensor(offsets),
-            "prompt_len": torch.tensor(prompt_len, dtype=torch.int32),
-            "image_ids": torch.tensor(image_ids, dtype=torch.int32),
-            "image_offsets": torch.tensor(image_offsets),
-            "scenario": [r["scenario"] for r in rows],
-            "turn": torch.tensor([r["turn"] for r in rows], dtype=torch.int8),
-        }
-
-    data = {
-        "format": DATA_FORMAT,
-        "image_size": scenes.IMAGE_SIZE,
-        "image_token_id": IMAGE_TOKEN_ID,
-        "image_tokens": IMAGE_TOKENS,
-        "train": split_tensors(scenes.scenario_suite("train", train_per_scenario, seed, scenarios)),
-        "heldout": split_tensors(scenes.scenario_suite("test", heldout_per_scenario, seed, scenarios)),
-    }
-    indices = torch.from_numpy(numpy.stack(image_rows))
-    data["images_zlib"] = compress_images(pack_images(indices))
-    data["n_images"] = len(image_rows)
-    data["palette"] = torch.tensor(list(scenes.PALETTE.values()), dtype=torch.uint8)
-    with tempfile.TemporaryDirectory() as tmp:
-        build_processor(tokenizer).save_pretrained(tmp)
-        data["processor_files"] = {p.name: p.read_text(encoding="utf-8") for p in sorted(pathlib.Path(tmp).iterdir())}
-    data["meta"] = {
-        "train_per_scenario": train_per_scenario,
-        "heldout_per_scenario": heldout_per_scenario,
-        "seed": seed,
-        "scenarios": [list(s) for s in scenes.SCENARIOS],
-    }
-    return data
 
 
 # ----------------------------------------------------------------------------------------------- train step
@@ -415,11 +235,13 @@ def train_model(
     splits=None,
     scenarios=None,
 ):
-    """Train one ``TABED_ZOO`` model from scratch (AdamW, warm-up, cosine decay); returns ``(model, log)``.
+    """Train one ``TABED_ZOO`` model from scratch with ``specdec.zoo.training.train``; returns ``(model, log rows)``.
 
     Settings default to ``train_settings(name)``. ``scenarios``: train (and log held-out losses) only on rows of
-    these ``scenario-tN`` keys or scenario names (for quick checks). Batches are drawn on the CPU with a seeded
-    generator, so the data order does not depend on ``device``."""
+    these ``scenario-tN`` keys or scenario names (for quick checks). Batches (``batch_size`` rows drawn with
+    replacement) come from a CPU generator seeded ``seed + 1``, so the data order does not depend on ``device``; the
+    loss is the mean over the batch's answer tokens; log rows show the mean training loss since the previous row
+    and the learning rate."""
     from transformers import LlavaForConditionalGeneration
 
     spec = TABED_ZOO[name]
@@ -435,42 +257,31 @@ def train_model(
     held_rows = torch.nonzero(_select(heldout, spec["max_images"], scenarios, held_out=True)).squeeze(1)
     torch.manual_seed(spec["seed"])
     model = LlavaForConditionalGeneration(llava_config(name)).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], betas=(0.9, 0.95), weight_decay=cfg["weight_decay"])
-    warmup = max(1, steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+
+    def loss_fn(m, rows):
+        loss_tok, _, mask = _token_losses(m, _batch(train, images, rows))
+        return loss_tok[mask].mean()
+
+    def heldout_losses(m):
+        real = evaluate(m, heldout, images, per_scenario=False, rows=held_rows)["all"]["loss"]
+        blank = evaluate(m, heldout, images, per_scenario=False, rows=held_rows, blank=True)["all"]["loss"]
+        return {"heldout_in_distribution_loss": real, "heldout_blank_images_loss": blank}
+
+    log = training.train(
+        model,
+        lambda g: allowed[torch.randint(len(allowed), (batch_size,), generator=g)],
+        loss_fn,
+        steps=steps,
+        lr=cfg["lr"],
+        seed=spec["seed"] + 1,
+        weight_decay=cfg["weight_decay"],
+        log_every=log_every,
+        evaluate=heldout_losses if len(held_rows) else None,
+        mean_loss=True,
+        log_lr=True,
+        name=name,
     )
-    g = torch.Generator().manual_seed(spec["seed"] + 1)
-    log, running = [], []
-    t0 = time.perf_counter()
-    for step in range(steps):
-        model.train()
-        rows = allowed[torch.randint(len(allowed), (batch_size,), generator=g)]
-        loss_tok, _, mask = _token_losses(model, _batch(train, images, rows))
-        loss = loss_tok[mask].mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        running.append(loss.detach())
-        if (step + 1) % log_every == 0 or step + 1 == steps:
-            row = {
-                "model": name,
-                "step": step + 1,
-                "train_loss": round(float(torch.stack(running).mean()), 4),
-                "lr": round(sched.get_last_lr()[0], 6),
-                "seconds": round(time.perf_counter() - t0, 1),
-            }
-            running = []
-            if ((step + 1) % (log_every * 5) == 0 or step + 1 == steps) and len(held_rows):
-                real = evaluate(model, heldout, images, per_scenario=False, rows=held_rows)["all"]["loss"]
-                blank = evaluate(model, heldout, images, per_scenario=False, rows=held_rows, blank=True)
-                row["heldout_in_distribution_loss"], row["heldout_blank_images_loss"] = real, blank["all"]["loss"]
-            log.append(row)
-            print(json.dumps(row), flush=True)
-    model.eval()
-    return model, log
+    return model, log.rows
 
 
 def _select(split: _Split, max_images: int, scenarios=None, held_out: bool = False) -> torch.Tensor:

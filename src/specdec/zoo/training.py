@@ -13,6 +13,7 @@ import math
 import pathlib
 import random
 import time
+from dataclasses import dataclass, field
 
 import torch
 
@@ -90,6 +91,125 @@ def heldout_loss(model, streams, seq_len: int = 128, n_windows: int = 64, seed: 
     return sum(losses) / len(losses)
 
 
+@dataclass
+class TrainLog:
+    """What ``train`` returns: the logged ``rows`` (as printed, one per ``log_every`` steps and the last) and
+    ``losses``, every step's training loss (float32 values as Python floats), and the loop's ``seconds``."""
+
+    rows: list[dict] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def cosine_schedule(steps: int, warmup: int):
+    """The learning-rate factor of scheduler step ``s`` (0-based): linear warm-up to 1 over ``warmup`` steps
+    (``(s + 1) / warmup``) times a cosine decay from 1 to 0 at ``steps``."""
+    return lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+
+
+def train(
+    model,
+    batches,
+    loss_fn,
+    *,
+    steps: int,
+    lr: float,
+    seed: int | None = None,
+    warmup: int | None = None,
+    betas: tuple[float, float] = (0.9, 0.95),
+    weight_decay: float = 0.1,
+    clip: float | None = 1.0,
+    fused: bool = False,
+    log_every: int | None = None,
+    eval_every: int = 5,
+    evaluate=None,
+    mean_loss: bool = False,
+    log_lr: bool = False,
+    name: str = "",
+    fields: dict | None = None,
+    counters=None,
+    progress: bool = True,
+) -> TrainLog:
+    """The training loop of every zoo (foundation, CoS, multilingual, TABED): AdamW, warm-up + cosine decay,
+    gradient clipping, logging. Trains ``model`` in place for ``steps`` steps and returns a ``TrainLog``.
+
+    Each step, in this order: ``model.train()``; draw a batch; ``loss = loss_fn(model, batch)`` (a scalar
+    tensor, the mean loss of the batch); ``zero_grad(set_to_none=True)``; ``loss.backward()``; clip the global
+    gradient norm of ``model.parameters()`` to ``clip`` (``None``: no clipping); ``opt.step()``;
+    ``sched.step()``. The model is left in ``eval()`` mode.
+
+    * ``batches``: a callable ``batches(generator) -> batch``, called once per step with one CPU
+      ``torch.Generator`` seeded ``seed`` (so the data order does not depend on the device), or an iterable
+      of batches (``seed`` unused). A batch is whatever ``loss_fn`` takes, already on the model's device, e.g.
+      ``LongTensor[batch, seq_len + 1]`` windows for ``next_token_loss``. The zoos seed the model's
+      initialisation with their model seed (``torch.manual_seed``, before building the model) and the batch
+      generator with model seed + 1 (multilingual finetunes: + 2); ``train`` draws nothing from the global RNG.
+    * Optimiser: ``torch.optim.AdamW(model.parameters(), lr, betas, weight_decay)`` (one parameter group, in
+      ``model.parameters()`` order); ``fused=True`` asks for the fused CUDA kernel (otherwise torch's default
+      implementation). Schedule: ``LambdaLR`` with ``cosine_schedule(steps, warmup)``, ``warmup`` default
+      ``max(1, steps // 20)``; the scheduler steps after every optimiser step.
+    * Logging: a row every ``log_every`` steps (default ``max(1, steps // 10)``) and at the last step:
+      ``{"model": name, **fields, "step", **counters(), "train_loss", ["lr"], "seconds", **evaluate(model)}``,
+      printed as JSON. ``train_loss`` is the last step's loss, or with ``mean_loss`` the mean over the steps
+      since the previous row; ``log_lr`` adds the learning rate after the step. ``evaluate(model) -> dict``
+      (held-out metrics; it may switch the model to ``eval()``) runs at every ``eval_every``-th row and the
+      last. ``progress``: a tqdm progress bar.
+    """
+    from tqdm.auto import tqdm
+
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=lr, betas=betas, weight_decay=weight_decay, **({"fused": True} if fused else {})
+    )
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, cosine_schedule(steps, max(1, steps // 20) if warmup is None else warmup)
+    )
+    if callable(batches):
+        if seed is None:
+            raise ValueError("a callable batch source needs the seed of its generator")
+        generator = torch.Generator().manual_seed(seed)
+        draw = lambda: batches(generator)  # noqa: E731
+    else:
+        iterator = iter(batches)
+        draw = lambda: next(iterator)  # noqa: E731
+    log_every = log_every or max(1, steps // 10)
+    log, pending = TrainLog(), []
+    t0 = time.perf_counter()
+    for step in tqdm(range(steps), desc=f"train {name}".strip(), mininterval=10, disable=not progress):
+        model.train()
+        loss = loss_fn(model, draw())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        sched.step()
+        pending.append(loss.detach())
+        last = step + 1 == steps
+        if (step + 1) % log_every == 0 or last:
+            recent = torch.stack(pending)
+            log.losses += recent.tolist()
+            pending = []
+            row = {"model": name, **(fields or {}), "step": step + 1, **(counters() if counters else {})}
+            row["train_loss"] = round(float(recent.mean() if mean_loss else recent[-1]), 4)
+            if log_lr:
+                row["lr"] = round(sched.get_last_lr()[0], 6)
+            row["seconds"] = round(time.perf_counter() - t0, 1)
+            if evaluate is not None and ((step + 1) % (log_every * eval_every) == 0 or last):
+                row.update(evaluate(model))
+            log.rows.append(row)
+            print(json.dumps(row), flush=True)
+    log.seconds = time.perf_counter() - t0
+    model.eval()
+    return log
+
+
+def next_token_loss(model, batch: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy of ``batch`` (``LongTensor[B, T + 1]``): inputs ``[:, :-1]``, targets
+    ``[:, 1:]``; logits cast to float32."""
+    logits = model(input_ids=batch[:, :-1]).logits
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), batch[:, 1:].reshape(-1))
+
+
 def train_model(
     name: str,
     train_streams,
@@ -103,45 +223,27 @@ def train_model(
     mix=None,
     device: str = "cpu",
 ):
-    """Train one zoo model from scratch (AdamW, linear warm-up, cosine decay). Returns (model, log rows).
+    """Train one zoo model (``zoo.llama_config(name)``) from scratch with ``train``; returns (model, log rows).
 
-    Batches are drawn on the CPU with a seeded generator, so the data order does not depend on ``device``."""
-    from tqdm.auto import tqdm
+    Initialisation seeded ``seed``; windows (``sample_batch``, kinds by ``mix``) drawn on the CPU with a
+    generator seeded ``seed + 1``, so the data order does not depend on ``device``. Held-out loss
+    (``heldout_loss``) every fifth log row."""
     from transformers import LlamaForCausalLM
 
     torch.manual_seed(seed)
     model = LlamaForCausalLM(zoo.llama_config(name)).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1)
-    warmup = max(1, steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    log = train(
+        model,
+        lambda g: sample_batch(train_streams, batch_size, seq_len, g, mix).to(device),
+        next_token_loss,
+        steps=steps,
+        lr=lr,
+        seed=seed + 1,
+        log_every=log_every,
+        evaluate=lambda m: {"heldout_loss": round(heldout_loss(m, heldout_streams, mix=mix), 4)},
+        name=name,
     )
-    g = torch.Generator().manual_seed(seed + 1)
-    log = []
-    t0 = time.perf_counter()
-    for step in tqdm(range(steps), desc=f"train {name}", mininterval=10):
-        model.train()
-        batch = sample_batch(train_streams, batch_size, seq_len, g, mix).to(device)
-        logits = model(input_ids=batch[:, :-1]).logits
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        if (step + 1) % log_every == 0 or step + 1 == steps:
-            row = {
-                "model": name,
-                "step": step + 1,
-                "train_loss": round(loss.item(), 4),
-                "seconds": round(time.perf_counter() - t0, 1),
-            }
-            if (step + 1) % (log_every * 5) == 0 or step + 1 == steps:
-                row["heldout_loss"] = round(heldout_loss(model, heldout_streams, mix=mix), 4)
-            log.append(row)
-            print(json.dumps(row), flush=True)
-    model.eval()
-    return model, log
+    return model, log.rows
 
 
 def make_prompts(docs: list[dict], tokenizer, per_kind: int = 40, prompt_tokens: int = 32, seed: int = 0):
