@@ -130,13 +130,8 @@ def generate(
     while len(out) < max_new_tokens:
         block = 0 if drafter is None else min(gamma, max_new_tokens - len(out) - 1)
         t0 = now(device)
-        if block > 0:
-            draft_tokens, draft_probs = drafter.propose(out, block, sampling, draft_gen)
-            block = len(draft_tokens)  # a drafter may propose fewer tokens (prompt lookup)
-            draft_probs = _pad_vocab(draft_probs, target_lm.vocab_size)
-        else:
-            draft_tokens = torch.zeros(0, dtype=torch.long, device=device)
-            draft_probs = torch.zeros((0, target_lm.vocab_size), device=device)
+        draft_tokens, draft_probs = draft_block(drafter, out, block, sampling, draft_gen, target_lm)
+        block = len(draft_tokens)  # a drafter may propose fewer tokens (prompt lookup)
         t1 = now(device)
         target_logits = target_lm.extend(out + draft_tokens.tolist())[0, -(block + 1) :]  # [block+1, V]
         n_accepted, next_token = verifier(draft_tokens, draft_probs, target_logits, sampling, verify_gen)
@@ -170,6 +165,18 @@ def generate(
         result.draft_calls = drafter.calls
         result.draft_tokens_fed = drafter.tokens_fed
     return result
+
+
+def draft_block(drafter, generated: list[int], block: int, sampling, generator, target_lm):
+    """``(tokens [k], probs [k, V])`` the drafter proposes after ``generated`` (``k ≤ block``; ``k = 0`` with no
+    drafter or ``block = 0``), ``probs`` padded to the target's vocabulary ``V``."""
+    if drafter is None or block == 0:
+        return (
+            torch.zeros(0, dtype=torch.long, device=target_lm.device),
+            torch.zeros((0, target_lm.vocab_size), device=target_lm.device),
+        )
+    tokens, probs = drafter.propose(generated, block, sampling, generator)
+    return tokens, _pad_vocab(probs, target_lm.vocab_size)
 
 
 def as_drafter(drafter) -> Drafter | None:

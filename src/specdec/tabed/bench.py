@@ -259,20 +259,22 @@ def run(
         out["active"] = "".join(drafter.make_rows.active)
         return out
 
-    keys = [
-        dict(
-            method=m,
-            gamma=gamma,
-            window=w_key if m.endswith("*") else "-",
-            criterion=criterion if m.endswith("*") else "-",
-            captioner=captioner if "C" in tabed.ENSEMBLES[m] else "-",
-            **setting,
-            row=rid,
-        )
-        for rid in requests
-        for m in methods
-    ]
+    keys = [run_key(m, gamma, w_key, criterion, captioner, setting, rid) for rid in requests for m in methods]
     store.run(keys, compute, desc=desc or "tabed")
+
+
+def run_key(method: str, gamma: int, window, criterion: str, captioner: str, setting: dict, row: str) -> dict:
+    """The stored key of one run: settings a method does not use are ``"-"`` (so they never split its rows)."""
+    adaptive = method.endswith("*")
+    return dict(
+        method=method,
+        gamma=gamma,
+        window=window if adaptive else "-",
+        criterion=criterion if adaptive else "-",
+        captioner=captioner if "C" in tabed.ENSEMBLES[method] else "-",
+        **setting,
+        row=row,
+    )
 
 
 def _row(request: dict, res, reference_ids) -> dict:
