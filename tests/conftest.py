@@ -10,7 +10,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 torch.set_num_threads(1)
 
 
-def random_llama(vocab_size=64, hidden_size=32, layers=2, seed=0):
+def random_llama(vocab_size=64, hidden_size=32, layers=2, seed=0, max_position_embeddings=512):
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=vocab_size,
@@ -19,7 +19,7 @@ def random_llama(vocab_size=64, hidden_size=32, layers=2, seed=0):
         num_hidden_layers=layers,
         num_attention_heads=2,
         num_key_value_heads=2,
-        max_position_embeddings=512,
+        max_position_embeddings=max_position_embeddings,
         bos_token_id=1,
         eos_token_id=2,
         pad_token_id=0,

@@ -38,7 +38,7 @@ def test_contrastive():
     )
     assert contrastive(expert, amateur, mu=0.5, temperature=0).tolist() == [0.0, 1.0, 0.0]
     assert contrastive(expert, amateur, mu=0.0, temperature=0).tolist() == [1.0, 0.0, 0.0]
-    with pytest.raises(ValueError, match="mu must be >= 0"):
+    with pytest.raises(ValueError, match="mu must be a finite number >= 0"):
         contrastive(expert, amateur, mu=-0.1)
     with pytest.raises(ValueError, match="share one vocabulary"):
         contrastive(expert, torch.zeros(4))

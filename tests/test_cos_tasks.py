@@ -249,7 +249,7 @@ def test_paper_profile_offline_raises_one_clear_error(task, monkeypatch):
     with pytest.raises(hub.DatasetNotAvailableError) as info:
         ct.load_task(task, 3, profile="paper")
     message = str(info.value)
-    assert f"huggingface-cli download --repo-type dataset {dataset_id}" in message
+    assert f"hf download --repo-type dataset {dataset_id}" in message
     assert "profile='tiny'" in message
     assert isinstance(info.value.__cause__, ConnectionError)
 

@@ -42,7 +42,7 @@ def test_paper_profile_fails_offline_naming_the_dataset(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", "/nonexistent-specdec-cache")
-    with pytest.raises(DatasetNotAvailableError, match="wmt16.*huggingface-cli download"):
+    with pytest.raises(DatasetNotAvailableError, match="wmt16.*hf download"):
         mb.prompt_set("django", "de", "en", 3, profile="paper")
     with pytest.raises(DatasetNotAvailableError, match="iwslt2017"):
         mb.prompt_set("sphinx", "de", "en", 3, profile="paper")

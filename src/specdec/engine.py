@@ -109,6 +109,7 @@ def generate(
         raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
     drafter = as_drafter(drafter)
     target_lm = as_target_lm(target)
+    check_request(target_lm, prompt_ids, max_new_tokens, target_inputs)
     if drafter is not None and getattr(drafter, "vocab_size", target_lm.vocab_size) != target_lm.vocab_size:
         raise ValueError(
             f"draft vocabulary ({drafter.vocab_size}) differs from the target's "
@@ -179,6 +180,34 @@ def draft_block(drafter, generated: list[int], block: int, sampling, generator, 
     return tokens, _pad_vocab(probs, target_lm.vocab_size)
 
 
+def check_request(target_lm, prompt_ids: torch.Tensor, max_new_tokens: int, target_inputs: dict | None) -> None:
+    """One clear error for a request the target cannot serve: ids outside its vocabulary, a prompt plus
+    ``max_new_tokens`` longer than its context, image tokens without the images."""
+    low, high = int(prompt_ids.min()), int(prompt_ids.max())
+    if low < 0 or high >= target_lm.vocab_size:
+        raise ValueError(
+            f"prompt ids span {low}..{high}, outside the target's vocabulary 0..{target_lm.vocab_size - 1}: "
+            "encode the prompt with the target's own tokenizer"
+        )
+    config = getattr(getattr(target_lm, "model", None), "config", None)
+    if config is None:  # a combined target (cos.CombinedLM) checks its members itself
+        return
+    text_config = getattr(config, "text_config", None) or config
+    context = getattr(text_config, "max_position_embeddings", None)
+    if context and len(prompt_ids) + max_new_tokens > context:
+        raise ValueError(
+            f"the prompt ({len(prompt_ids)} tokens) plus max_new_tokens ({max_new_tokens}) exceeds the target's "
+            f"context of {context} positions: shorten the prompt or ask for fewer tokens"
+        )
+    image_token = getattr(config, "image_token_id", None)
+    if image_token is not None and bool((prompt_ids == image_token).any()):
+        if (target_inputs or {}).get("pixel_values") is None:
+            raise ValueError(
+                "the prompt holds image tokens but no images were given: pass target_inputs={'pixel_values': ...} "
+                "(the processor's output for the request's images)"
+            )
+
+
 def as_drafter(drafter) -> Drafter | None:
     """``None``, a ``Drafter``, or a draft model (a ``torch.nn.Module``, wrapped in ``ModelDrafter``)."""
     if drafter is None or isinstance(drafter, Drafter):
@@ -241,7 +270,10 @@ def eos_ids(model, eos_token_id) -> set[int]:
         eos_token_id = getattr(gen_config, "eos_token_id", None)
     if eos_token_id is None:
         return set()
-    return {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
+    ids = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
+    if isinstance(ids, (str, bytes)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise ValueError(f"eos_token_id must be a token id (int) or a list of ids, got {eos_token_id!r}")
+    return set(ids)
 
 
 _eos_ids = eos_ids  # generate() names its local set ``eos_ids``

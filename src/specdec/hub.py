@@ -92,7 +92,7 @@ def load_dataset(dataset_id: str, config: str | None, split: str, n: int | None 
         raise DatasetNotAvailableError(
             f"cannot load dataset {dataset_id!r} (config {config!r}, split {split!r}): "
             f"{type(err).__name__}: {str(err)[:200]}. This machine does not download from the Hugging Face hub. "
-            f"On a machine with internet run `huggingface-cli download --repo-type dataset {dataset_id}` and "
+            f"On a machine with internet run `hf download --repo-type dataset {dataset_id}` and "
             f"load it once with datasets.load_dataset, then copy the cache (HF_HOME={cache}) here; "
             "or use profile='tiny'."
         ) from err

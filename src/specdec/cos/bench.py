@@ -59,7 +59,9 @@ def make_combination(kind: str, n_models: int, lam: float = 0.5, mu: float = 0.1
     """The paper's settings: WE with ``λ`` (two models) or ``1/n`` each; CD with ``μ`` and ``T`` (0 = argmax)."""
     if kind == "we":
         return Combination.weighted(lam, n_models)
-    return Combination("cd", 2, mu=mu, temperature=temperature)
+    if kind == "cd":
+        return Combination("cd", 2, mu=mu, temperature=temperature)
+    raise ValueError(f"unknown combination {kind!r}: use 'we' (weighted ensemble) or 'cd' (contrastive decoding)")
 
 
 def default_proposer(kind: str, n_models: int, lam: float) -> int:

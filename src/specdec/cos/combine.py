@@ -8,6 +8,7 @@ All return a distribution ``r [..., V]`` that collaborative decoding samples fro
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,8 +44,8 @@ def contrastive(
     expert_logits: torch.Tensor, amateur_logits: torch.Tensor, mu: float = 0.1, temperature: float = 1.0
 ) -> torch.Tensor:
     """``softmax((l_expert − μ l_amateur) / T)`` on raw logits, no plausibility mask; ``T = 0``: one-hot argmax."""
-    if mu < 0:
-        raise ValueError(f"the contrastive coefficient mu must be >= 0, got {mu}")
+    if not math.isfinite(mu) or mu < 0:
+        raise ValueError(f"the contrastive coefficient mu must be a finite number >= 0, got {mu}")
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0 (0 = argmax), got {temperature}")
     if expert_logits.shape != amateur_logits.shape:
@@ -81,6 +82,8 @@ class Combination:
             raise ValueError(f"collaborative decoding needs at least two models, got n_models={self.n_models!r}")
         if self.kind == "cd" and self.n_models != 2:
             raise ValueError("contrastive decoding combines exactly two models: (amateur, expert)")
+        if not math.isfinite(self.mu) or not math.isfinite(self.temperature):
+            raise ValueError(f"mu and temperature must be finite numbers, got mu={self.mu}, T={self.temperature}")
         if self.kind == "cd" and self.mu < 0:
             raise ValueError(f"the contrastive coefficient mu must be >= 0, got {self.mu}")
         if self.temperature < 0 or (self.kind == "we" and self.temperature == 0):
@@ -96,7 +99,7 @@ class Combination:
     def weighted(cls, lam: float = 0.5, n_models: int = 2, temperature: float = 1.0) -> Combination:
         """The paper's WE: ``r = λ q + (1 − λ) p`` for two models (q = ``models[0]``); ``1/n`` each for n > 2."""
         if n_models == 2:
-            if not 0 <= lam <= 1:
+            if not 0 <= lam <= 1:  # NaN fails this too
                 raise ValueError(f"the ensemble weight λ must lie in [0, 1], got {lam}")
             return cls("we", 2, (float(lam), 1.0 - float(lam)), temperature=temperature)
         return cls("we", n_models, None, temperature=temperature)

@@ -138,7 +138,7 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
     lang = parallel.canonical_lang(src if tgt == "en" else tgt)
     dataset_id, config = setup["generalization"] if generalization else setup["datasets"][lang]
     how = (
-        f"On a machine with internet run `huggingface-cli download --repo-type dataset {dataset_id}` and load "
+        f"On a machine with internet run `hf download --repo-type dataset {dataset_id}` and load "
         "it once with datasets.load_dataset, then copy the cache (HF_HOME) here; or use profile='tiny'."
     )
     if config is None:

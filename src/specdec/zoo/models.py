@@ -34,7 +34,7 @@ def load(
     config's ``dtype`` for a local directory, so zoo weights stored as float16 with a float32 config load
     as float32; else the checkpoint's). Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
     """
-    from transformers import AutoModelForCausalLM, AutoProcessor, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoProcessor, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # per-tensor "Loading weights" bars drown the notebooks' own output
@@ -57,6 +57,10 @@ def load(
     if dtype is None and (local / "config.json").exists():
         dtype = _config_dtype(local / "config.json")
     try:
+        if kind == "llava":  # a LLaVA class over another config silently builds a default 7B model
+            model_type = AutoConfig.from_pretrained(source, local_files_only=_offline(local)).model_type
+            if model_type != "llava":
+                raise ValueError(f"{source!r} is a {model_type!r} model, not LLaVA: load it with kind='causal_lm'")
         model = model_cls.from_pretrained(source, dtype=dtype, local_files_only=_offline(local))
         tokenizer = None
         if with_tokenizer:
@@ -68,8 +72,7 @@ def load(
     except OSError as err:
         raise ModelNotAvailableError(
             f"cannot load {source!r} offline ({type(err).__name__}). This machine does not download from the "
-            f"Hugging Face hub. On a machine with internet run `huggingface-cli download {source}` (or "
-            f"`hf download {source}`), then copy the cache "
+            f"Hugging Face hub. On a machine with internet run `hf download {source}`, then copy the cache "
             f"(HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}) "
             "here, or pass a local directory saved with save_pretrained()."
         ) from None
