@@ -102,3 +102,20 @@ def test_every_append_records_its_provenance(tmp_path):
     (line,) = [json.loads(x) for x in store.provenance_path.read_text().splitlines()]
     assert line["keys"] == [["a"], ["b"]] and line["device"] == "cpu" and line["model_ids"][0] == "tiny-target"
     assert {"commit", "torch", "transformers", "cpu_capability"} <= set(line)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.3, 0.55, 0.9, 1.0])
+@pytest.mark.parametrize("gamma", [1, 3, 8])
+def test_iid_acceptance_inverts_the_block_efficiency_formula(beta, gamma):
+    tau = bench.expected_block_efficiency(beta, gamma)
+    assert bench.iid_acceptance(tau, gamma) == pytest.approx(beta, abs=1e-8)
+
+
+def test_accepted_over_drafted_falls_with_gamma_at_a_constant_per_token_rate():
+    """The estimator notebook 01 used before: a constant β = 0.6 looked like falling acceptance."""
+    beta = 0.6
+    ratios = [(beta - beta ** (g + 1)) / ((1 - beta) * g) for g in (1, 2, 4, 8)]
+    assert ratios == sorted(ratios, reverse=True) and ratios[0] == pytest.approx(beta)
+    assert all(bench.iid_acceptance(bench.expected_block_efficiency(beta, g), g) == pytest.approx(beta) for g in (1, 8))
+    with pytest.raises(ValueError, match="block efficiency must lie"):
+        bench.iid_acceptance(0.5, 3)

@@ -25,6 +25,22 @@ def expected_block_efficiency(alpha: float, gamma: int) -> float:
     return (1 - alpha ** (gamma + 1)) / (1 - alpha)
 
 
+def iid_acceptance(block_efficiency: float, gamma: int, tol: float = 1e-10) -> float:
+    """The per-token acceptance β that the i.i.d. model needs to give the measured τ at this γ: the root of
+    ``(1 − β^(γ+1)) / (1 − β) = τ`` on [0, 1] (bisection; τ increases with β).
+
+    Why not accepted ÷ drafted: under i.i.d. acceptance a block stops at the first rejection, so that ratio is
+    ``(β − β^(γ+1)) / ((1 − β) γ)``, which falls with γ even when β is constant. β from τ stays constant
+    across γ exactly when acceptance is i.i.d.; a trend in β is evidence against it."""
+    if not 1 <= block_efficiency <= gamma + 1:
+        raise ValueError(f"block efficiency must lie in [1, γ + 1] = [1, {gamma + 1}], got {block_efficiency}")
+    low, high = 0.0, 1.0
+    while high - low > tol:
+        mid = (low + high) / 2
+        low, high = (mid, high) if expected_block_efficiency(mid, gamma) < block_efficiency else (low, mid)
+    return (low + high) / 2
+
+
 def expected_speedup(block_efficiency: float, gamma: int, latency_ratio: float) -> float:
     """TABED Eq. (1): expected walltime speedup ``τ / (γ · T_q/T_p + 1)`` over autoregressive decoding."""
     return block_efficiency / (gamma * latency_ratio + 1)
