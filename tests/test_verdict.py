@@ -1,0 +1,41 @@
+"""The shared rule for findings: an interval decides, a point estimate does not."""
+
+import numpy as np
+import pytest
+
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, bootstrap_ci, decide, paired_difference
+
+
+@pytest.mark.parametrize(
+    "low,high,greater,expected",
+    [
+        (0.1, 0.5, True, HOLDS),
+        (-0.5, -0.1, True, FAILS),
+        (-0.1, 0.3, True, INCONCLUSIVE),
+        (0.0, 0.3, True, INCONCLUSIVE),  # touching the threshold is not enough
+        (-0.5, -0.1, False, HOLDS),
+        (0.1, 0.5, False, FAILS),
+        (float("nan"), 1.0, True, INCONCLUSIVE),
+    ],
+)
+def test_decide(low, high, greater, expected):
+    assert decide(low, high, 0.0, greater) == expected
+
+
+def test_bootstrap_is_seeded_and_covers_the_mean():
+    rng = np.random.default_rng(1)
+    units = list(rng.normal(1.0, 1.0, 200))
+    est, low, high = bootstrap_ci(units, np.mean)
+    assert (est, low, high) == bootstrap_ci(units, np.mean)
+    assert low < 1.0 < high and high - low == pytest.approx(2 * 1.96 / np.sqrt(200), rel=0.25)
+
+
+def test_a_paired_difference_decides_only_with_enough_units():
+    small = paired_difference([2.1, 1.9, 2.2], [2.0, 2.0, 2.0])
+    large = paired_difference([2.1, 1.9, 2.2] * 40, [2.0, 2.0, 2.0] * 40)
+    assert decide(small[1], small[2]) == INCONCLUSIVE and decide(large[1], large[2]) == HOLDS
+
+
+def test_markdown_names_the_interval_and_n():
+    v = Verdict("T1", "M leads T on first turns", 0.4, 0.1, 0.7, 60, HOLDS, paper="+0.1")
+    assert "95% CI 0.100 to 0.700, n = 60" in v.markdown() and v.row()["verdict"] == HOLDS
