@@ -7,7 +7,7 @@ and the last logged training loss: these values come from the pre-unification lo
 copies of the loop, run on the same data and seeds on CPU, float32, one thread). The unified loop gave
 bit-identical parameters (``torch.equal`` on every tensor, 20 steps) and logs, so the shipped weights, trained by
 the old loops, are what the code trains; this test fails if the loop's behaviour drifts (optimiser, schedule,
-clipping, order of the RNG draws or of the operations).
+clipping, order of the RNG draws or of the operations), with a tolerance for other CPUs' float rounding.
 """
 
 import copy
@@ -47,7 +47,11 @@ def _checksum(model) -> float:
 
 def _check(key, model, log):
     assert len(log) >= 2 and log[-1]["step"] == STEPS
-    assert (_checksum(model), log[-1]["train_loss"]) == RECORDED[key], key
+    checksum, loss = RECORDED[key]
+    # Bit-identical on the CPU they were recorded on; another vector width (AVX2 vs AVX-512) moves the sum by
+    # ~1e-6 relative. A real change of the loop moves it by ~1e-2 (a warm-up one step off: 118.82 -> 124.61).
+    assert _checksum(model) == pytest.approx(checksum, rel=1e-5), key
+    assert log[-1]["train_loss"] == pytest.approx(loss, abs=1e-3), key
 
 
 @pytest.fixture(autouse=True)
