@@ -127,6 +127,7 @@ def strip_run_metadata(path: Path, kernel: str, display_name: str | None) -> Non
             del cell.metadata["tags"]
         elif tags and "injected-parameters" in tags:
             cell.id = "injected-parameters"  # papermill draws a random id on every run
+            cell.source = cell.source.rstrip("\n")  # as ruff format writes it, so a rerun leaves the tree formatted
     nbformat.write(nb, path)
 
 
