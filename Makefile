@@ -68,6 +68,7 @@ install: $(STAMP)
 
 reproduce: install
 	$(VENV)/bin/python scripts/run_notebooks.py --profile $(PROFILE) --kernel $(KERNEL)
+	if [ "$(PROFILE)" = tiny ]; then $(VENV)/bin/python scripts/update_readme_scoreboard.py --profile tiny; fi
 
 # nbval 0.11 rejects --current-env together with --nbval-kernel-name, so the notebooks run on the registered
 # kernel only. --ignore-glob keeps pytest from collecting anything but the committed .ipynb files.

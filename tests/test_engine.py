@@ -147,7 +147,7 @@ def test_max_new_tokens_is_exact(random_pair):
         (dict(gamma=0), "gamma must be an integer >= 1"),
         (dict(max_new_tokens=-1), "max_new_tokens must be an integer >= 0"),
         (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt is empty"),
-        (dict(sampling="neg"), "temperature must be >= 0"),
+        (dict(sampling="neg"), "temperature must be a finite number >= 0"),
         (dict(stop_strings=["x"]), "need the tokenizer"),
     ],
 )

@@ -9,13 +9,12 @@ feeds ``γ`` new tokens per row to a model whose KV cache already holds ``S`` po
 from __future__ import annotations
 
 import statistics
-import time
 
 import torch
 from tqdm.auto import tqdm
 
 from specdec.cache import crop_cache
-from specdec.engine import generate
+from specdec.engine import generate, now
 
 
 def expected_block_efficiency(alpha: float, gamma: int) -> float:
@@ -46,9 +45,11 @@ def expected_speedup(block_efficiency: float, gamma: int, latency_ratio: float) 
     return block_efficiency / (gamma * latency_ratio + 1)
 
 
-def _sync(device) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
+def timed(device, fn) -> tuple[float, object]:
+    """``(seconds, fn())``: wall time of one call, read with ``engine.now`` (synchronised on CUDA)."""
+    t0 = now(device)
+    out = fn()
+    return now(device) - t0, out
 
 
 @torch.no_grad()
@@ -74,12 +75,9 @@ def forward_latency(
         model(input_ids=prefix, past_key_values=cache, use_cache=True)
     times = []
     for i in range(warmup + repeats):
-        _sync(device)
-        t0 = time.perf_counter()
-        model(input_ids=block, past_key_values=cache, use_cache=True)
-        _sync(device)
+        seconds, _ = timed(device, lambda: model(input_ids=block, past_key_values=cache, use_cache=True))
         if i >= warmup:
-            times.append(time.perf_counter() - t0)
+            times.append(seconds)
         crop_cache(cache, context)
     return statistics.median(times)
 

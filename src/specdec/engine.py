@@ -301,6 +301,8 @@ def check_int(name, value, minimum, hint=""):
 
 
 def now(device) -> float:
+    """The clock every timing in this package reads: ``perf_counter`` after the device's queued work is done."""
+    device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return time.perf_counter()

@@ -12,14 +12,15 @@ new token to ``m`` drafting rows at once (the rows of ``tabed.DraftingRows``, on
 from __future__ import annotations
 
 import os
-import time
 
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
 from specdec import bench, results, zoo
+from specdec.bench import timed
 from specdec.cache import CachedLM
+from specdec.engine import now
 from specdec.tabed import bench as tabed_bench
 from specdec.tabed import drafting as tabed
 
@@ -57,19 +58,6 @@ def encode_requests(processor, rows, counts=(1, 2, 5), per_count: int = 2, scena
     return out
 
 
-def _now(device) -> float:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
-
-
-def _timed(device, fn):
-    """``(seconds, fn())``."""
-    t0 = _now(device)
-    out = fn()
-    return _now(device) - t0, out
-
-
 def _device(model):
     return next(model.parameters()).device
 
@@ -85,11 +73,11 @@ def caption_vs_prefill(target, captioner, requests, repeats: int = 3, name: str 
     for rep in tqdm(range(repeats), desc="caption vs prefill", leave=False):
         for req in requests:
             lm = CachedLM(target)
-            t_prefill, _ = _timed(
+            t_prefill, _ = timed(
                 device,
                 lambda lm=lm, req=req: lm.prefill([req["ids"].to(device)], pixel_values=req["pixel_values"].to(device)),
             )
-            t_caption, _ = _timed(device, lambda req=req: captioner(req["images"]))
+            t_caption, _ = timed(device, lambda req=req: captioner(req["images"]))
             base = {"request": req["id"], "n_images": req["n_images"], "repeat": rep}
             rows += [
                 {**base, "role": "target prefill", "seconds": t_prefill},
@@ -127,16 +115,14 @@ def generation_components(target, request, max_new_tokens: int = 100) -> dict:
     ``total - sum(components)`` is the bookkeeping between calls. Also returns ``tokens`` (the output ids)."""
     device = _device(target)
     lm = CachedLM(target)
-    t_start = _now(device)
-    t_vision, features = _timed(device, lambda: tabed.visual_features(target, request["pixel_values"].to(device)))
-    t_prefill, _ = _timed(
-        device, lambda: lm.prefill([request["ids"].to(device)], row_features=[features.flatten(0, 1)])
-    )
-    t0 = _now(device)
+    t_start = now(device)
+    t_vision, features = timed(device, lambda: tabed.visual_features(target, request["pixel_values"].to(device)))
+    t_prefill, _ = timed(device, lambda: lm.prefill([request["ids"].to(device)], row_features=[features.flatten(0, 1)]))
+    t0 = now(device)
     tokens: list[int] = []
     for _ in range(max_new_tokens):
         tokens.append(int(lm.extend(tokens)[0, -1].argmax()))
-    t_end = _now(device)
+    t_end = now(device)
     return {
         "vision encoder": t_vision,
         "prefill": t_prefill,
@@ -207,7 +193,7 @@ def decode_step_times(
         for rep in range(warmup + repeats):
             shift = rep % len(order)  # rotate who goes first, so no model always runs right after another
             for (model, m), lm in order[shift:] + order[:shift]:
-                seconds, _ = _timed(device, lambda lm=lm, token=token: _consecutive_steps(lm, token, block))
+                seconds, _ = timed(device, lambda lm=lm, token=token: _consecutive_steps(lm, token, block))
                 lm.rollback([token])  # back to the prompt; ``token`` stays pending
                 if rep >= warmup:
                     rows.append(

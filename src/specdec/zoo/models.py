@@ -134,9 +134,24 @@ def load_profile(name: str) -> dict:
     return yaml.safe_load(path.read_text())
 
 
-def load_pair(profile: str = "tiny", pair: str = "default", device="cpu", dtype=None):
-    """Load the target and draft of a profile's pair: ``(target, draft, tokenizer)``; checks the vocabularies."""
-    spec = load_profile(profile)["pairs"][pair]
+def profile_device(spec: dict, device=None, dtype=None) -> tuple:
+    """``(device, dtype)``: the ones asked for, else the profile's (``paper.yaml``: cuda, float16), else cpu and
+    the saved config's dtype."""
+    device = device or spec.get("device", "cpu")
+    if dtype is None and spec.get("dtype"):
+        dtype = getattr(torch, spec["dtype"])
+    return device, dtype
+
+
+def load_pair(profile: str = "tiny", pair: str = "default", device=None, dtype=None):
+    """Load the target and draft of a profile's pair: ``(target, draft, tokenizer)``; checks the vocabularies.
+    Device and dtype default to the profile's."""
+    spec_all = load_profile(profile)
+    pairs = spec_all.get("pairs", {})
+    if pair not in pairs:
+        raise ValueError(f"profile {profile!r} has no pair {pair!r}; known: {sorted(pairs)}")
+    spec = pairs[pair]
+    device, dtype = profile_device(spec_all, device, dtype)
     target, tokenizer = load(spec["target"], device=device, dtype=dtype)
     draft, draft_tokenizer = load(spec["draft"], device=device, dtype=dtype)
     check_same_vocabulary(tokenizer, draft_tokenizer)
@@ -154,9 +169,7 @@ def load_collab(profile: str = "tiny", name: str = "we", device=None, dtype=None
     if name not in sets:
         raise ValueError(f"profile {profile!r} has no collaborative model set {name!r}; known: {sorted(sets)}")
     spec = sets[name]
-    device = device or spec_all.get("device", "cpu")
-    if dtype is None and spec_all.get("dtype"):
-        dtype = getattr(torch, spec_all["dtype"])
+    device, dtype = profile_device(spec_all, device, dtype)
     models, tokenizers = zip(*(load(m, device=device, dtype=dtype) for m in spec["models"]))
     for tok in tokenizers[1:]:
         check_same_vocabulary(tokenizers[0], tok)
