@@ -1,5 +1,5 @@
 """Multilingual benchmark (specdec.multilingual.bench): lossless greedy SD for every shipped drafter on translation
-prompts, the tables, the statistics and the M1–M4 verdicts, the paper profile's offline error."""
+prompts, the tables, the statistics and the paper profile's offline error."""
 
 import numpy as np
 import pandas as pd
@@ -95,7 +95,6 @@ def test_run_grid_resumes_and_tables_add_up(tmp_path):
     quality = mb.quality_table(frame)
     assert quality[(quality.temperature == 0) & (quality.method != "ar")].identical_to_ar.all()
     assert quality[quality.temperature == 1].vs_ar_p_value.dropna().between(0, 1).all()
-    assert mb.quality_verdict(quality)[1].startswith("**Quality")
 
 
 def test_paired_bootstrap_and_loglinear_fit():
@@ -110,64 +109,6 @@ def test_paired_bootstrap_and_loglinear_fit():
     assert (
         fit["slope"] == pytest.approx(0.5) and fit["intercept"] == pytest.approx(-0.5) and fit["r2"] == pytest.approx(1)
     )
-
-
-def _method_rows(taus: dict) -> pd.DataFrame:
-    return pd.DataFrame(
-        [{"pair": p, "temperature": 0.0, "method": m, "tau": t} for p, d in taus.items() for m, t in d.items()]
-    )
-
-
-def test_verdicts_follow_the_data():
-    good = _method_rows(
-        {
-            "de-en": {"sps-generic": 1.1, "sps-f": 1.5, "sps-pf": 2.0},
-            "fr-en": {"sps-generic": 1.0, "sps-f": 1.4, "sps-pf": 1.9},
-        }
-    )
-    assert mb.m1_verdict(good)[0] and "**M1 holds**" in mb.m1_verdict(good)[1]
-    bad = _method_rows(
-        {
-            "de-en": {"sps-generic": 1.1, "sps-f": 2.5, "sps-pf": 2.0},
-            "fr-en": {"sps-generic": 1.0, "sps-f": 1.4, "sps-pf": 1.9},
-        }
-    )
-    holds, text = mb.m1_verdict(bad)
-    assert not holds and "in part" in text and "de-en" in text
-
-    assert mb.m2_verdict({"F": {"slope": 0.3, "intercept": 0, "r2": 0.95}})[0]
-    assert not mb.m2_verdict({"F": {"slope": 0.3, "intercept": 0, "r2": 0.5}})[0]
-
-    cols = ["de-en", "de-fr", "fr-en", "fr-de", "en-de", "en-fr"]
-    matrix = pd.DataFrame(
-        [[3.0, 2.5, 1.5, 1.2, 1.1, 1.0], [1.5, 1.2, 3.0, 2.6, 1.0, 1.1]],
-        index=["ml-draft-pf-de", "ml-draft-pf-fr"],
-        columns=cols,
-    )
-    assert mb.m3_verdict(matrix)[0]
-    assert not mb.m3_verdict(
-        matrix.rename(columns={"de-fr": "x", "fr-de": "y"}).assign(**{"de-fr": 1.0, "fr-de": 1.0})
-    )[0]
-
-    sizes = pd.DataFrame(
-        {
-            "tau": [2.0, 2.2],
-            "latency_ratio": [0.3, 0.8],
-            "expected_speedup": [0.9, 0.52],
-            "measured_speedup": [0.6, 0.4],
-        },
-        index=["small", "large"],
-    )
-    assert mb.m4_verdict(sizes)[0]
-    assert not mb.m4_verdict(sizes.assign(tau=[1.0, 2.2]))[0]
-
-    table = pd.DataFrame(
-        [
-            {"pair": "de-en", "temperature": 0.0, "method": m, "tau": t, "expected_speedup": e, "measured_speedup": e}
-            for m, t, e in (("sps-generic", 1.1, 0.5), ("sps-pf", 1.8, 0.8))
-        ]
-    )
-    assert mb.generalization_verdict(table)[0]
 
 
 @needs_zoo

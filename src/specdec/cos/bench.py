@@ -318,16 +318,6 @@ def answer_correct(task: str, text: str, row: dict) -> bool | None:
     return None
 
 
-def c1_verdict(best: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: CoS and SD speedups (at their best γ) and whether CoS ≥ 1.0 and CoS ≥ SD."""
-    cell = ["set", "temperature", "task"]
-    wide = best[best.method.isin(["cos", "sd"])].pivot_table(index=cell, columns="method", values="speedup")
-    wide = wide.reset_index().rename(columns={"cos": "cos_speedup", "sd": "sd_speedup"})
-    wide["cos_ge_1"] = wide.cos_speedup >= 1.0
-    wide["cos_ge_sd"] = wide.cos_speedup >= wide.sd_speedup
-    return wide
-
-
 GPU_TABLE = "cos_main_gpu"
 
 

@@ -1,0 +1,174 @@
+"""CoS verdicts on hand-built per-prompt frames: each one holds, fails and is inconclusive where it should."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specdec.cos import findings as cf
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
+
+NOISE = [0.0, 0.3, -0.3, 0.2, -0.2, 0.1, -0.1, 0.0]  # symmetric: the geometric mean of exp(c + NOISE) is e^c
+
+
+def _speed_rows(ratios, method="cos", gamma=1, point=None, cells=(("we", 1.0, "gsm8k"),)):
+    """standard at 100 tokens/s and ``method`` at 100·ratio for each prompt of each cell."""
+    rows = []
+    for s, t, task in cells:
+        for i, r in enumerate(ratios):
+            base = dict(set=s, temperature=t, task=task, prompt=f"p{i}", **(point or {}))
+            rows.append(dict(base, method="standard", gamma=0, tokens_per_second=100.0))
+            rows.append(dict(base, method=method, gamma=gamma, tokens_per_second=100.0 * r))
+    return pd.DataFrame(rows)
+
+
+def _c1_frame(log_center, spread=1.0):
+    cos = _speed_rows(np.exp(log_center + spread * np.array(NOISE)))
+    sd = _speed_rows(np.ones(len(NOISE)), method="sd")
+    return pd.concat([cos, sd[sd.method == "sd"]])
+
+
+@pytest.mark.parametrize(
+    "center,spread,status", [(np.log(1.3), 1.0, HOLDS), (np.log(0.8), 1.0, FAILS), (0.02, 1.0, INCONCLUSIVE)]
+)
+def test_c1(center, spread, status):
+    v = cf.c1_verdicts(_c1_frame(center, spread), per_config=False)[0]
+    assert v.name == "C1" and v.status == status and v.n == len(NOISE)
+    assert v.estimate == pytest.approx(np.exp(center))
+    assert v.low < v.estimate < v.high
+
+
+def test_c1_best_gamma_and_sd():
+    frame = _c1_frame(np.log(1.3))
+    worse = _speed_rows([0.5] * len(NOISE), gamma=5)
+    vs = cf.c1_verdicts(pd.concat([frame, worse[worse.method == "cos"]]))
+    assert vs[0].estimate == pytest.approx(1.3)  # γ = 5 is worse: γ = 1 is kept
+    assert vs[1].name == "C1-SD" and vs[1].status == HOLDS
+    assert vs[2].name == "C1 we T=1"
+
+
+def test_c1_gpu_has_no_interval():
+    gpu = pd.DataFrame(
+        dict(device="H100", set="we", task=["a", "b"], method="cos", temperature=1, speedup=[1.2, 0.9], prompts=4)
+    )
+    v = cf.c1_gpu_verdict(gpu)
+    assert v.status == INCONCLUSIVE and v.n == 2 and "aggregates" in v.detail
+    assert v.estimate == pytest.approx(np.sqrt(1.2 * 0.9))
+    assert cf.c1_gpu_verdict(None).status == INCONCLUSIVE
+
+
+def test_c3_sanity():
+    exact = pd.DataFrame(dict(lam=[0.1, 0.9], proposer=0, alpha=[0.5, 0.95], bound=[0.1, 0.9]))
+    assert cf.c3_sanity_verdict(exact).status == HOLDS
+    assert cf.c3_sanity_verdict(exact.assign(alpha=[0.05, 0.95])).status == FAILS
+
+
+def _c3_frame(excess):
+    rows = []
+    for lam in (0.3, 0.7):
+        for k in (0, 1):
+            bound = lam if k == 0 else 1 - lam
+            for i, e in enumerate(excess):
+                acc = dict(accepted_0=0, accepted_1=0, proposed_0=0, proposed_1=0)
+                acc[f"proposed_{k}"] = 100
+                acc[f"accepted_{k}"] = round(100 * min(1.0, bound + e))
+                rows.append(dict(set=f"we/proposer{k}", task="gsm8k", prompt=f"p{i}", lam=lam, **acc))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "excess,status,estimate",
+    [
+        ([0.05] * 6, HOLDS, 0.05),
+        ([-0.05] * 6, FAILS, -0.05),
+        ([0.1, -0.1, 0.1, -0.1, 0.02, 0.0], INCONCLUSIVE, 0.02 / 6),
+    ],
+)
+def test_c3_measured(excess, status, estimate):
+    v = cf.c3_verdict(_c3_frame(excess))
+    assert v.status == status and v.n == 6 and v.estimate == pytest.approx(estimate, abs=1e-9)
+
+
+def _sweep(values_by_point, point, method_gamma=1):
+    return pd.concat(
+        [
+            _speed_rows(np.exp(np.log(r) + np.array(NOISE) * spread), gamma=method_gamma, point={point: x})
+            for x, (r, spread) in values_by_point.items()
+        ]
+    )
+
+
+@pytest.mark.parametrize("ratios,status", [((1.4, 1.3), HOLDS), ((1.4, 0.7), FAILS), ((1.4, 1.02), INCONCLUSIVE)])
+def test_c4_lambda(ratios, status):
+    v = cf.c4_lambda_verdict(_sweep({0.1: (ratios[0], 0.2), 0.9: (ratios[1], 1.0)}, "lam"))
+    assert v.status == status and v.n == len(NOISE) and v.estimate == pytest.approx(min(ratios))
+
+
+@pytest.mark.parametrize(
+    "ratios,still,trend",
+    [((1.4, 1.2), HOLDS, HOLDS), ((0.9, 0.7), FAILS, HOLDS), ((1.05, 1.0), INCONCLUSIVE, INCONCLUSIVE)],
+)
+def test_c4_mu(ratios, still, trend):
+    still_v, trend_v = cf.c4_mu_verdicts(_sweep({0.1: (ratios[0], 0.2), 0.5: (ratios[1], 1.0)}, "mu"))
+    assert still_v.name == "C4-μ" and still_v.status == still and still_v.n == len(NOISE)
+    assert still_v.estimate == pytest.approx(min(ratios))
+    assert trend_v.status == trend
+    assert trend_v.estimate == pytest.approx(np.log(ratios[1] / ratios[0]) / 0.4)
+
+
+def test_c4_mu_trend_fails_when_rising():
+    _, trend = cf.c4_mu_verdicts(_sweep({0.1: (1.1, 0.1), 0.5: (1.5, 0.1)}, "mu"))
+    assert trend.status == FAILS
+
+
+def _gamma_frame(set_name, curve, spread=0.1):
+    rows = []
+    for g, r in zip(range(1, len(curve) + 1), curve):
+        f = _speed_rows(np.exp(np.log(r) + spread * np.roll(NOISE, 3 * g)), gamma=g, cells=((set_name, 0.0, "gsm8k"),))
+        rows.append(f if g == 1 else f[f.method == "cos"])
+    return pd.concat(rows)
+
+
+@pytest.mark.parametrize(
+    "curve,spread,status",
+    [((1.2, 1.22, 1.21), 0.01, HOLDS), ((1.5, 1.2, 1.0), 0.01, FAILS), ((1.2, 1.3, 1.2), 0.5, INCONCLUSIVE)],
+)
+def test_c4_gamma_we(curve, spread, status):
+    (v,) = cf.c4_gamma_verdicts(_gamma_frame("we", curve, spread))
+    assert v.name == "C4-γ WE" and v.status == status and v.n == len(NOISE)
+    assert v.estimate == pytest.approx(max(curve) / min(curve))
+
+
+@pytest.mark.parametrize(
+    "curve,spread,status",
+    [((1.0, 1.5, 1.1), 0.01, HOLDS), ((1.5, 1.2, 1.0), 0.01, FAILS), ((1.2, 1.23, 1.2), 1.0, INCONCLUSIVE)],
+)
+def test_c4_gamma_cd(curve, spread, status):
+    (v,) = cf.c4_gamma_verdicts(_gamma_frame("cd", curve, spread))
+    assert v.name == "C4-γ CD" and v.status == status
+    assert v.estimate == pytest.approx(curve[1] / max(curve[0], curve[2]))
+
+
+def _apf_frame(cos_ratio, spread=0.1):
+    rows = []
+    for s in ("we", "cd"):
+        for i, e in enumerate(NOISE):
+            base = dict(set=s, task="gsm8k", prompt=f"p{i}", calls_per_token=1.0)
+            rows += [
+                dict(base, method="standard", gamma=0, tokens_per_second=100.0),
+                dict(base, method="naive", gamma=1, tokens_per_second=110.0),  # γ = 1: naive's best
+                dict(base, method="naive", gamma=5, tokens_per_second=90.0),
+                dict(base, method="cos", gamma=1, tokens_per_second=110.0 * cos_ratio * np.exp(spread * e)),
+            ]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("ratio,spread,status", [(1.2, 0.1, HOLDS), (0.8, 0.1, FAILS), (1.01, 1.0, INCONCLUSIVE)])
+def test_c4_apf(ratio, spread, status):
+    v = cf.c4_apf_verdict(_apf_frame(ratio, spread))
+    assert v.status == status and v.n == 2 * len(NOISE) and v.estimate == pytest.approx(ratio)
+
+
+def test_findings_from_results_lists_every_finding():
+    names = [v.name for v in cf.findings_from_results("tiny")]
+    for name in ("C1", "C1-SD", "C1-GPU", "C3", "C4-λ", "C4-μ", "C4-μ-trend", "C4-γ WE", "C4-γ CD", "C4-APF"):
+        assert name in names

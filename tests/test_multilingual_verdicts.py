@@ -1,0 +1,164 @@
+"""Multilingual verdicts on hand-built per-run frames: each one holds, fails and is inconclusive where it should."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specdec.multilingual import findings as mf
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
+
+NOISE = np.array([0.0, 0.3, -0.3, 0.2, -0.2, 0.1, -0.1, 0.0])  # symmetric: geometric mean of exp(c + NOISE) = e^c
+
+
+def _runs(speed: dict, tau: dict | None = None, pair="de-en", temperature=0.0, spread=0.1, chrf=None, seeds=(0,)):
+    """One row per (prompt, seed, method): tokens/s 100·speed[m]·exp(spread·noise) (noise rolled per method, so
+    methods are not perfectly correlated), τ from new tokens / target calls, chrF 50 + chrf[m][prompt]."""
+    rows = []
+    for k, (m, s) in enumerate(speed.items()):
+        noise = np.roll(NOISE, 3 * k) * (k > 0)
+        for i in range(len(NOISE)):
+            for seed in seeds:
+                t = (tau or {}).get(m, 1.0)
+                t = t[i] if np.ndim(t) else t
+                rows.append(
+                    dict(
+                        pair=pair,
+                        source="django",
+                        temperature=temperature,
+                        seed=seed,
+                        prompt=f"{pair}:p{i}",
+                        method=m,
+                        tokens_per_second=100.0 * s * np.exp(spread * noise[i]),
+                        new_tokens=round(100 * t),
+                        target_calls=100,
+                        chrf=50.0 + (chrf or {}).get(m, np.zeros(len(NOISE)))[i],
+                        same_as_ar=True,
+                    )
+                )
+    return pd.DataFrame(rows)
+
+
+MAIN = dict(ar=1.0, **{"sps-generic": 1.0, "sps-f": 1.2, "pld": 1.1})
+
+
+@pytest.mark.parametrize("pf,spread,status", [(1.5, 0.1, HOLDS), (1.0, 0.1, FAILS), (1.25, 1.0, INCONCLUSIVE)])
+def test_m1(pf, spread, status):
+    vs = mf.m1_verdicts(_runs({**MAIN, "sps-pf": pf}, spread=spread))
+    joint = vs[0]
+    assert joint.name == "M1 T=0" and joint.status == status and joint.n == len(NOISE)
+    assert joint.estimate == pytest.approx(pf / 1.2)  # F is the strongest baseline
+    assert [v.name for v in vs[1:]] == ["M1 vs generic SpS T=0", "M1 vs F T=0", "M1 vs PLD T=0"]
+
+
+def test_m1_fails_when_pld_is_faster():
+    vs = mf.m1_verdicts(_runs({**MAIN, "pld": 2.0, "sps-pf": 1.5}))
+    assert vs[0].status == FAILS and "PLD" in vs[0].detail
+    assert vs[1].status == HOLDS and vs[3].status == FAILS
+
+
+@pytest.mark.parametrize(
+    "taus,status,estimate",
+    [
+        ({"sps-generic": 1.0, "sps-f": 1.5, "sps-pf": 2.2}, HOLDS, 0.5),
+        ({"sps-generic": 1.0, "sps-f": 2.5, "sps-pf": 2.2}, FAILS, -0.3),
+        ({"sps-generic": 1.0, "sps-f": 1.5, "sps-pf": 1.5 + 0.02 + np.roll(NOISE, 1) * 3}, INCONCLUSIVE, 0.02),
+    ],
+)
+def test_m1_tau(taus, status, estimate):
+    v = mf.m1_tau_verdict(_runs(dict.fromkeys(taus, 1.0), tau=taus))
+    assert v.status == status and v.n == len(NOISE) and v.estimate == pytest.approx(estimate, abs=0.01)
+
+
+def _tokens_frame(taus_by_budget):
+    grid = pd.DataFrame([dict(model=f"m-b{b}", recipe="P-F", finetune_tokens=float(b)) for b in taus_by_budget])
+    frame = _runs({f"m-b{b}": 1.0 for b in taus_by_budget}, tau={f"m-b{b}": t for b, t in taus_by_budget.items()})
+    return frame, grid
+
+
+@pytest.mark.parametrize(
+    "taus,status,slope",
+    [
+        ({1000: 1.0, 10000: 1.5, 100000: 2.0}, HOLDS, 0.5),
+        ({1000: 2.0, 10000: 1.5, 100000: 1.0}, FAILS, -0.5),
+        ({1000: 1.5 + np.roll(NOISE, 2) * 3, 10000: 1.5, 100000: 1.52 + NOISE * 3}, INCONCLUSIVE, 0.01),
+    ],
+)
+def test_m2(taus, status, slope):
+    (v,) = mf.m2_verdicts(*_tokens_frame(taus))
+    assert v.name == "M2 P-F" and v.status == status and v.n == len(NOISE)
+    assert v.estimate == pytest.approx(slope, abs=0.01) and "R²" in v.detail
+
+
+def _ood_frame(same_in, same_out, noise=0.0):
+    """Two drafters (de, fr); τ home 3.0, input-language match ``same_in``, output match ``same_out``."""
+    frames = []
+    for d, x, y in (("pf-de", "de", "fr"), ("pf-fr", "fr", "de")):
+        taus = {f"{x}-en": 3.0, f"{x}-{y}": same_in, f"{y}-en": same_out, f"en-{x}": 1.0}
+        for pair, t in taus.items():
+            t = t + noise * np.roll(NOISE, len(pair) + len(frames)) if pair in (f"{x}-{y}", f"{y}-en") else t
+            f = _runs({d: 1.0}, tau={d: t}, pair=pair)
+            frames.append(f)
+    return pd.concat(frames)
+
+
+@pytest.mark.parametrize(
+    "same_in,same_out,noise,status", [(2.5, 1.5, 0.0, HOLDS), (1.2, 2.0, 0.0, FAILS), (1.52, 1.5, 3.0, INCONCLUSIVE)]
+)
+def test_m3(same_in, same_out, noise, status):
+    v = mf.m3_verdict(_ood_frame(same_in, same_out, noise))
+    assert v.status == status and v.n == 6 * len(NOISE)  # 6 distinct directions, one prompt set each
+    assert v.estimate == pytest.approx(same_in - same_out, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    "large_speed,large_tau,spread,speed_status,tau_status",
+    [
+        (0.7, 2.1, 0.1, HOLDS, HOLDS),
+        (1.3, 3.0, 0.1, FAILS, FAILS),
+        (0.98, 2.0 + 0.36 + NOISE * 3, 1.0, INCONCLUSIVE, INCONCLUSIVE),
+    ],
+)
+def test_m4(large_speed, large_tau, spread, speed_status, tau_status):
+    frame = _runs(dict(ar=1.0, small=1.0, large=large_speed), tau=dict(small=2.0, large=large_tau), spread=spread)
+    speed, close = mf.m4_verdicts(frame, latency_ratios={"small": 0.4, "large": 0.8})
+    assert speed.status == speed_status and speed.n == len(NOISE)
+    assert speed.estimate == pytest.approx(large_speed)
+    assert close.status == tau_status and close.n == len(NOISE)
+    assert close.estimate == pytest.approx(abs(np.mean(large_tau) / 2.0 - 1), abs=0.01)
+    assert "0.83x" in speed.detail and "0.80" in speed.detail
+
+
+@pytest.mark.parametrize("shift,spread,status", [(0.5, 1.0, HOLDS), (-5.0, 1.0, FAILS), (-2.0, 20.0, INCONCLUSIVE)])
+def test_quality(shift, spread, status):
+    t1 = _runs({"ar": 1.0, "sps-pf": 1.0}, temperature=1.0, seeds=(0, 1, 2), chrf={"sps-pf": shift + spread * NOISE})
+    t0 = _runs({"ar": 1.0, "sps-pf": 1.0})
+    greedy, sampled = mf.quality_verdicts(pd.concat([t0, t1]))
+    assert greedy.status == HOLDS and greedy.estimate == 1.0
+    assert sampled.name == "Quality sps-pf T=1" and sampled.status == status and sampled.n == len(NOISE)
+    assert sampled.estimate == pytest.approx(shift)
+
+
+def test_quality_t0_fails_on_a_mismatch():
+    t0 = _runs({"ar": 1.0, "sps-pf": 1.0})
+    t0.loc[t0.index[-1], "same_as_ar"] = False
+    (greedy,) = mf.quality_verdicts(t0)
+    assert greedy.status == FAILS and greedy.estimate == pytest.approx(7 / 8)
+
+
+@pytest.mark.parametrize(
+    "pf_speed,pf_tau,spread,status",
+    [(1.8, 2.4, 0.1, HOLDS), (0.8, 0.9, 0.1, FAILS), (1.02, 1.02 + NOISE * 3, 1.0, INCONCLUSIVE)],
+)
+def test_table7(pf_speed, pf_tau, spread, status):
+    frame = _runs({"ar": 1.0, "sps-generic": 1.0, "sps-pf": pf_speed}, tau={"sps-pf": pf_tau}, spread=spread)
+    speed, tau = mf.table7_verdicts(frame)
+    assert speed.name == "Table 7" and speed.status == status and speed.n == len(NOISE)
+    assert speed.estimate == pytest.approx(pf_speed)
+    assert tau.status == status and tau.estimate == pytest.approx(np.mean(pf_tau) - 1.0, abs=0.01)
+
+
+def test_findings_from_results_lists_every_finding():
+    names = [v.name for v in mf.findings_from_results("tiny")]
+    for name in ("M1 T=0", "M1 vs PLD T=1", "M1-τ T=0", "M2 F", "M2 P-F", "M3", "M4-speed T=0", "M4-τ T=1"):
+        assert name in names
+    assert "Table 7" in names and "Quality T=0" in names
