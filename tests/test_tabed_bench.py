@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from specdec.tabed import bench as tb
+from specdec.tabed import findings as tf
 
 
 def _frame(taus: dict) -> pd.DataFrame:
@@ -47,7 +48,7 @@ def test_block_table_averages_the_benchmark_cells_per_turn():
 
 def test_rank_counts_count_second_place():
     table = tb.block_table(_frame(CELLS), tb.TABLE1)
-    assert tb.rank_counts(table, "MT*") == (3, 4)  # last on describe t2
+    assert tf.rank_counts(table, "MT*") == (3, 4)  # last on describe t2
 
 
 # T1-T5 as Verdicts: tests/test_tabed_verdicts.py
@@ -88,7 +89,7 @@ def test_paper_profile_fails_offline_with_clear_errors(monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotAvailableError, match="download"):
-        tb.load_pair("paper")
+        tb.load_vlm_pair("paper")
     with pytest.raises(DatasetNotAvailableError, match="lmms-lab/POPE"):
         tb.load_suite("paper", scenarios=["pope"])
 
@@ -127,3 +128,8 @@ def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monk
     assert rows[0]["images"][0].size == (80, 60)
     with pytest.raises(Exception, match="no paper-profile loader is built"):
         tb.load_suite("paper", scenarios=["psv"])
+
+
+def test_an_unknown_llava_pair_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"no LLaVA pair 'default'.*llava-13b"):
+        tb.load_vlm_pair("paper", "default")  # a text-only pair

@@ -26,7 +26,7 @@ N_PER_SCENARIO = 2  # 20 (scenario, turn) cells x 2 = 40 requests, 36 with image
 @pytest.fixture(scope="module")
 def pair():
     torch.set_num_threads(1)
-    return tabed_bench.load_pair()
+    return tabed_bench.load_vlm_pair()
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from specdec.tabed import latency as tl
 @pytest.fixture(scope="module")
 def tiny():
     torch.manual_seed(0)
-    target, draft, processor = tabed_bench.load_pair("tiny")
+    target, draft, processor = tabed_bench.load_vlm_pair("tiny")
     suite = tabed_bench.load_suite("tiny", n_per_scenario=1, scenarios=["docvqa", "spot"])
     requests = tl.encode_requests(processor, suite, counts=(1, 2), per_count=1)
     return target, draft, processor, requests

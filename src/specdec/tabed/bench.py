@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import pathlib
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -23,7 +22,6 @@ from specdec.engine import autoregressive, generate
 from specdec.hub import DatasetNotAvailableError, load_dataset
 from specdec.tabed import drafting as tabed
 from specdec.tabed import scenes
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, decide, paired_difference
 from specdec.zoo import models
 
 GROUP = {
@@ -65,14 +63,21 @@ PAPER_NOT_BUILT = {
 
 
 # ------------------------------------------------------------------------------------------------- models, data
-def load_pair(profile: str = "tiny", device: str = "cpu"):
-    """``(target, draft, processor)``: tiny ``tabed-target`` / ``tabed-draft``; paper: the ``llava-7b`` pair."""
-    if profile == "tiny":
+def load_vlm_pair(profile: str = "tiny", pair: str | None = None, device=None, dtype=None):
+    """``(target, draft, processor)`` of a LLaVA pair: tiny ``tabed-target`` / ``tabed-draft``; paper: the
+    ``pair`` of ``paper.yaml`` (default ``llava-7b``; ``llava-13b``, ``llava-7b-160m`` for Tables 11-14). Device
+    and dtype default to the profile's."""
+    spec = models.load_profile(profile)
+    if profile == "tiny" and pair is None:
         target_name, draft_name = "tabed-target", "tabed-draft"
     else:
-        pair = models.load_profile(profile)["pairs"]["llava-7b"]
-        target_name, draft_name = pair["target"], pair["draft"]
-    dtype = None if profile == "tiny" else torch.float16
+        pairs = spec.get("pairs", {})
+        pair = pair or "llava-7b"
+        if pair not in pairs or pairs[pair].get("kind") != "llava":
+            llava = sorted(k for k, v in pairs.items() if v.get("kind") == "llava")
+            raise ValueError(f"profile {profile!r} has no LLaVA pair {pair!r}; LLaVA pairs: {llava}")
+        target_name, draft_name = pairs[pair]["target"], pairs[pair]["draft"]
+    device, dtype = models.profile_device(spec, device, dtype)
     target, processor = models.load(target_name, kind="llava", device=device, dtype=dtype)
     draft, _ = models.load(draft_name, kind="llava", device=device, dtype=dtype, with_tokenizer=False)
     return target, draft, processor
@@ -395,346 +400,6 @@ def group_means(frame: pd.DataFrame, methods) -> pd.DataFrame:
     )
 
 
-# ------------------------------------------------------------------------------------------------- findings
-# T1-T5 as ``Verdict``s on the tidy runs frame (``runs(...)``: one row per method x request). Every method decodes
-# the same requests, so methods are compared *paired by request* and the bootstrap resamples requests (``row``),
-# never tokens; cell-level statistics (ranks, window spreads) resample requests within their cell.
-PAPER_TABLE1 = "Table 10"  # LLaVA-1.5 68M draft, LLaVA-1.5 7B target (``PAPER_SETTING``)
-T2_METHODS = ("M", "T", "MT", "MT*")
-T5_GROUPS = ("benchmark t1", "ood")  # the paper's Table 3: first turns of the benchmark and OOD datasets
-MIN_REQUESTS = 3  # fewer paired requests than this: inconclusive, whatever the interval says
-
-
-def _cells(table: pd.DataFrame) -> pd.DataFrame:
-    return table[[d != "Avg." for d in table.index.get_level_values(2)]]
-
-
-def rank_counts(table: pd.DataFrame, method: str, tol: float = 0.0) -> tuple[int, int]:
-    """``(cells where method is best or second best, cells)``: at most one method strictly better (by > tol)."""
-    cells = _cells(table)
-    better = (cells.sub(cells[method], axis=0) > tol).sum(axis=1)
-    return int((better <= 1).sum()), len(cells)
-
-
-def paper_scenarios(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the paper's scenarios: every cell but the text-only NQ / GSM8K *first* turns (the paper has
-    them as second turns only; without an image every drafting method drafts the same tokens there)."""
-    return frame[~((frame.group == "nlp") & (frame.turn.astype(int) == 1))]
-
-
-def _wide(frame: pd.DataFrame, column: str = "method") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(τ per request x method (or window), request info)``."""
-    wide = frame.pivot_table(index="row", columns=column, values="block_efficiency", aggfunc="mean")
-    wide.columns = [str(c) for c in wide.columns]
-    info = frame.drop_duplicates("row").set_index("row")[["scenario", "turn", "group"]]
-    info = info.assign(turn=info.turn.astype(int))
-    info["cell"] = info.group.where(info.group != "benchmark", "benchmark t" + info.turn.astype(str))
-    return wide, info.reindex(wide.index)
-
-
-def _paired(frame: pd.DataFrame, a: str, b: str, n_boot: int, seed: int):
-    """``(estimate, low, high, n)`` of the mean paired difference τ(a) − τ(b) over the requests run with both."""
-    wide, _ = _wide(frame[frame.method.isin([a, b])])
-    if a not in wide or b not in wide:
-        return float("nan"), float("nan"), float("nan"), 0
-    both = wide[[a, b]].dropna()
-    est, low, high = paired_difference(both[a], both[b], n_boot=n_boot, seed=seed)
-    return est, low, high, len(both)
-
-
-def _cell_bootstrap(cells: list[np.ndarray], statistic, *, n_boot: int, seed: int) -> tuple[float, float, float]:
-    """``statistic(list of per-cell arrays)`` and its 95% interval over resamples of the requests (rows of each
-    array) *within* their cell, all columns of a row together (so methods or windows stay paired)."""
-    if not cells:
-        return float("nan"), float("nan"), float("nan")
-    estimate = float(statistic(cells))
-    rng = np.random.default_rng(seed)
-    draws = [statistic([c[rng.integers(0, len(c), len(c))] for c in cells]) for _ in range(n_boot)]
-    low, high = np.nanpercentile(np.asarray(draws, dtype=float), [2.5, 97.5])
-    return estimate, float(low), float(high)
-
-
-def _verdict(name, claim, est, low, high, n, *, threshold=0.0, greater=True, paper="", detail="", min_n=MIN_REQUESTS):
-    status = decide(low, high, threshold, greater)
-    if n < min_n:
-        status = INCONCLUSIVE
-        detail = f"{detail} Only {n} request(s): too few to decide (at least {min_n})."
-    return Verdict(name, claim, float(est), float(low), float(high), int(n), status, paper, detail.strip())
-
-
-def _all_of(name: str, claim: str, parts: list[tuple[Verdict, float, bool]], n: int, paper: str = "") -> Verdict:
-    """A finding made of parts ``(verdict, threshold, greater)``: it holds if every part holds, does not hold if
-    one part does not, else inconclusive. Estimate and interval are the smallest margin of a part over its
-    threshold (its estimate − threshold, or threshold − estimate when the claim is 'below'), so > 0 is 'holds'."""
-
-    def margin(v, t, g):
-        return (v.estimate - t, v.low - t, v.high - t) if g else (t - v.estimate, t - v.high, t - v.low)
-
-    margins = [margin(*p) for p in parts]
-    statuses = [p[0].status for p in parts]
-    status = FAILS if FAILS in statuses else HOLDS if all(s == HOLDS for s in statuses) else INCONCLUSIVE
-    detail = "Parts: " + "; ".join(f"{p[0].name} {p[0].status}" for p in parts) + "."
-    est, low, high = (min(m[i] for m in margins) for i in range(3))
-    return Verdict(name, claim, est, low, high, n, status, paper, detail)
-
-
-def _paper_cells(methods) -> pd.DataFrame:
-    table = paper_table(list(methods))
-    table = table[[d != "Avg." for d in table.index.get_level_values(2)]]
-    return table[[not (g == "nlp" and t == 1) for t, g, _ in table.index]]
-
-
-def paper_top_two_share(methods=T2_METHODS, method: str = "MT*") -> float:
-    """The share of the paper's Table 10 cells (benchmark and OOD first turns, benchmark and NLP second turns)
-    where ``method`` is best or second best among ``methods``."""
-    top2, n = rank_counts(_paper_cells(methods), method)
-    return top2 / n
-
-
-def paper_max_shortfall(methods=T2_METHODS, method: str = "MT*") -> float:
-    """The largest relative gap ``(best − method) / best`` in any Table 10 cell: how far behind the best the
-    paper still calls MT* 'close to the best' (1.7%, Spot first turn)."""
-    cells = _paper_cells(methods)
-    return float(((cells.max(axis=1) - cells[method]) / cells.max(axis=1)).max())
-
-
-def paper_window_tolerance() -> float:
-    """The paper's Table 3 spread: max over h ∈ {1, 4, 16} and the groups (benchmark, OOD) of
-    ``|τ(h) − τ(ALL)| / τ(ALL)`` on the group means (0.99%: OOD, h = 1 and h = 4)."""
-    table = paper_window_table()
-    ood = [d for d in table.index if d in ("PSV", "VIST")]
-    groups = pd.DataFrame({"benchmark": table.drop(index=ood).mean(), "ood": table.loc[ood].mean()}).T
-    return float(((groups.drop(columns="ALL").sub(groups["ALL"], axis=0)).abs().div(groups["ALL"], axis=0)).max().max())
-
-
-def verdict_t1_parts(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> list[Verdict]:
-    """T1a: M − T > 0 on first-turn benchmark requests (single- and multi-image); T1b: T − M > 0 on second
-    turns (benchmark and text-only NLP follow-ups); T1c: T − M > 0 on the OOD five-image stories (PSV, VIST).
-    Each is the mean paired difference of τ over the requests of its cells."""
-    frame = paper_scenarios(frame)
-    turn = frame.turn.astype(int)
-    parts = [
-        ("T1a", "M drafts better than T on first-turn benchmark tasks (τ(M) − τ(T) > 0)", "M", "T",
-         (frame.group == "benchmark") & (turn == 1), [(1, "benchmark")]),
-        ("T1b", "T drafts better than M on second turns (τ(T) − τ(M) > 0)", "T", "M", turn == 2,
-         [(2, "benchmark"), (2, "nlp")]),
-        ("T1c", "T drafts better than M on the OOD multi-image stories PSV, VIST (τ(T) − τ(M) > 0)", "T", "M",
-         frame.group == "ood", [(1, "ood")]),
-    ]  # fmt: skip
-    paper = _paper_cells(["M", "T"])
-    out = []
-    for name, claim, a, b, where, paper_cells in parts:
-        est, low, high, n = _paired(frame[where], a, b, n_boot, seed)
-        rows = paper[[(t, g) in paper_cells for t, g, _ in paper.index]]
-        p = float((rows[a] - rows[b]).mean())
-        detail = "" if n else "No such requests in this frame: not tested."
-        out.append(
-            _verdict(name, claim, est, low, high, n, paper=f"{p:+.2f} τ ({PAPER_TABLE1}, cell mean)", detail=detail)
-        )
-    return out
-
-
-def verdict_t1(
-    frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0, parts: list[Verdict] | None = None
-) -> Verdict:
-    """T1 (scenario-specific fluctuation): T1a, T1b and T1c all hold (``verdict_t1_parts``)."""
-    parts = parts or verdict_t1_parts(frame, n_boot=n_boot, seed=seed)
-    return _all_of(
-        "T1",
-        "neither drafting method wins everywhere: M leads on first-turn benchmark tasks, T on second turns and "
-        "OOD (value: the smallest of the three differences)",
-        [(p, 0.0, True) for p in parts],
-        sum(p.n for p in parts),
-        paper=", ".join(f"{p.name} {p.paper.split()[0]}" for p in parts),
-    )
-
-
-def verdict_t2(
-    frame: pd.DataFrame, *, min_share: float | None = None, methods=T2_METHODS, n_boot: int = 2000, seed: int = 0
-) -> Verdict:
-    """T2 (MT* is robust): the share of scenario cells (scenario x turn of the paper's scenarios) where MT* is
-    best or second best among ``methods`` by mean τ (at most one method strictly higher), with the interval from
-    resampling requests within each cell. Holds if the lower bound reaches ``min_share`` (default: the share in
-    the paper's Table 10, which is 1.0: 'best or second best across all scenarios')."""
-    paper_share = paper_top_two_share(methods)
-    min_share = paper_share if min_share is None else min_share
-    frame = paper_scenarios(frame[frame.method.isin(methods)])
-    wide, info = _wide(frame)
-    methods = [m for m in methods if m in wide]
-    wide = wide[methods].dropna()
-    by_cell = info.loc[wide.index].groupby(["scenario", "turn"]).groups if len(wide) else {}
-    cells = [wide.loc[by_cell[c]].to_numpy() for c in sorted(by_cell)]
-    k = methods.index("MT*") if "MT*" in methods else None
-
-    def share(cs):
-        return float(np.mean([((c.mean(0) > c.mean(0)[k]).sum() <= 1) for c in cs]))
-
-    est, low, high = _cell_bootstrap(cells, share, n_boot=n_boot, seed=seed) if k is not None else (np.nan,) * 3
-    return _verdict(
-        "T2",
-        f"MT* is best or second best among {', '.join(methods)} in at least {min_share:.0%} of scenario cells",
-        est,
-        low,
-        high,
-        len(wide),
-        threshold=min_share - 1e-9,  # 'reaches': low ≥ min_share holds, high < min_share does not
-        paper=f"{paper_share:.0%} of the {len(_paper_cells(methods))} cells of {PAPER_TABLE1}",
-        detail=f"{len(cells)} cells (scenario x turn; NLP first turns left out: every method ties there).",
-    )
-
-
-def verdict_t3_parts(
-    frame: pd.DataFrame, *, close: float | None = None, n_boot: int = 2000, seed: int = 0
-) -> list[Verdict]:
-    """On the OOD requests (PSV, VIST). T3a: τ(MT*) − τ(MT) > 0 (the paper: 'MT* significantly outperforms MT'
-    there); T3b: MT*'s relative gap to the best single method (M or T, the better one per OOD scenario, chosen
-    again in every resample), ``(τ(MT*) − τ(best)) / τ(best)`` averaged over the OOD scenarios, is above
-    ``−close`` (default: ``paper_max_shortfall()``, the largest gap the paper still calls 'close to the best')."""
-    close = paper_max_shortfall() if close is None else close
-    ood = frame[frame.group == "ood"]
-    est, low, high, n = _paired(ood, "MT*", "MT", n_boot, seed)
-    paper = _paper_cells(["M", "T", "MT", "MT*"])
-    paper_ood = paper[[g == "ood" for _, g, _ in paper.index]]
-    none = "" if n else "No OOD requests in this frame: not tested."
-    t3a = _verdict(
-        "T3a",
-        "on OOD, the adaptive MT* drafts better than the static MT (τ(MT*) − τ(MT) > 0)",
-        est,
-        low,
-        high,
-        n,
-        paper=f"{(paper_ood['MT*'] - paper_ood['MT']).mean():+.2f} τ ({PAPER_TABLE1})",
-        detail=none,
-    )
-    wide, info = _wide(ood[ood.method.isin(["M", "T", "MT*"])])
-    wide = wide.reindex(columns=["M", "T", "MT*"]).dropna()
-    groups = info.loc[wide.index].groupby("scenario").groups if len(wide) else {}
-    cells = [wide.loc[groups[s]].to_numpy() for s in sorted(groups)]
-
-    def gap(cs):
-        means = [c.mean(0) for c in cs]
-        return float(np.mean([(m[2] - max(m[0], m[1])) / max(m[0], m[1]) for m in means]))
-
-    est, low, high = _cell_bootstrap(cells, gap, n_boot=n_boot, seed=seed)
-    best = paper_ood[["M", "T"]].max(axis=1)
-    t3b = _verdict(
-        "T3b",
-        f"on OOD, MT* is within {close:.1%} of the best single method (relative gap > −{close:.3f})",
-        est,
-        low,
-        high,
-        len(wide),
-        threshold=-close,
-        paper=f"{((paper_ood['MT*'] - best) / best).mean():+.1%} ({PAPER_TABLE1}; T is the best single there)",
-        detail=none,
-    )
-    return [t3a, t3b]
-
-
-def verdict_t3(frame: pd.DataFrame, *, close: float | None = None, n_boot: int = 2000, seed: int = 0) -> Verdict:
-    """T3: T3a and T3b both hold (``verdict_t3_parts``)."""
-    close = paper_max_shortfall() if close is None else close
-    a, b = verdict_t3_parts(frame, close=close, n_boot=n_boot, seed=seed)
-    return _all_of(
-        "T3",
-        "out of distribution MT* beats the static MT and stays close to the best single method "
-        "(value: the smaller margin of T3a, T3b over their thresholds)",
-        [(a, 0.0, True), (b, -close, True)],
-        a.n,
-        paper=f"T3a {a.paper.split()[0]}, T3b {b.paper.split()[0]}",
-    )
-
-
-def verdict_t4(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> Verdict:
-    """T4 (more drafting methods help): mean paired τ(MTCP*) − τ(MT*) > 0 over every request of the paper's
-    scenarios."""
-    frame = paper_scenarios(frame)
-    est, low, high, n = _paired(frame, "MTCP*", "MT*", n_boot, seed)
-    paper = _paper_cells(["MT*", "MTCP*"])
-    return _verdict(
-        "T4",
-        "adding caption (C) and pooled (P) drafts helps: τ(MTCP*) − τ(MT*) > 0 over all requests",
-        est,
-        low,
-        high,
-        n,
-        paper=f"{(paper['MTCP*'] - paper['MT*']).mean():+.3f} τ ({PAPER_TABLE1}, cell mean)",
-        detail="" if n else "No request run with both MT* and MTCP* in this frame: not tested.",
-    )
-
-
-def verdict_t5(
-    frame: pd.DataFrame,
-    *,
-    tolerance: float | None = None,
-    method: str = "MT*",
-    groups=T5_GROUPS,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> Verdict:
-    """T5 (the window h barely matters): ``max over groups and h ≠ ALL of |τ(h) − τ(ALL)| / τ(ALL)`` on the group
-    means of ``method``, over the requests run at every window in ``frame`` (runs of several windows, e.g.
-    ``pd.concat(runs(f, window=h) for h in ...)``), resampling requests within their group. Holds if the upper
-    bound is below ``tolerance`` (default: ``paper_window_tolerance()``, the same statistic on Table 3)."""
-    tolerance = paper_window_tolerance() if tolerance is None else tolerance
-    frame = frame[frame.method == method]
-    wide, info = _wide(frame, "window")
-    windows = sorted((w for w in wide.columns if w != "ALL"), key=lambda w: (len(w), w))
-    detail = ""
-    if "ALL" not in wide or not windows:
-        wide, cells = wide.iloc[:0], []
-        detail = "This frame has no runs at h = ALL and another window: not tested."
-    else:
-        wide = wide[[*windows, "ALL"]].dropna()
-        by_group = info.loc[wide.index].groupby("cell").groups
-        cells = [wide.loc[by_group[g]].to_numpy() for g in groups if g in by_group]
-        detail = f"h ∈ {{{', '.join(windows)}}} vs ALL in {', '.join(g for g in groups if g in by_group)}."
-
-    def spread(cs):
-        return float(max(np.max(np.abs(c.mean(0)[:-1] - c.mean(0)[-1])) / c.mean(0)[-1] for c in cs))
-
-    est, low, high = _cell_bootstrap(cells, spread, n_boot=n_boot, seed=seed)
-    n = sum(len(c) for c in cells)
-    return _verdict(
-        "T5",
-        f"the window h barely matters: no h moves the mean τ of {method} by {tolerance:.2%} of τ(ALL) or more",
-        est,
-        low,
-        high,
-        n,
-        threshold=tolerance,
-        greater=False,
-        paper=f"{tolerance:.2%} (Table 3, the largest |τ(h) − τ(ALL)| / τ(ALL) of a group mean)",
-        detail=detail,
-    )
-
-
-def findings(frame: pd.DataFrame, window_frame: pd.DataFrame | None = None, **bootstrap) -> list[Verdict]:
-    """T1a-c, T1, T2, T3a-b, T3, T4, T5 on one setting's runs (``frame``); T5 on ``window_frame`` (runs of
-    several windows; default ``frame``, where it is inconclusive unless ``frame`` holds several windows)."""
-    t1 = verdict_t1_parts(frame, **bootstrap)
-    t3 = verdict_t3_parts(frame, **bootstrap)
-    return [
-        *t1,
-        verdict_t1(frame, parts=t1, **bootstrap),
-        verdict_t2(frame, **bootstrap),
-        *t3,
-        verdict_t3(frame, **bootstrap),
-        verdict_t4(frame, **bootstrap),
-        verdict_t5(frame if window_frame is None else window_frame, **bootstrap),
-    ]
-
-
-def findings_from_results(profile: str = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
-    """``findings`` on the committed ``results/<profile>/tabed_runs.csv`` with the notebooks' default settings
-    (γ = 5, h = ALL, criterion KL, the draft as captioner); T5 on the MT* runs at every window in ``windows``.
-    ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
-    stored = results.ResultStore(profile, "tabed_runs", KEY, root=root).frame()
-    frame = runs(stored, gamma=5, window="ALL", criterion="kl", captioner="draft")
-    by_window = pd.concat([runs(stored, gamma=5, window=h, criterion="kl", captioner="draft") for h in windows])
-    return findings(frame, by_window[by_window.method == "MT*"])
-
-
 def spread_line(table: pd.DataFrame, what: str) -> str:
     """One sentence on a settings table (rows: groups, columns: the settings compared): the best setting per
     group and how far apart the settings are."""
@@ -787,7 +452,7 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int = 
     float rounding, or on code changed since the table was written, fails there instead of in nbval on CI."""
     import tempfile
 
-    target, draft, processor = load_pair(profile)
+    target, draft, processor = load_vlm_pair(profile)
     requests = {r["id"]: r for r in load_suite(profile, n_per_scenario, seed=0)}
     with tempfile.TemporaryDirectory() as tmp:
         fresh = results.ResultStore(profile, "recomputed", KEY, root=pathlib.Path(tmp))
