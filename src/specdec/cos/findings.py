@@ -17,9 +17,12 @@ reports SD / CoS at their best proposal length γ, γ is picked per cell on all 
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pandas as pd
 
+from specdec.results import RESULTS
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, bootstrap_ci, decide
 
 UNIT = ["set", "temperature", "task", "prompt"]  # one prompt of one task in one cell
@@ -350,12 +353,11 @@ def c4_apf_verdict(frame: pd.DataFrame) -> Verdict:
 
 
 # ------------------------------------------------------------------------------------------------ scoreboard
-def findings_from_results(profile: str = "tiny") -> list[Verdict]:
-    """Every CoS verdict on the committed tables ``results/<profile>/cos_*.csv`` with the defaults of notebooks
-    20-22 (C3-sanity needs the models and is left out)."""
-    from specdec.results import RESULTS
-
-    root = RESULTS / profile
+def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
+    """Every CoS verdict on the tables ``results/<profile>/cos_*.csv`` with the defaults of notebooks 20-22
+    (C3-sanity needs the models and is left out). ``root``: the results folder (default ``results.RESULTS``;
+    the scoreboard passes ``results.COMMITTED``)."""
+    root = pathlib.Path(root or RESULTS) / profile
     main = pd.read_csv(root / "cos_main.csv")
     main = main[(main.max_new_tokens == 40) & (main.lam == 0.5) & (main.mu == 0.1) & (main.seed == 0)]
     out = c1_verdicts(main[main.method.isin(["standard", "sd", "cos"]) & main.gamma.isin([0, 1, 5])])

@@ -31,20 +31,6 @@ from specdec.drafters import PromptLookupDrafter
 from specdec.engine import generate
 from specdec.hub import DatasetNotAvailableError, datasets_offline_if_unreachable
 from specdec.multilingual import parallel
-from specdec.multilingual.findings import (
-    findings_from_results,
-    loglinear_fit,
-    m1_tau_verdict,
-    m1_verdicts,
-    m2_verdicts,
-    m3_verdict,
-    m4_verdicts,
-    ood_matrix,
-    paper_claims,
-    paper_value,
-    quality_verdicts,
-    table7_verdicts,
-)
 from specdec.sampling import SamplingConfig
 from specdec.zoo.models import load, load_profile
 from specdec.zoo.tasks import encode
@@ -495,27 +481,16 @@ __all__ = [
     "corpus_chrf",
     "decode_text",
     "drafter_name",
-    "findings_from_results",
     "latency_ratios",
     "load_model",
     "load_paper_prompts",
-    "loglinear_fit",
-    "m1_tau_verdict",
-    "m1_verdicts",
-    "m2_verdicts",
-    "m3_verdict",
-    "m4_verdicts",
     "make_drafter",
     "method_table",
     "not_built_note",
-    "ood_matrix",
     "paired_bootstrap",
-    "paper_claims",
     "paper_setup",
-    "paper_value",
     "prompt_set",
     "quality_table",
-    "quality_verdicts",
     "remember_references",
     "run_grid",
     "run_group",
@@ -523,7 +498,6 @@ __all__ = [
     "show",
     "table1",
     "table1_drafters",
-    "table7_verdicts",
     "tokenizer",
     "training_summary",
 ]

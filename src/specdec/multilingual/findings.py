@@ -19,12 +19,14 @@ to back, so speed claims are per-prompt tokens/s ratios summarised by their geom
 from __future__ import annotations
 
 import math
+import pathlib
 import warnings
 
 import numpy as np
 import pandas as pd
 
-from specdec.results import paper_numbers
+from specdec.multilingual.bench import budget_grid
+from specdec.results import RESULTS, paper_numbers
 from specdec.verdict import HOLDS, Verdict, bootstrap_ci, decide
 
 RUN = ["pair", "source", "temperature", "seed", "prompt"]  # one run of one method
@@ -364,13 +366,11 @@ def table7_verdicts(frame: pd.DataFrame, temperature: float = 0.0) -> list[Verdi
 
 
 # ------------------------------------------------------------------------------------------------ scoreboard
-def findings_from_results(profile: str = "tiny") -> list[Verdict]:
-    """Every multilingual verdict on the committed tables ``results/<profile>/ml_*.csv`` with the defaults of
-    notebooks 30-34 (γ = 4; 48 new tokens, 24 for the OOD grid; T = 1 seeds 0-2)."""
-    from specdec.multilingual.bench import budget_grid
-    from specdec.results import RESULTS
-
-    root = RESULTS / profile
+def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
+    """Every multilingual verdict on the tables ``results/<profile>/ml_*.csv`` with the defaults of notebooks
+    30-34 (γ = 4; 48 new tokens, 24 for the OOD grid; T = 1 seeds 0-2). ``root``: the results folder (default
+    ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
+    root = pathlib.Path(root or RESULTS) / profile
 
     def read(table, max_new_tokens=48):
         f = pd.read_csv(root / f"{table}.csv")
