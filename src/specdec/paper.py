@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from specdec.bench import expected_speedup
 from specdec.results import paper_numbers
+from specdec.verdict import FAILS, HOLDS, Verdict
 
 TABED_GAMMA = 5
 TABED_LATENCY_RATIO = 0.063  # Table 6: LLaVA-1.5 7B target, 68M draft, A6000
@@ -33,3 +34,22 @@ def tabed_latency_ratios():
     df = paper_numbers("tabed_table6_latency_ratio")
     df["latency_ratio_Tq_over_Tp"] = df.latency_ratio_Tq_over_Tp.astype(float)
     return df
+
+
+def tabed_headline_verdict() -> Verdict:
+    """Notebook 01 (a): the paper's headline 1.74x for MT* follows from its own Table 1 and Table 6 through
+    Eq. (1). Exact arithmetic on printed numbers: the interval is the point, n the four methods."""
+    table = tabed_expected_speedups().set_index("method")
+    mt_star = float(table.loc["MT*", "expected_speedup"])
+    holds = round(mt_star, 2) == 1.74
+    return Verdict(
+        "Eq. (1) headline",
+        "MT*'s expected walltime speedup from Table 1's τ and Table 6's T_q/T_p is the headline 1.74x",
+        mt_star,
+        mt_star,
+        mt_star,
+        len(table),
+        HOLDS if holds else FAILS,
+        "1.74x",
+        f"γ = {TABED_GAMMA}, T_q/T_p = {TABED_LATENCY_RATIO} (Table 6, 7B target, 68M draft).",
+    )

@@ -140,6 +140,14 @@ def latency_lines(df, ax=None, x: str = "gamma", hue: str = "S", title: str = ""
     return ax
 
 
+def paper_line(ax, value: float, label: str, color: str = "black") -> None:
+    """The paper's number as a dashed horizontal line, named in the legend (where the paper gives one number
+    for what the axes show, e.g. an average speedup)."""
+    if value == value:  # not NaN
+        ax.axhline(value, color=color, lw=1.0, ls=(0, (4, 3)), label=label)
+        legend_outside(ax)
+
+
 def save(fig, path) -> None:
     """``path`` as a PNG at ``DPI``, cropped to what is drawn (legends outside the axes included)."""
     fig.tight_layout()

@@ -215,23 +215,26 @@ def _log_ratio_table(frame: pd.DataFrame, point: str, method: str = "cos", best:
     return np.log(meth / std).unstack(point).dropna()
 
 
-def c4_lambda_verdict(sweeps: pd.DataFrame) -> Verdict:
-    """C4-λ (Fig. 4): CoS accelerates the weighted ensemble at every λ. Estimate: the smallest, over λ, of the
-    geometric-mean per-prompt speedup (CoS γ = 1 over standard, same λ); > 1.0. (The paper: ≥ 1.5x.)
+def c4_lambda_verdict(sweeps: pd.DataFrame, at_least: float = 1.5) -> Verdict:
+    """C4-λ (Fig. 4): "CoS consistently achieves a high speedup of at least 1.5x across all tested values" of λ.
+    Estimate: the smallest, over λ, of the geometric-mean per-prompt speedup (CoS γ = 1 over standard, same λ),
+    tested against ``at_least`` (the paper's 1.5x).
     ``sweeps``: ``cos_sweeps`` rows of set ``we`` (methods standard and cos at γ = 1)."""
     logs = _log_ratio_table(sweeps, "lam", best=False)
     est, low, high = _boot(logs.to_numpy(), lambda v: float(np.exp(v.mean(0).min())))
     per = np.exp(logs.mean())
     return Verdict(
         "C4-λ",
-        "CoS is faster than standard WE at every λ (Fig. 4)",
+        f"CoS is at least {at_least:g}x faster than standard WE at every λ (Fig. 4)",
         est,
         low,
         high,
         len(logs),
-        decide(low, high, 1.0),
-        "≥ 1.5x at every λ in 0.1-0.9",
-        "Geometric-mean speedup per λ: " + ", ".join(f"{k:g}: {v:.2f}x" for k, v in per.items()) + "; estimate = min.",
+        decide(low, high, at_least),
+        "≥ 1.5x at every λ in 0.1-0.9 (GPU)",
+        "Geometric-mean speedup per λ: "
+        + ", ".join(f"{k:g}: {v:.2f}x" for k, v in per.items())
+        + "; estimate = min. Walltime on this device: the tiny models' call costs are closer than the paper's.",
     )
 
 
