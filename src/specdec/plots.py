@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -29,6 +30,8 @@ LABELS = {
     "lam": "λ",
     "mu": "μ",
     "speedup": "speedup over standard decoding",
+    "expected_speedup": "expected speedup, Eq. (1)",
+    "measured_speedup": "measured walltime speedup",
     "speed_vs_sd": "speed relative to vanilla SD",
     "quality": "quality",
     "seconds": "seconds",
@@ -150,7 +153,9 @@ def paper_line(ax, value: float, label: str, color: str = "black") -> None:
 
 def save(fig, path) -> None:
     """``path`` as a PNG at ``DPI``, cropped to what is drawn (legends outside the axes included)."""
-    fig.tight_layout()
+    with warnings.catch_warnings():  # colorbar axes cannot be tight-laid; bbox_inches="tight" crops them anyway
+        warnings.filterwarnings("ignore", message=".*not compatible with tight_layout.*")
+        fig.tight_layout()
     fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
 
 
