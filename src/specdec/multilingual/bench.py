@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from specdec import bench, zoo
+from specdec import bench, results, zoo
 from specdec.drafters import PromptLookupDrafter
 from specdec.engine import generate
 from specdec.hub import DatasetNotAvailableError, datasets_offline_if_unreachable
@@ -49,7 +49,8 @@ NOT_BUILT = {
     "EAGLE": "not built: needs a feature-level autoregressive head on the target's hidden states and tree drafts",
     "Lookahead": "not built: needs Jacobi-iteration n-gram pools (a different decoding loop)",
 }
-KEYS = ["pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "prompt", "method"]
+# every parameter that changes a row, the device included (rows carry walltimes)
+KEYS = ["pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "device", "prompt", "method"]
 GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
 
 JPARACRAWL_URL = "https://www.kecl.ntt.co.jp/icl/lirg/jparacrawl/"
@@ -285,6 +286,8 @@ def run_grid(
     """Run ``drafters_for(pair)`` (``{method: spec}``) on every prompt of ``prompts`` (``{pair: rows}``), at
     every temperature (T = 0 once, T > 0 for each seed); rows go to ``store`` (keys ``KEYS``), skipping groups
     already there. A group = one (pair, temperature, seed, prompt): its methods run back to back."""
+    device = next(target.parameters()).device.type
+    store.provenance.update(results.model_provenance(target=target))
     groups = []
     for pair, rows in prompts.items():
         for t in temperatures:
@@ -297,6 +300,7 @@ def run_grid(
                         max_new_tokens=max_new_tokens,
                         temperature=t,
                         seed=s,
+                        device=device,
                         prompt=row["id"],
                     )
                     methods = drafters_for(pair)
