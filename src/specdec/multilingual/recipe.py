@@ -15,26 +15,11 @@ from specdec.zoo import training
 
 
 # ----------------------------------------------------------------------------------------------- models
-def llama_config(size: dict):
-    from transformers import LlamaConfig
-
-    return LlamaConfig(
-        vocab_size=zoo.VOCAB_SIZE,
-        max_position_embeddings=zoo.MAX_POSITIONS,
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=True,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=0,
-        **size,
-    )
-
-
 def new_model(size: dict, seed: int, device):
     from transformers import LlamaForCausalLM
 
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(llama_config(size)).to(device)
+    model = LlamaForCausalLM(zoo.llama_config(size)).to(device)
     gen = model.generation_config
     gen.bos_token_id, gen.eos_token_id, gen.pad_token_id = 1, 2, 0
     return model

@@ -82,19 +82,10 @@ TABED_ZOO: dict[str, dict] = {
 
 def llava_config(name: str):
     """The ``LlavaConfig`` of a ``TABED_ZOO`` model."""
-    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
+    from transformers import CLIPVisionConfig, LlavaConfig
 
     spec = TABED_ZOO[name]
-    text = LlamaConfig(
-        vocab_size=zoo.VOCAB_SIZE,
-        max_position_embeddings=zoo.MAX_POSITIONS,
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=True,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=0,
-        **spec["text"],
-    )
+    text = zoo.llama_config(spec["text"])
     vision = CLIPVisionConfig(**spec["vision"])
     return LlavaConfig(
         vision_config=vision,

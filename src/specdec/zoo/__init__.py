@@ -53,10 +53,15 @@ COS_ZOO: dict[str, dict] = {
 COS_TRAIN = dict(steps=3000, batch_size=32, seq_len=256, lr=3e-3)
 
 
-def llama_config(name: str):
+def llama_config(name_or_size: str | dict):
+    """The ``LlamaConfig`` every zoo language model shares (the zoo tokenizer's vocabulary and special ids, tied
+    embeddings), sized by a zoo name (``TINY_ZOO``, ``COS_ZOO``) or a dict of size fields."""
     from transformers import LlamaConfig
 
-    size = TINY_ZOO[name] if name in TINY_ZOO else COS_ZOO[name]["config"]
+    if isinstance(name_or_size, dict):
+        size = name_or_size
+    else:
+        size = TINY_ZOO[name_or_size] if name_or_size in TINY_ZOO else COS_ZOO[name_or_size]["config"]
     return LlamaConfig(
         vocab_size=VOCAB_SIZE,
         max_position_embeddings=MAX_POSITIONS,
