@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pathlib
+import sys
 
 from specdec import zoo
+
+HF_CLI = "hf"  # the command huggingface_hub >= 1.0 installs (the pinned environment has no huggingface-cli)
 
 
 class ModelNotAvailableError(RuntimeError):
@@ -92,10 +96,130 @@ def load_dataset(dataset_id: str, config: str | None, split: str, n: int | None 
         raise DatasetNotAvailableError(
             f"cannot load dataset {dataset_id!r} (config {config!r}, split {split!r}): "
             f"{type(err).__name__}: {str(err)[:200]}. This machine does not download from the Hugging Face hub. "
-            f"On a machine with internet run `hf download --repo-type dataset {dataset_id}` and "
-            f"load it once with datasets.load_dataset, then copy the cache (HF_HOME={cache}) here; "
-            "or use profile='tiny'."
+            f"On a machine with internet run `make download PROFILE=paper` (or `{HF_CLI} download --repo-type "
+            f"dataset {dataset_id}` and load it once with datasets.load_dataset), then copy the cache "
+            f"(HF_HOME={cache}) here; or use profile='tiny'."
         ) from err
     if n is not None:
         data = data.select(range(min(n, len(data))))
     return data
+
+
+# ------------------------------------------------------------------------------------------ the ids of a profile
+def profile_models(spec: dict) -> list[str]:
+    """Every model id a profile names (pairs, collaborative sets, pinned revisions), sorted, each once."""
+    ids = {m for p in (spec.get("pairs") or {}).values() for m in (p["target"], p["draft"])}
+    ids |= {m for c in (spec.get("collab") or {}).values() for m in c["models"]}
+    ids |= {k for k in (spec.get("revisions") or {}) if not _is_dataset(spec, k)}
+    return sorted(ids)
+
+
+def profile_datasets(spec: dict) -> list[dict]:
+    """Every dataset a profile reads: ``{"id", "config", "split", "paper"}`` rows of its ``datasets`` list."""
+    return [dict(d) for d in spec.get("datasets") or []]
+
+
+def _is_dataset(spec: dict, repo_id: str) -> bool:
+    return any(d["id"] == repo_id for d in spec.get("datasets") or [])
+
+
+def snapshot_dir(hf_home: str | os.PathLike, repo_id: str, repo_type: str, revision: str) -> pathlib.Path:
+    """``$HF_HOME/hub/<models|datasets>--org--name/snapshots/<revision>/`` (created), with ``refs/main`` naming
+    ``revision``: the layout ``hf download`` leaves, which ``from_pretrained(id)`` resolves offline."""
+    from huggingface_hub.constants import REPO_ID_SEPARATOR
+
+    folder = REPO_ID_SEPARATOR.join([f"{repo_type}s", *repo_id.split("/")])
+    repo = pathlib.Path(hf_home) / "hub" / folder
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(revision)
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True, exist_ok=True)
+    return snapshot
+
+
+# ------------------------------------------------------------------------------------------ download (online)
+class HubUnreachableError(RuntimeError):
+    """``make download`` was asked to fetch while offline."""
+
+
+def download(spec: dict, *, only: list[str] | None = None, log=print) -> dict:
+    """Fetch every model (``huggingface_hub.snapshot_download``) and dataset (``datasets.load_dataset``, which
+    also prepares the Arrow cache that offline runs read) of a profile into ``$HF_HOME``.
+
+    Returns ``{"fetched": [...], "needs_token": [...], "failed": [...]}``. Gated repositories (``meta-llama/*``)
+    land in ``needs_token`` unless a token with access is configured (``hf auth login``). Raises
+    ``HubUnreachableError`` at once when an offline flag is set or the hub cannot be reached.
+    """
+    if any(_env_flag(v) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")):
+        raise HubUnreachableError(
+            "an offline flag is set (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE / HF_DATASETS_OFFLINE): "
+            "downloading needs them unset: `make download` unsets them itself"
+        )
+    if not hub_reachable():
+        raise HubUnreachableError(
+            "the Hugging Face hub is unreachable from this machine: run `make download PROFILE=paper` on a machine "
+            f"with internet and copy its HF_HOME ({_cache()}) here, or use `{HF_CLI} download <id>` there"
+        )
+    import datasets
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    revisions = spec.get("revisions") or {}
+    report: dict = {"fetched": [], "needs_token": [], "failed": []}
+    wanted = lambda repo_id: not only or repo_id in only  # noqa: E731
+    for repo_id in filter(wanted, profile_models(spec)):
+        try:
+            path = snapshot_download(repo_id, revision=revisions.get(repo_id))
+            report["fetched"].append(f"{repo_id} @ {pathlib.Path(path).name}")
+        except GatedRepoError:
+            report["needs_token"].append(repo_id)
+        except (RepositoryNotFoundError, OSError, ValueError) as err:
+            report["failed"].append(f"{repo_id}: {type(err).__name__}: {str(err)[:160]}")
+        log(f"model   {repo_id}")
+    for d in filter(lambda d: wanted(d["id"]), profile_datasets(spec)):
+        name = f"{d['id']} {d['config'] or ''} {d['split']}".replace("  ", " ")
+        try:
+            data = datasets.load_dataset(d["id"], d["config"], split=d["split"], revision=revisions.get(d["id"]))
+            report["fetched"].append(f"{name} ({len(data)} rows)")
+        except Exception as err:  # gated, renamed, script-based: report and go on with the others
+            kind = "needs_token" if "gated" in str(err).lower() else "failed"
+            report[kind].append(f"{name}: {type(err).__name__}: {str(err)[:160]}")
+        log(f"dataset {name}")
+    return report
+
+
+def _cache() -> str:
+    return os.environ.get("HF_HOME", "~/.cache/huggingface")
+
+
+def main(argv=None) -> int:
+    """``python -m specdec.hub download [--profile paper] [ids...]``: what ``make download`` runs."""
+    import argparse
+
+    import yaml
+
+    ap = argparse.ArgumentParser(prog="python -m specdec.hub", description="prefetch a profile's models and datasets")
+    ap.add_argument("command", choices=["download", "list"])
+    ap.add_argument("--profile", default="paper")
+    ap.add_argument("ids", nargs="*", help="only these ids")
+    args = ap.parse_args(argv)
+    spec = yaml.safe_load((zoo.DATA / "profiles" / f"{args.profile}.yaml").read_text())
+    if args.command == "list":
+        print("\n".join(profile_models(spec)))
+        print("\n".join(f"{d['id']} {d['config'] or '-'} {d['split']}" for d in profile_datasets(spec)))
+        return 0
+    try:
+        report = download(spec, only=args.ids or None)
+    except HubUnreachableError as err:
+        print(f"make download: {err}", file=sys.stderr)
+        return 2
+    print(f"\nHF_HOME={_cache()}")
+    for kind, title in (("fetched", "fetched"), ("needs_token", "needs a token (`hf auth login`, accept the licence)"),
+                        ("failed", "failed")):  # fmt: skip
+        print(f"{title}: {len(report[kind])}")
+        print("".join(f"  {line}\n" for line in report[kind]), end="")
+    return 1 if report["failed"] or report["needs_token"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

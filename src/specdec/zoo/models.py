@@ -26,13 +26,14 @@ def load(
     dtype=None,
     kind: str = "causal_lm",
     with_tokenizer: bool = True,
+    revision: str | None = None,
 ):
     """Load ``(model, tokenizer)`` from a zoo name, a local directory or a hub id, in eval mode.
 
     kind: ``"causal_lm"`` (``AutoModelForCausalLM``) or ``"llava"`` (``LlavaForConditionalGeneration``,
     returning its processor instead of a tokenizer). dtype: e.g. ``torch.float16`` on a GPU (default: the
     config's ``dtype`` for a local directory, so zoo weights stored as float16 with a float32 config load
-    as float32; else the checkpoint's). Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
+    as float32; else the checkpoint's). revision: a hub commit (``paper.yaml`` ``revisions``; None: main). Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
     """
     from transformers import AutoConfig, AutoModelForCausalLM, AutoProcessor, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -58,21 +59,24 @@ def load(
         dtype = _config_dtype(local / "config.json")
     try:
         if kind == "llava":  # a LLaVA class over another config silently builds a default 7B model
-            model_type = AutoConfig.from_pretrained(source, local_files_only=_offline(local)).model_type
+            model_type = AutoConfig.from_pretrained(
+                source, local_files_only=_offline(local), revision=revision
+            ).model_type
             if model_type != "llava":
                 raise ValueError(f"{source!r} is a {model_type!r} model, not LLaVA: load it with kind='causal_lm'")
-        model = model_cls.from_pretrained(source, dtype=dtype, local_files_only=_offline(local))
+        model = model_cls.from_pretrained(source, dtype=dtype, local_files_only=_offline(local), revision=revision)
         tokenizer = None
         if with_tokenizer:
             tok_cls = AutoProcessor if kind == "llava" else AutoTokenizer
             tok_source = source
             if kind == "causal_lm" and _in_zoo(local) and not (local / "tokenizer.json").exists():
                 tok_source = str(zoo.TOKENIZER_DIR)  # zoo models share one tokenizer, shipped once
-            tokenizer = tok_cls.from_pretrained(tok_source, local_files_only=_offline(local))
+            tokenizer = tok_cls.from_pretrained(tok_source, local_files_only=_offline(local), revision=revision)
     except OSError as err:
         raise ModelNotAvailableError(
             f"cannot load {source!r} offline ({type(err).__name__}). This machine does not download from the "
-            f"Hugging Face hub. On a machine with internet run `hf download {source}`, then copy the cache "
+            f"Hugging Face hub. On a machine with internet run `make download PROFILE=paper` (or "
+            f"`{hub.HF_CLI} download {source}`), then copy the cache "
             f"(HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}) "
             "here, or pass a local directory saved with save_pretrained()."
         ) from None
@@ -134,6 +138,11 @@ def load_profile(name: str) -> dict:
     return yaml.safe_load(path.read_text())
 
 
+def revision_of(spec: dict, repo_id: str) -> str | None:
+    """The hub revision a profile pins for ``repo_id`` (``revisions`` in its yaml), None for main / zoo names."""
+    return (spec.get("revisions") or {}).get(repo_id)
+
+
 def profile_device(spec: dict, device=None, dtype=None) -> tuple:
     """``(device, dtype)``: the ones asked for, else the profile's (``paper.yaml``: cuda, float16), else cpu and
     the saved config's dtype."""
@@ -152,8 +161,10 @@ def load_pair(profile: str = "tiny", pair: str = "default", device=None, dtype=N
         raise ValueError(f"profile {profile!r} has no pair {pair!r}; known: {sorted(pairs)}")
     spec = pairs[pair]
     device, dtype = profile_device(spec_all, device, dtype)
-    target, tokenizer = load(spec["target"], device=device, dtype=dtype)
-    draft, draft_tokenizer = load(spec["draft"], device=device, dtype=dtype)
+    target, tokenizer = load(spec["target"], device=device, dtype=dtype, revision=revision_of(spec_all, spec["target"]))
+    draft, draft_tokenizer = load(
+        spec["draft"], device=device, dtype=dtype, revision=revision_of(spec_all, spec["draft"])
+    )
     check_same_vocabulary(tokenizer, draft_tokenizer)
     return target, draft, tokenizer
 
@@ -170,7 +181,9 @@ def load_collab(profile: str = "tiny", name: str = "we", device=None, dtype=None
         raise ValueError(f"profile {profile!r} has no collaborative model set {name!r}; known: {sorted(sets)}")
     spec = sets[name]
     device, dtype = profile_device(spec_all, device, dtype)
-    models, tokenizers = zip(*(load(m, device=device, dtype=dtype) for m in spec["models"]))
+    models, tokenizers = zip(
+        *(load(m, device=device, dtype=dtype, revision=revision_of(spec_all, m)) for m in spec["models"])
+    )
     for tok in tokenizers[1:]:
         check_same_vocabulary(tokenizers[0], tok)
     return list(models), tokenizers[0], spec["combination"]
