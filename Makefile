@@ -6,6 +6,9 @@
 #   make test-all     the same, plus the tests marked slow
 #   make lint         ruff check + ruff format --check
 #   make ci-clean     CI exactly as on main: a fresh clone of HEAD, CI=true bash .ci/run (recorded)
+#   make standin-hub  a tiny random-weight copy of every model / dataset id of paper.yaml in .cache/standin-hub
+#   make paper-smoke  every notebook with PROFILE=paper on the stand-in hub, small parameters, temporary outputs
+#   make download     prefetch the models and datasets of PROFILE (paper) into HF_HOME (needs internet)
 #
 # Everything Jupyter/IPython/matplotlib/HF would normally write to $HOME is
 # redirected into the checkout (.cache/, .venv/share/jupyter).
@@ -29,6 +32,7 @@ export JUPYTER_RUNTIME_DIR            = $(CURDIR)/.cache/jupyter-runtime
 export JUPYTER_DATA_DIR               = $(CURDIR)/.venv/share/jupyter
 export JUPYTER_CONFIG_DIR             = $(CURDIR)/.cache/jupyter-config
 export MPLCONFIGDIR                   = $(CURDIR)/.cache/matplotlib
+# HF_HOME from the environment wins (HF_HOME=/data/hf make ...): ?= only sets it when it is not set.
 export HF_HOME                       ?= $(CURDIR)/.cache/huggingface
 export HF_HUB_OFFLINE                 = 1
 export TRANSFORMERS_OFFLINE           = 1
@@ -37,7 +41,8 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed lab clean-results
+.PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed lab clean-results \
+	standin-hub paper-smoke download
 
 help:
 	@echo "Targets:"
@@ -47,6 +52,9 @@ help:
 	@echo "  test-all       test, plus the tests marked slow"
 	@echo "  lint / format  ruff check + format --check / ruff format + check --fix"
 	@echo "  ci-clean       CI=true bash .ci/run on a fresh clone of HEAD (recorded for the pre-push hook)"
+	@echo "  standin-hub    tiny random-weight stand-ins of every paper.yaml model and dataset id (.cache/standin-hub)"
+	@echo "  paper-smoke    every notebook with PROFILE=paper on the stand-in hub (small parameters, temporary outputs)"
+	@echo "  download       prefetch every model and dataset of PROFILE into HF_HOME (needs internet; PROFILE=paper)"
 	@echo "  models         retrain the tiny model zoo (slow)"
 	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
 	@echo "  lab            start JupyterLab in notebooks/"
@@ -122,3 +130,22 @@ lab: install
 
 clean-results:
 	rm -rf results/$(PROFILE)
+
+# The stand-in hub has its own HF_HOME, so it never mixes with a real cache; paper-smoke reads only it.
+STANDIN_HF_HOME = $(CURDIR)/.cache/standin-hub
+STANDIN_STAMP   = $(STANDIN_HF_HOME)/.built
+
+$(STANDIN_STAMP): scripts/standin_hub.py data/profiles/paper.yaml | $(STAMP)
+	rm -rf $(STANDIN_HF_HOME)
+	HF_HOME=$(STANDIN_HF_HOME) $(VENV)/bin/python scripts/standin_hub.py
+	touch $@
+
+standin-hub: $(STANDIN_STAMP)
+
+paper-smoke: $(STANDIN_STAMP)
+	HF_HOME=$(STANDIN_HF_HOME) $(VENV)/bin/python scripts/paper_smoke.py
+
+# Online on purpose: the offline flags exported above are unset for this one command.
+download: install
+	env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE -u HF_DATASETS_OFFLINE \
+		$(VENV)/bin/python scripts/download.py --profile $(PROFILE)

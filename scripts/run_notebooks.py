@@ -89,7 +89,16 @@ def build_parameters(args: argparse.Namespace) -> dict:
             sys.exit(f"{args.parameters_file}: expected a YAML mapping of parameters")
         params.update(loaded)
     params.update((key, parse_value(value)) for key, value in args.parameter)
+    if params["profile"] != IN_PLACE_PROFILE and "device" not in params:
+        params["device"] = profile_device(params["profile"])
     return params
+
+
+def profile_device(profile: str) -> str:
+    """The device a profile's yaml names (``paper.yaml``: cuda): notebooks follow it unless ``-p device`` says
+    otherwise (the notebooks' own default is the tiny profile's cpu)."""
+    path = ROOT / "data" / "profiles" / f"{profile}.yaml"
+    return (yaml.safe_load(path.read_text()) or {}).get("device", "cpu") if path.exists() else "cpu"
 
 
 def select_notebooks(nb_dir: Path, only: str | None) -> list[Path]:

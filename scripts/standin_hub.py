@@ -34,6 +34,7 @@ from datasets.utils.logging import disable_progress_bar
 from transformers.utils import logging as hf_logging
 
 from specdec import hub
+from specdec.multilingual import bench as ml_bench
 from specdec.zoo.models import load_profile
 
 # Model families: how each id is built (architecture class, tokenizer family, chat template, special tokens).
@@ -194,7 +195,7 @@ def model_for(repo_id: str, tokenizer):
     """A random-weight model of the hub id's architecture class, seeded by the id."""
     import transformers as tf
 
-    arch = FAMILY[repo_id]["arch"]
+    arch = FAMILY[repo_id.split(":")[0]]["arch"]
     torch.manual_seed(zlib.crc32(repo_id.encode()))
     n = len(tokenizer)
     ids = dict(
@@ -264,6 +265,25 @@ def write_model(hf_home: pathlib.Path, repo_id: str, revision: str | None, raw_t
     return snapshot
 
 
+def write_ml_drafters(hf_home: pathlib.Path, raw_tokenizers: dict) -> list[str]:
+    """Stand-ins of the multilingual F / P-F drafters (``ml_bench.drafters_dir()``, default
+    ``$HF_HOME/specdec-ml-drafters``): no hub id, they are what a paper-scale run of the recipe would save there
+    (Llama drafters on the Vicuna tokenizer). One per drafter name of the tiny zoo's training summary."""
+    from tokenizers import Tokenizer
+
+    names = [m for m in ml_bench.training_summary().model if m not in ("ml-target", "ml-draft-generic")]
+    out = pathlib.Path(os.environ.get("SPECDEC_ML_DRAFTERS", hf_home / "specdec-ml-drafters"))
+    vicuna = "lmsys/vicuna-7b-v1.3"
+    if "llama2" not in raw_tokenizers:
+        raw_tokenizers["llama2"] = build_tokenizer("llama2").to_str()
+    tokenizer, cls = tokenizer_for(vicuna, Tokenizer.from_str(raw_tokenizers["llama2"]))
+    for name in names:
+        model = model_for(f"{vicuna}:{name}", tokenizer)
+        model.save_pretrained(out / name)
+        tokenizer.save_pretrained(out / name)
+    return names
+
+
 # ------------------------------------------------------------------------------------------------ datasets
 def picture(seed: int):
     """A small RGB picture (a coloured square on a plain background)."""
@@ -312,7 +332,8 @@ def dataset_rows(dataset_id: str, config: str | None, n: int = 3):
         return Features({"translation": Translation(languages=pair.split("-"))}), translation_rows(pair, n)
     table = {
         "lmms-lab/llava-bench-in-the-wild": (
-            {"question_id": s, "question": s, "image": img, "caption": s, "gpt_answer": s, "category": s, "image_id": s},
+            {"question_id": s, "question": s, "image": img, "caption": s, "gpt_answer": s, "category": s,
+             "image_id": s},
             {"question_id": [str(i) for i in range(n)], "question": q, "image": [picture(i) for i in range(n)],
              "caption": ["a square"] * n, "gpt_answer": ["a square"] * n, "category": ["conv"] * n,
              "image_id": [f"{i:03d}.jpg" for i in range(n)]},
@@ -353,7 +374,7 @@ def dataset_rows(dataset_id: str, config: str | None, n: int = 3):
             {"task_id": [f"HumanEval/{i}" for i in range(n)],
              "prompt": [f'def add{i}(a, b):\n    """Add two numbers."""\n' for i in range(n)],
              "canonical_solution": ["    return a + b\n"] * n,
-             "test": [f"def check(candidate):\n    assert candidate(1, 2) == 3\n" for _ in range(n)],
+             "test": ["def check(candidate):\n    assert candidate(1, 2) == 3\n" for _ in range(n)],
              "entry_point": [f"add{i}" for i in range(n)]},
         ),
         "cais/mmlu": (
@@ -436,6 +457,9 @@ def build(hf_home: pathlib.Path, only: list[str] | None = None, log=print) -> di
         )
         built["datasets"].append(f"{dataset_id}:{config}")
         log(f"dataset {dataset_id} {config} {splits}")
+    if not only:
+        built["ml_drafters"] = write_ml_drafters(hf_home, raw_tokenizers)
+        log(f"multilingual drafters: {len(built['ml_drafters'])}")
     for dataset_id, entries in cards.items():
         snapshot = hub.snapshot_dir(hf_home, dataset_id, "dataset", revision_for(dataset_id, revisions.get(dataset_id)))
         (snapshot / "README.md").write_text(f"---\nconfigs:\n{entries}---\n# {STANDIN_MARK}: {dataset_id}\n")

@@ -115,7 +115,16 @@ def latency_ratio(target, draft, context: int = 128, repeats: int = 20) -> float
 
 
 def describe_device(device) -> str:
+    """A label for where tensors live (a ``torch.device``, its name, or a model: the device of its weights).
+    Asking for CUDA on a machine without it raises, so a CPU run is never labelled as a GPU one."""
+    if isinstance(device, torch.nn.Module):
+        device = next(device.parameters()).device
     device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            "device 'cuda' was asked for but torch sees no CUDA device here: run with -p device cpu "
+            "(scripts/run_notebooks.py) or on a GPU machine"
+        )
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     import platform

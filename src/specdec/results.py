@@ -172,8 +172,9 @@ def model_provenance(**models) -> dict:
         out.setdefault("device", str(param.device))
         out.setdefault("dtype", str(param.dtype).removeprefix("torch."))
         name = getattr(model.config, "_name_or_path", "") or type(model).__name__
-        with contextlib.suppress(ValueError):  # a zoo folder: relative to the checkout, not this machine's path
-            name = str(pathlib.Path(name).resolve().relative_to(zoo.ROOT))
+        if pathlib.Path(name).is_dir():  # a folder (a hub id stays as it is, whatever the working directory)
+            with contextlib.suppress(ValueError):  # a zoo folder: relative to the checkout, not this machine's path
+                name = str(pathlib.Path(name).resolve().relative_to(zoo.ROOT))
         out[f"{role}_model"] = name
     return out
 

@@ -48,11 +48,12 @@ TASKS = ("humaneval", "gsm8k", "mmlu", "cnndm")
 PROFILES = ("tiny", "paper")
 
 # task -> (dataset id, config) of the paper's datasets on the Hugging Face hub.
+# (The canonical ids without a namespace, e.g. "gsm8k", moved to their owners' namespaces on the hub.)
 PAPER_DATASETS = {
-    "humaneval": ("openai_humaneval", None),
-    "gsm8k": ("gsm8k", "main"),
+    "humaneval": ("openai/openai_humaneval", None),
+    "gsm8k": ("openai/gsm8k", "main"),
     "mmlu": ("cais/mmlu", "all"),
-    "cnndm": ("cnn_dailymail", "3.0.0"),
+    "cnndm": ("abisee/cnn_dailymail", "3.0.0"),
 }
 
 

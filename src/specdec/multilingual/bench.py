@@ -20,6 +20,8 @@ tokens/s ratios), named with its device. Prompts are ``[<s>] + prompt ids`` of `
 from __future__ import annotations
 
 import functools
+import os
+import pathlib
 import random
 
 import numpy as np
@@ -29,10 +31,10 @@ from tqdm.auto import tqdm
 from specdec import bench, results, zoo
 from specdec.drafters import PromptLookupDrafter
 from specdec.engine import generate
-from specdec.hub import DatasetNotAvailableError, datasets_offline_if_unreachable
+from specdec.hub import DatasetNotAvailableError, ModelNotAvailableError, datasets_offline_if_unreachable
 from specdec.multilingual import parallel
 from specdec.sampling import SamplingConfig
-from specdec.zoo.models import load, load_profile
+from specdec.zoo.models import load, load_profile, load_tokenizer, profile_device, revision_of
 from specdec.zoo.tasks import encode
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
@@ -54,6 +56,8 @@ KEYS = ["pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "dev
 GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
 
 JPARACRAWL_URL = "https://www.kecl.ntt.co.jp/icl/lirg/jparacrawl/"
+# Which models the zoo names (ml-target, ml-draft-*) stand for: set by ``use_profile`` (tiny by default).
+_PROFILE: dict = {"profile": "tiny", "device": "cpu", "dtype": None}
 
 
 def paper_setup() -> dict:
@@ -68,17 +72,66 @@ def drafter_name(method: str, lang: str) -> str | None:
     )
 
 
+def use_profile(profile: str = "tiny", device=None, dtype=None) -> None:
+    """Bind the zoo names of this module to a profile's models, on its device and dtype (call once per notebook).
+
+    tiny: the shipped ``ml-*`` zoo on CPU (float32). paper: ``ml-target`` is the target of ``paper.yaml``'s
+    ``multilingual`` pair (Vicuna-7B v1.3), ``ml-draft-generic`` its draft (vicuna-68m), and every other ``ml-*``
+    drafter a ``save_pretrained`` directory of that name in ``drafters_dir()`` (F / P-F drafters trained for the
+    Vicuna tokenizer; none is published). Device and dtype default to the profile's (``paper.yaml``: cuda,
+    float16); tensors then live on that device, so the ``device`` of each row names where it ran.
+    """
+    if profile not in ("tiny", "paper"):
+        raise ValueError(f"unknown profile {profile!r}; expected 'tiny' or 'paper'")
+    spec = load_profile(profile)
+    device, dtype = profile_device(spec, device, dtype)
+    _PROFILE.update(profile=profile, device=str(device), dtype=None if profile == "tiny" else dtype)
+    load_model.cache_clear()
+    tokenizer.cache_clear()
+
+
+def drafters_dir() -> pathlib.Path:
+    """Where the paper profile looks for its trained ``ml-*`` drafters: ``$SPECDEC_ML_DRAFTERS``, else
+    ``$HF_HOME/specdec-ml-drafters``."""
+    default = pathlib.Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser() / "specdec-ml-drafters"
+    return pathlib.Path(os.environ.get("SPECDEC_ML_DRAFTERS", default))
+
+
+def model_source(name: str) -> str:
+    """The id or directory a zoo name stands for under the active profile (``use_profile``)."""
+    if _PROFILE["profile"] == "tiny":
+        return name
+    pair = load_profile("paper")["pairs"]["multilingual"]
+    if name in ("ml-target", "ml-draft-generic"):
+        return pair["target" if name == "ml-target" else "draft"]
+    path = drafters_dir() / name
+    if not (path / "config.json").exists():
+        raise ModelNotAvailableError(
+            f"paper profile: no drafter {name!r} at {path}. The F / P-F drafters are trained per language pair "
+            "for the Vicuna tokenizer (the recipe of specdec.multilingual.train, not yet run at paper scale here): "
+            "save them there with save_pretrained, or set SPECDEC_ML_DRAFTERS to their folder."
+        )
+    return str(path)
+
+
 @functools.cache
 def load_model(name: str):
-    """A zoo model in eval mode (float32 on CPU), cached: drafters are shared by many cells."""
-    return load(name, with_tokenizer=False)[0]
+    """The model a zoo name stands for under the active profile, in eval mode, cached: drafters are shared by
+    many cells (tiny: float32 on CPU; paper: see ``use_profile``)."""
+    source = model_source(name)
+    if _PROFILE["profile"] == "tiny":
+        return load(name, with_tokenizer=False)[0]
+    revision = revision_of(load_profile("paper"), source)
+    return load(source, device=_PROFILE["device"], dtype=_PROFILE["dtype"], with_tokenizer=False, revision=revision)[0]
 
 
 @functools.cache
 def tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
+    """The target's tokenizer (tiny: the zoo's shared one; paper: Vicuna's)."""
+    if _PROFILE["profile"] == "tiny":
+        return load_tokenizer(zoo.TOKENIZER_DIR)
+    source = model_source("ml-target")
+    return load_tokenizer(source, revision=revision_of(load_profile("paper"), source))
 
 
 def make_drafter(spec):
@@ -100,7 +153,8 @@ def prompt_set(
     profile "paper" loads the paper's WMT / IWSLT sets instead (``load_paper_prompts``).
     """
     if profile == "paper":
-        return load_paper_prompts(src, tgt, n, generalization=source == "sphinx")
+        rows = load_paper_prompts(src, tgt, n, generalization=source == "sphinx")
+        return [{**r, "ids": encode(tokenizer(), r["prompt"])} for r in rows]
     if profile != "tiny":
         raise ValueError(f"unknown profile {profile!r}; expected 'tiny' or 'paper'")
     if n < 1:
@@ -125,10 +179,11 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
         raise ValueError(f"the paper's test sets are X-English; there is no {src}->{tgt} set")
     setup = paper_setup()
     lang = parallel.canonical_lang(src if tgt == "en" else tgt)
-    dataset_id, config = setup["generalization"] if generalization else setup["datasets"][lang]
+    dataset_id, config, split = setup["generalization"] if generalization else setup["datasets"][lang]
     how = (
-        f"On a machine with internet run `hf download --repo-type dataset {dataset_id}` and load "
-        "it once with datasets.load_dataset, then copy the cache (HF_HOME) here; or use profile='tiny'."
+        "On a machine with internet run `make download PROFILE=paper` (or `hf download --repo-type dataset "
+        f"{dataset_id}` and load it once with datasets.load_dataset), then copy the cache (HF_HOME) here; "
+        "or use profile='tiny'."
     )
     if config is None:
         raise DatasetNotAvailableError(
@@ -139,10 +194,10 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
         import datasets
 
         with datasets_offline_if_unreachable():
-            data = datasets.load_dataset(dataset_id, config, split="test")
+            data = datasets.load_dataset(dataset_id, config, split=split)
     except Exception as err:  # not cached / unreachable / datasets missing: all mean "not here"
         raise DatasetNotAvailableError(
-            f"cannot load dataset {dataset_id!r} (config {config!r}, split 'test'): {type(err).__name__}. " + how
+            f"cannot load dataset {dataset_id!r} (config {config!r}, split {split!r}): {type(err).__name__}. " + how
         ) from err
     rows = []
     for i, ex in enumerate(data.select(range(min(n, len(data))))):
@@ -184,7 +239,8 @@ def budget_grid(lang: str = "de") -> pd.DataFrame:
 # --------------------------------------------------------------------------------------------- quality
 def decode_text(output_ids: list[int]) -> str:
     """Output ids → text, without ``</s>`` and surrounding space."""
-    return tokenizer().decode([t for t in output_ids if t != 2], skip_special_tokens=True).strip()
+    eos = tokenizer().eos_token_id
+    return tokenizer().decode([t for t in output_ids if t != eos], skip_special_tokens=True).strip()
 
 
 def chrf(hypothesis: str, reference: str) -> float:
@@ -239,7 +295,7 @@ def run_group(
             gamma=gamma,
             max_new_tokens=max_new_tokens,
             sampling=sampling,
-            eos_token_id=2,
+            eos_token_id=tokenizer().eos_token_id,
             seed=seed,
         )
         if method == "ar":
@@ -487,6 +543,9 @@ __all__ = [
     "drafter_name",
     "latency_ratios",
     "load_model",
+    "use_profile",
+    "drafters_dir",
+    "model_source",
     "load_paper_prompts",
     "make_drafter",
     "method_table",

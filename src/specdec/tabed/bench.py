@@ -42,23 +42,36 @@ ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
 # every parameter that changes a stored run (walltime depends on the device, the rest does not)
 KEY = ["method", "gamma", "window", "criterion", "captioner", "max_new_tokens", "device", "row"]
 PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
-# Paper datasets (App. J) for the paper profile, first turns: (id, config, split, question field, image field).
-# Loading them needs the local Hugging Face cache (or ``sources``: local copies in the same format).
+# Paper datasets (App. J) for the paper profile, first turns: (id, config, split, question field, image field), as
+# the authors' code loads them (github.com/furiosa-ai/TABED, tabed/datamodules/). Loading them needs the local
+# Hugging Face cache (or ``sources``: local copies in the same format).
 PAPER_DATASETS = {
     "describe": ("lmms-lab/llava-bench-in-the-wild", None, "train", "question", "image"),
-    "docvqa": ("lmms-lab/DocVQA", "DocVQA", "validation", "question", "image"),
+    "docvqa": ("lmms-lab/LMMs-Eval-Lite", "docvqa_val", "lite", "question", "image"),
     "pope": ("lmms-lab/POPE", None, "test", "question", "image"),
     "mmvet": ("lmms-lab/MMVet", None, "test", "question", "image"),
-    "nq": ("nq_open", None, "validation", "question", None),
-    "gsm8k": ("gsm8k", "main", "test", "question", None),
+    "nq": ("google-research-datasets/nq_open", None, "validation", "question", None),
+    "gsm8k": ("openai/gsm8k", "main", "test", "question", None),
 }
-# Multi-image sets come from the LLaVA-Interleave bench; no loader is built for them (nor for second turns).
-PAPER_NOT_BUILT = {
+# The multi-image sets are sub-tasks of the LLaVA-Interleave bench; their ``question`` holds the App. I prompt
+# with one ``<image>`` per image, the images are the columns ``image_0``, ``image_1``, ...
+INTERLEAVE = ("lmms-lab/LLaVA-NeXT-Interleave-Bench", "in_domain", "test")
+INTERLEAVE_TASKS = {
     "iedit": "IEdit",
     "magicbrush": "MagicBrush",
     "spot": "Spot-the-Diff",
     "psv": "PororoSV",
     "vist": "VIST",
+}
+# App. I: the instruction in front of every single-image question; the authors' code words the text-only first
+# turns (NQ, GSM8K) as below.
+APP_I_INSTRUCTION = (
+    "For the following question, provide a detailed explanation of your reasoning leading to the answer."
+)
+TEXT_PROMPTS = {
+    "nq": "{question}. Provide a comprehensive and detailed explanation, including the reasoning and background "
+    "information.",
+    "gsm8k": "{question}. Provide a detailed explanation.\nLet's think step by step.",
 }
 
 
@@ -78,8 +91,13 @@ def load_vlm_pair(profile: str = "tiny", pair: str | None = None, device=None, d
             raise ValueError(f"profile {profile!r} has no LLaVA pair {pair!r}; LLaVA pairs: {llava}")
         target_name, draft_name = pairs[pair]["target"], pairs[pair]["draft"]
     device, dtype = models.profile_device(spec, device, dtype)
-    target, processor = models.load(target_name, kind="llava", device=device, dtype=dtype)
-    draft, _ = models.load(draft_name, kind="llava", device=device, dtype=dtype, with_tokenizer=False)
+    revision = lambda name: models.revision_of(spec, name)  # noqa: E731
+    target, processor = models.load(
+        target_name, kind="llava", device=device, dtype=dtype, revision=revision(target_name)
+    )
+    draft, _ = models.load(
+        draft_name, kind="llava", device=device, dtype=dtype, with_tokenizer=False, revision=revision(draft_name)
+    )
     return target, draft, processor
 
 
@@ -87,60 +105,72 @@ def load_suite(
     profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, scenarios=None, sources: dict | None = None
 ) -> list[dict]:
     """Requests ``{"id", "scenario", "turn", "prompt", "images", ...}``: the synthetic suite (tiny) or, for the
-    paper profile, the first turns of the App. J datasets in ``PAPER_DATASETS`` with the App. I chat prompt
-    (``DatasetNotAvailableError`` naming the id when one is not cached; ``sources``: ``{scenario: local path
-    or id}`` to load instead). Scenarios without a paper loader (``PAPER_NOT_BUILT``) raise when asked for
-    by name and are skipped with a warning otherwise."""
+    paper profile, the first turns of the App. J datasets (``PAPER_DATASETS``; the multi-image sets from the
+    LLaVA-Interleave bench, ``INTERLEAVE``) with the App. I prompts (``DatasetNotAvailableError`` naming the id
+    when one is not cached; ``sources``: ``{scenario: local path or id}`` to load instead). Second turns are built
+    for the tiny suite only: asking the paper profile for a turn-2 scenario raises."""
     if profile == "tiny":
         return scenes.scenario_suite("test", n_per_scenario, seed=seed, scenarios=scenarios)
-
-    names = (
-        [s for s, t in scenes.SCENARIOS if t == 1]
-        if scenarios is None
-        else list(dict.fromkeys(x if isinstance(x, str) else x[0] for x in scenarios))
-    )
-    missing = [s for s in names if s in PAPER_NOT_BUILT]
-    if missing and scenarios is not None:
-        raise DatasetNotAvailableError(
-            f"no paper-profile loader is built for {[PAPER_NOT_BUILT[s] for s in missing]} (LLaVA-Interleave bench, "
-            "multi-image): prepare rows with the fields of scenes.scenario_suite on a machine that has them and "
-            "pass them to tabed_bench.run(rows=...)"
-        )
-    if missing:
-        import warnings
-
-        warnings.warn(
-            f"paper profile: skipping {[PAPER_NOT_BUILT[s] for s in missing]} (no loader built)", stacklevel=2
-        )
+    if scenarios is None:
+        names = [s for s, t in scenes.SCENARIOS if t == 1]
+    else:
+        second = [x for x in scenarios if not isinstance(x, str) and x[1] != 1]
+        if second:
+            raise DatasetNotAvailableError(
+                f"paper profile: second turns {second} are not built (they need the target's first-turn answers, "
+                "as the authors' multi-turn runs do); ask for first turns"
+            )
+        names = list(dict.fromkeys(x if isinstance(x, str) else x[0] for x in scenarios))
     rows = []
-    for scenario in (s for s in names if s not in PAPER_NOT_BUILT):
+    for scenario in names:
         rows += paper_rows(scenario, n_per_scenario, (sources or {}).get(scenario))
     return rows
 
 
 def paper_rows(scenario: str, n: int, source: str | None = None) -> list[dict]:
-    """First-turn requests of one paper dataset: ``USER: <image>\\n<question> ASSISTANT:`` (text-only sets
-    without the image)."""
+    """First-turn requests of one paper dataset in the App. I format: ``USER: <image>\\n<instruction> <question>
+    ASSISTANT:`` (single image), the bench's own ``<image>``-interleaved question (multi-image), the question
+    alone with the authors' wording (text only)."""
+    if scenario in INTERLEAVE_TASKS:
+        return _interleave_rows(scenario, n, source)
     dataset_id, config, split, question, image = PAPER_DATASETS[scenario]
     data = load_dataset(source or dataset_id, None if source else config, split, n)
     rows = []
     for i, example in enumerate(data):
         images = [] if image is None else [example[image].convert("RGB")]
         text = example[question].strip()
-        user = f"{scenes.IMAGE_PLACEHOLDER}\n{text}" if images else text
-        rows.append(
-            {
-                "id": f"{scenario}-t1-paper-{i:05d}",
-                "scenario": scenario,
-                "turn": 1,
-                "split": split,
-                "images": images,
-                "prompt": scenes.chat_prompt([(user, None)]),
-                "answer": "",
-                "caption": None,
-            }
-        )
+        if images:
+            user = f"{scenes.IMAGE_PLACEHOLDER}\n{APP_I_INSTRUCTION} {text}"
+        else:
+            user = TEXT_PROMPTS[scenario].format(question=text.rstrip(".?"))
+        rows.append(_paper_row(scenario, i, split, images, user))
     return rows
+
+
+def _interleave_rows(scenario: str, n: int, source: str | None) -> list[dict]:
+    dataset_id, config, split = INTERLEAVE
+    data = load_dataset(source or dataset_id, None if source else config, split)
+    data = data.filter(lambda task: task == INTERLEAVE_TASKS[scenario], input_columns="sub_task")
+    data = data.select(range(min(n, len(data))))
+    columns = sorted((c for c in data.column_names if c.startswith("image_")), key=lambda c: int(c.split("_")[1]))
+    rows = []
+    for i, example in enumerate(data):
+        images = [example[c].convert("RGB") for c in columns if example[c] is not None]
+        rows.append(_paper_row(scenario, i, split, images, example["question"].strip()))
+    return rows
+
+
+def _paper_row(scenario: str, i: int, split: str, images: list, user: str) -> dict:
+    return {
+        "id": f"{scenario}-t1-paper-{i:05d}",
+        "scenario": scenario,
+        "turn": 1,
+        "split": split,
+        "images": images,
+        "prompt": scenes.chat_prompt([(user, None)]),
+        "answer": "",
+        "caption": None,
+    }
 
 
 def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
@@ -335,6 +365,10 @@ def block_table(frame: pd.DataFrame, methods) -> pd.DataFrame:
                 pd.DataFrame([bench.mean()], index=pd.MultiIndex.from_tuples([(turn, "benchmark", "Avg.")]))
             )
     table = pd.concat([table, *averages]).sort_index(level=[0, 1], sort_remaining=False)
+    missing = [t for t in (1, 2) if t not in set(table.index.get_level_values(0))]
+    if missing:  # a turn not run (the paper profile has no second turns yet): the paper's rows, empty
+        layout = paper_table(methods)
+        table = pd.concat([table, layout[layout.index.get_level_values(0).isin(missing)] * float("nan")])
     order = {name: i for i, name in enumerate(list(scenes.PAPER_NAME.values()) + ["Avg."])}
     return table.iloc[
         sorted(

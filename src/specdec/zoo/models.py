@@ -33,7 +33,8 @@ def load(
     kind: ``"causal_lm"`` (``AutoModelForCausalLM``) or ``"llava"`` (``LlavaForConditionalGeneration``,
     returning its processor instead of a tokenizer). dtype: e.g. ``torch.float16`` on a GPU (default: the
     config's ``dtype`` for a local directory, so zoo weights stored as float16 with a float32 config load
-    as float32; else the checkpoint's). revision: a hub commit (``paper.yaml`` ``revisions``; None: main). Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
+    as float32; else the checkpoint's). revision: a hub commit (``paper.yaml`` ``revisions``; None: main).
+    Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
     """
     from transformers import AutoConfig, AutoModelForCausalLM, AutoProcessor, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -81,6 +82,20 @@ def load(
             "here, or pass a local directory saved with save_pretrained()."
         ) from None
     return model.to(device).eval(), tokenizer
+
+
+def load_tokenizer(name_or_path: str | os.PathLike, revision: str | None = None):
+    """The tokenizer of a zoo name, local directory or hub id alone (no weights), offline as ``load``."""
+    from transformers import AutoTokenizer
+
+    source = resolve(name_or_path)
+    try:
+        return AutoTokenizer.from_pretrained(source, local_files_only=_offline(pathlib.Path(source)), revision=revision)
+    except OSError:
+        raise ModelNotAvailableError(
+            f"cannot load the tokenizer of {source!r} offline: run `make download PROFILE=paper` (or "
+            f"`{hub.HF_CLI} download {source}`) on a machine with internet and copy the cache here"
+        ) from None
 
 
 def _config_dtype(config_file: pathlib.Path):

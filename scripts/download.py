@@ -1,0 +1,17 @@
+"""Prefetch every model and dataset of a profile into ``$HF_HOME`` (``make download PROFILE=paper``).
+
+Models through ``huggingface_hub.snapshot_download``, datasets through ``datasets.load_dataset`` (which also
+prepares the Arrow cache offline runs read); prints what it fetched and what needs a token (gated ``meta-llama/*``:
+accept the licence on the hub, then ``hf auth login``). Offline it stops at once with instructions.
+
+    python scripts/download.py --profile paper [ids ...]
+    python scripts/download.py list --profile paper
+"""
+
+import sys
+
+from specdec import hub
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    sys.exit(hub.main(argv if argv[:1] in (["download"], ["list"]) else ["download", *argv]))

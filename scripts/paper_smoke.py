@@ -1,0 +1,198 @@
+"""Smoke-run every numbered notebook with ``profile=paper`` on the stand-in hub (``make paper-smoke``).
+
+Each notebook of ``notebooks/[0-9]*.ipynb`` (a glob: new notebooks join by themselves) runs through
+``scripts/run_notebooks.py`` with the paper profile and small parameters (``SMOKE``; a notebook not listed there
+gets only ``COMMON``), on CUDA when torch sees a GPU and on CPU otherwise, with results, figures and executed
+notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committed ones. Checks per notebook:
+it ran to the end, it appended rows to ``results/paper/``, and the provenance of those rows names the paper's
+model ids (the ids of ``paper.yaml``, or the multilingual drafters' folder), not the tiny zoo.
+
+Run it after ``make standin-hub`` (``HF_HOME`` must hold the stand-in cache, or the real one on a GPU machine):
+
+    HF_HOME=.cache/standin-hub python scripts/paper_smoke.py [--only 2] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PROFILE_FILE = ROOT / "data" / "profiles" / "paper.yaml"
+COMMON = {"profile": "paper", "seed": 0}
+# Small settings per notebook prefix: few prompts, few tokens, one repeat. Lists and dicts as the notebooks take them.
+SMOKE: dict[str, dict] = {
+    "00_": {"max_new_tokens": 8},
+    "01_": {
+        "pairs": ["default"],
+        "n_per_kind": 1,
+        "gammas": [1, 3],
+        "max_new_tokens": 8,
+        "latency_batch_sizes": [1],
+        "latency_contexts": [16],
+        "latency_gammas": [1, 2],
+        "latency_repeats": 1,
+        "speed_prompts": 1,
+        "speed_repeats": 1,
+    },
+    "02_": {"n_per_kind": 1, "repeats": 1, "max_new_tokens": 16},
+    "10_": {"n_per_scenario": 1, "max_new_tokens": 6},
+    "11_": {"n_per_scenario": 1, "max_new_tokens": 6, "compare_oracle": False},
+    "12_": {
+        "n_per_scenario": 1,
+        "max_new_tokens": 6,
+        "windows": [1, "ALL"],
+        "criteria": ["hard"],
+        "divergences": ["kl"],
+        "gammas": [1, 3],
+        "gamma_methods": ["M", "MT*"],
+    },
+    "13_": {"n_per_scenario": 1, "max_new_tokens": 6, "examples": ["describe-t1-paper-00000", "psv-t1-paper-00000"]},
+    "14_": {
+        "per_count": 1,
+        "caption_repeats": 1,
+        "fig9_tokens": 4,
+        "fig9_repeats": 1,
+        "step_repeats": 1,
+        "m_values": [1, 2],
+        "tau_max_new_tokens": 4,
+    },
+    "20_": {
+        "configs": [{"set": "we", "temperature": 1.0}, {"set": "cd-opt", "temperature": 0.0}],
+        "paper_pairs": {"we": ["cos_table2_we", "Qwen-3b"], "cd-opt": ["cos_table4_opt", "OPT"]},
+        "n_prompts": 1,
+        "max_new_tokens": 8,
+        "gammas": [1, 2],
+    },
+    "21_": {
+        "tasks": ["gsm8k"],
+        "n_prompts": 1,
+        "max_new_tokens": 8,
+        "lams": [0.3, 0.7],
+        "mus": [0.1, 0.3],
+        "gammas": [1, 2],
+        "mu_gammas": [1],
+        "tradeoff_lams": [0.0, 0.4],
+        "tradeoff_tasks": ["gsm8k"],
+        "tradeoff_prompts": 1,
+        "tradeoff_max_new_tokens": 8,
+    },
+    "22_": {"tasks": ["gsm8k"], "n_prompts": 1, "max_new_tokens": 8, "lams": [0.3, 0.7], "theory_gammas": [1, 3]},
+    "30_": {"pairs": ["de", "zh"], "n_prompts": 1, "max_new_tokens": 8, "seeds": [0]},
+    "31_": {"n_prompts": 1, "max_new_tokens": 8},
+    "32_": {"drafter_langs": ["de"], "langs": ["en", "de"], "n_prompts": 1, "max_new_tokens": 8},
+    "33_": {"n_prompts": 1, "max_new_tokens": 8, "seeds": [0]},
+    "34_": {"pairs": ["de"], "n_prompts": 1, "max_new_tokens": 8},
+}
+# Notebooks that only read other notebooks' tables (no model of their own): their rows carry no model ids.
+READERS = ("90_",)
+
+
+def device() -> str:
+    """The paper profile's device (``cuda``) where torch sees one, else ``cpu``: the stand-in runs anywhere."""
+    import torch
+
+    wanted = yaml.safe_load(PROFILE_FILE.read_text()).get("device", "cuda")
+    return wanted if wanted != "cuda" or torch.cuda.is_available() else "cpu"
+
+
+def paper_model_ids() -> set[str]:
+    spec = yaml.safe_load(PROFILE_FILE.read_text())
+    ids = {m for p in spec["pairs"].values() for m in (p["target"], p["draft"])}
+    return ids | {m for c in spec["collab"].values() for m in c["models"]} | set(spec.get("revisions") or {})
+
+
+def parameters_for(notebook: pathlib.Path, dev: str) -> dict:
+    params = {**COMMON, "device": dev}
+    for prefix, extra in SMOKE.items():
+        if notebook.name.startswith(prefix):
+            params.update(extra)
+    return params
+
+
+def provenance_lines(results: pathlib.Path) -> dict[pathlib.Path, int]:
+    return {p: len(p.read_text().splitlines()) for p in results.glob("*.provenance.jsonl")}
+
+
+def csv_rows(results: pathlib.Path) -> dict[pathlib.Path, int]:
+    return {p: len(p.read_text().splitlines()) for p in results.glob("*.csv")}
+
+
+def named_models(results: pathlib.Path, before: dict) -> set[str]:
+    """Model names in the provenance lines appended since ``before`` (keys ``*_model``)."""
+    names = set()
+    for path, count in provenance_lines(results).items():
+        for line in path.read_text().splitlines()[before.get(path, 0) : count]:
+            names |= {str(v) for k, v in json.loads(line).items() if k.endswith("_model")}
+    return names
+
+
+def new_rows_text(results: pathlib.Path, before: dict) -> str:
+    return "".join("".join(p.read_text().splitlines(True)[before.get(p, 0) :]) for p in results.glob("*.csv"))
+
+
+def check(notebook: pathlib.Path, results: pathlib.Path, rows_before: dict, prov_before: dict) -> list[str]:
+    """Problems with what one notebook wrote (empty: fine): no new rows; rows whose provenance names models that
+    are not the paper's; neither the rows nor their provenance naming a paper.yaml id."""
+    grown = [p.name for p, n in csv_rows(results).items() if n > rows_before.get(p, 0)]
+    if not grown:
+        return ["wrote no rows under results/paper/"]
+    if notebook.name.startswith(READERS):
+        return []
+    names = named_models(results, prov_before)
+    allowed = paper_model_ids()
+    foreign = {n for n in names if n not in allowed and "specdec-ml-drafters" not in n}
+    problems = [f"rows name models that are not paper.yaml's: {sorted(foreign)}"] if foreign else []
+    text = new_rows_text(results, rows_before)
+    if not names and not any(i in text for i in allowed):
+        problems.append(f"neither the new rows of {grown} nor their provenance name a paper.yaml model id")
+    return problems
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", help="notebooks whose name contains this (e.g. 2 or 20_)")
+    ap.add_argument("--keep", type=pathlib.Path, help="write into this folder (kept) instead of a temporary one")
+    args = ap.parse_args(argv)
+    if not os.environ.get("HF_HOME"):
+        sys.exit("set HF_HOME to the stand-in cache (make paper-smoke does: .cache/standin-hub) or a real one")
+    notebooks = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    notebooks = [nb for nb in notebooks if not args.only or args.only in nb.name]
+    dev = device()
+    with tempfile.TemporaryDirectory(prefix="paper-smoke-") as tmp:
+        out = args.keep or pathlib.Path(tmp)
+        results = out / "results" / "paper"
+        results.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "SPECDEC_OUTPUT_DIR": str(out), "MPLBACKEND": "agg"}
+        failures, start = {}, time.perf_counter()
+        for nb in notebooks:
+            params = out / f"{nb.stem}.params.yaml"
+            params.write_text(yaml.safe_dump(parameters_for(nb, dev)))
+            rows_before, prov_before = csv_rows(results), provenance_lines(results)
+            t0 = time.perf_counter()
+            run = subprocess.run(
+                [sys.executable, str(ROOT / "scripts" / "run_notebooks.py"), "--only", nb.name, "-f", str(params),
+                 "--output-dir", str(out / "notebooks")],
+                env=env, capture_output=True, text=True,
+            )  # fmt: skip
+            problems = [f"did not run to the end:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"] if run.returncode else []
+            problems = problems or check(nb, results, rows_before, prov_before)
+            print(f"{'ok  ' if not problems else 'FAIL'} {nb.name} ({time.perf_counter() - t0:.0f} s)", flush=True)
+            if problems:
+                failures[nb.name] = problems
+                print("".join(f"     {p}\n" for p in problems), end="", flush=True)
+        print(f"paper smoke on {dev}: {len(notebooks) - len(failures)}/{len(notebooks)} notebooks passed "
+              f"in {time.perf_counter() - start:.0f} s (outputs in {out})")  # fmt: skip
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
