@@ -272,9 +272,9 @@ def test_paper_rows_have_the_tiny_rows_shape(monkeypatch):
     """The paper datasets' records (schemas of the hub datasets) become rows like the tiny ones."""
     datasets = pytest.importorskip("datasets")
     records = {
-        "gsm8k": [{"question": "Ann has 2 apples and buys 3. How many?", "answer": "2 + 3 = <<2+3=5>>5\n#### 1,005"}],
+        "openai/gsm8k": [{"question": "Ann has 2 apples and buys 3. How many?", "answer": "2 + 3 = <<2+3=5>>5\n#### 1,005"}],
         "cais/mmlu": [{"question": "2 + 2 =", "subject": "math", "choices": ["3", "4", "5", "6"], "answer": 1}],
-        "cnn_dailymail": [{"id": "abc", "article": "A long article.", "highlights": "Short."}],
+        "abisee/cnn_dailymail": [{"id": "abc", "article": "A long article.", "highlights": "Short."}],
     }
     calls = []
 
@@ -284,7 +284,7 @@ def test_paper_rows_have_the_tiny_rows_shape(monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load)
     gsm8k = ct.load_task("gsm8k", 3, profile="paper")
-    assert len(gsm8k) == 3 and calls[-1] == ("gsm8k", "main", "test")
+    assert len(gsm8k) == 3 and calls[-1] == ("openai/gsm8k", "main", "test")
     assert gsm8k[0]["prompt"] == "Question: Ann has 2 apples and buys 3. How many?\nAnswer:"
     assert gsm8k[0]["answer"] == 1005 and gsm8k[0]["reference"].endswith("The answer is 1,005.")
     mmlu = ct.load_task("mmlu", None, profile="paper")
@@ -292,7 +292,7 @@ def test_paper_rows_have_the_tiny_rows_shape(monkeypatch):
     assert mmlu[0]["prompt"] == "Question: 2 + 2 =\nA. 3\nB. 4\nC. 5\nD. 6\nAnswer:"
     assert mmlu[0]["reference"] == " B. 4" and mmlu[0]["answer"] == "B"
     cnndm = ct.load_task("cnndm", 1, split="train", profile="paper")
-    assert calls[-1] == ("cnn_dailymail", "3.0.0", "train")
+    assert calls[-1] == ("abisee/cnn_dailymail", "3.0.0", "train")
     assert cnndm == [
         {
             "id": "abc",

@@ -1,0 +1,136 @@
+"""Real-user plumbing of the paper profile: device labels, HF_HOME, make download, the notebooks' device."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+import torch
+
+from specdec import bench, hub, results, zoo
+from specdec.multilingual import bench as ml_bench
+from specdec.zoo.models import load_profile
+
+
+def script(name: str):
+    spec = importlib.util.spec_from_file_location(name, zoo.ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_a_cpu_machine_is_never_labelled_as_a_gpu():
+    with pytest.raises(RuntimeError, match="no CUDA device"):
+        bench.describe_device("cuda")
+    model = torch.nn.Linear(2, 2)
+    assert bench.describe_device(model).startswith("cpu")  # a model: where its weights are
+
+
+def test_notebooks_follow_the_profiles_device_unless_told():
+    run = script("run_notebooks")
+    paper = run.build_parameters(run.parse_args(["--profile", "paper"]))
+    assert paper["device"] == load_profile("paper")["device"] == "cuda"
+    assert run.build_parameters(run.parse_args(["--profile", "paper", "-p", "device", "cpu"]))["device"] == "cpu"
+    assert "device" not in run.build_parameters(run.parse_args([]))  # tiny: the notebooks' own default
+
+
+def test_model_provenance_keeps_hub_ids_whatever_the_working_directory(tmp_path, monkeypatch):
+    model = torch.nn.Linear(2, 2)
+    model.config = type("Config", (), {"_name_or_path": "Qwen/Qwen2.5-3B-Instruct"})()
+    (tmp_path / "Qwen").mkdir()  # a folder of that first name where the notebook runs must not matter
+    monkeypatch.chdir(zoo.ROOT / "notebooks")
+    assert results.model_provenance(target=model)["target_model"] == "Qwen/Qwen2.5-3B-Instruct"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_makefile_respects_hf_home_from_the_environment(tmp_path):
+    show = ["make", "--no-print-directory", "-C", str(zoo.ROOT), "--eval", "show-hf-home: ; @echo $$HF_HOME"]
+    env = {k: v for k, v in os.environ.items() if k != "HF_HOME"}
+    given = subprocess.run([*show, "show-hf-home"], env={**env, "HF_HOME": str(tmp_path)}, capture_output=True)
+    default = subprocess.run([*show, "show-hf-home"], env=env, capture_output=True)
+    assert given.stdout.decode().strip() == str(tmp_path)
+    assert default.stdout.decode().strip() == str(zoo.ROOT / ".cache" / "huggingface")
+
+
+def test_download_fails_fast_offline(monkeypatch):
+    spec = load_profile("paper")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(hub.HubUnreachableError, match="offline flag"):
+        hub.download(spec)
+    for flag in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(flag, raising=False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=2.0: False)
+    start = time.perf_counter()
+    with pytest.raises(hub.HubUnreachableError, match="make download PROFILE=paper"):
+        hub.download(spec)
+    assert time.perf_counter() - start < 1
+    assert hub.main(["download", "--profile", "paper"]) == 2  # the exit status make download stops on
+
+
+def test_download_lists_what_it_fetched_and_what_needs_a_token(monkeypatch, tmp_path):
+    """Gated repositories (meta-llama/*) are reported as needing a token; the others as fetched."""
+    import datasets
+    import httpx
+    import huggingface_hub
+    from huggingface_hub.errors import GatedRepoError
+
+    for flag in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(flag, raising=False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=2.0: True)
+
+    def snapshot_download(repo_id, revision=None):
+        if repo_id.startswith("meta-llama/"):
+            request = httpx.Request("GET", f"https://huggingface.co/{repo_id}")
+            raise GatedRepoError(f"{repo_id} is gated", response=httpx.Response(401, request=request))
+        return str(tmp_path / "snapshots" / "0123abcd")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: [1, 2, 3])
+    spec = load_profile("paper")
+    report = hub.download(spec, log=lambda *_: None)
+    gated = sorted(m for m in hub.profile_models(spec) if m.startswith("meta-llama/"))
+    assert report["needs_token"] == gated and len(gated) == 3
+    assert len(report["fetched"]) == len(hub.profile_models(spec)) - 3 + len(hub.profile_datasets(spec))
+    assert report["failed"] == [] and "facebook/opt-125m @ 0123abcd" in report["fetched"]
+
+
+def test_errors_name_the_hf_command(monkeypatch, tmp_path):
+    import datasets
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: (_ for _ in ()).throw(ConnectionError("no")))
+    with pytest.raises(hub.DatasetNotAvailableError) as info:
+        hub.load_dataset("openai/gsm8k", "main", "test")
+    assert "hf download --repo-type dataset openai/gsm8k" in str(info.value)
+    assert "huggingface-cli" not in str(info.value)
+
+
+@pytest.fixture
+def paper_ml():
+    ml_bench.use_profile("paper", device="cpu")
+    yield
+    ml_bench.use_profile("tiny")
+
+
+def test_multilingual_names_stand_for_the_paper_models(paper_ml, monkeypatch, tmp_path):
+    """Under the paper profile ml-target is Vicuna-7B v1.3 and the generic drafter vicuna-68m (not the tiny zoo);
+    a trained drafter is looked up in drafters_dir() and its absence names the fix."""
+    assert ml_bench.model_source("ml-target") == "lmsys/vicuna-7b-v1.3"
+    assert ml_bench.model_source("ml-draft-generic") == "double7/vicuna-68m"
+    monkeypatch.setenv("SPECDEC_ML_DRAFTERS", str(tmp_path))
+    with pytest.raises(hub.ModelNotAvailableError, match="SPECDEC_ML_DRAFTERS"):
+        ml_bench.model_source("ml-draft-pf-de")
+    (tmp_path / "ml-draft-pf-de").mkdir()
+    (tmp_path / "ml-draft-pf-de" / "config.json").write_text("{}")
+    assert ml_bench.model_source("ml-draft-pf-de") == str(tmp_path / "ml-draft-pf-de")
+
+
+def test_the_tiny_profile_keeps_the_zoo():
+    ml_bench.use_profile("tiny")
+    assert ml_bench.model_source("ml-target") == "ml-target"
+    assert next(ml_bench.load_model("ml-draft-generic").parameters()).dtype == torch.float32
