@@ -272,7 +272,9 @@ def test_paper_rows_have_the_tiny_rows_shape(monkeypatch):
     """The paper datasets' records (schemas of the hub datasets) become rows like the tiny ones."""
     datasets = pytest.importorskip("datasets")
     records = {
-        "openai/gsm8k": [{"question": "Ann has 2 apples and buys 3. How many?", "answer": "2 + 3 = <<2+3=5>>5\n#### 1,005"}],
+        "openai/gsm8k": [
+            {"question": "Ann has 2 apples and buys 3. How many?", "answer": "2 + 3 = <<2+3=5>>5\n#### 1,005"}
+        ],
         "cais/mmlu": [{"question": "2 + 2 =", "subject": "math", "choices": ["3", "4", "5", "6"], "answer": 1}],
         "abisee/cnn_dailymail": [{"id": "abc", "article": "A long article.", "highlights": "Short."}],
     }
