@@ -352,10 +352,13 @@ def _common_rows(frame: pd.DataFrame, methods) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------- storing
-def stored(profile: str, table: str, key: dict, compute) -> pd.DataFrame:
+def stored(profile: str, table: str, key: dict, compute, models: dict | None = None) -> pd.DataFrame:
     """The rows of ``key`` in ``results/<profile>/<table>.csv``, computing them first (``compute()`` -> list of
-    row dicts, one whole measurement) unless a previous run already stored them."""
+    row dicts, one whole measurement) unless a previous run already stored them. ``models`` (``{"target": model,
+    ...}``) go into the rows' provenance (``results.model_provenance``)."""
     store = results.ResultStore(profile, table, list(key))
+    if models:
+        store.provenance.update(results.model_provenance(**models))
     store.run([key], lambda **_: compute(), desc=table)
     frame = store.frame()
     for column, value in key.items():
