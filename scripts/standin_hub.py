@@ -108,8 +108,15 @@ STANDIN_MARK = "standin-hub"  # written into every config, so a stand-in is neve
 
 
 def revision_for(repo_id: str, pinned: str | None) -> str:
-    """The snapshot folder name: the pinned revision, else a fixed 40-hex name derived from the id."""
-    return pinned or hashlib.sha1(f"{STANDIN_MARK}:{repo_id}".encode()).hexdigest()
+    """The snapshot folder name: a pinned full commit hash, else a fixed 40-hex name derived from the id (a pinned
+    short revision is then a ref naming it, as the hub client records it)."""
+    if pinned and len(pinned) == 40:
+        return pinned
+    return hashlib.sha1(f"{STANDIN_MARK}:{repo_id}".encode()).hexdigest()
+
+
+def refs_for(pinned: str | None) -> tuple[str, ...]:
+    return ("main",) if not pinned or len(pinned) == 40 else ("main", pinned)
 
 
 # ------------------------------------------------------------------------------------------------ tokenizers
@@ -251,7 +258,7 @@ def write_model(hf_home: pathlib.Path, repo_id: str, revision: str | None, raw_t
     from tokenizers import Tokenizer
 
     tokenizer, cls = tokenizer_for(repo_id, Tokenizer.from_str(raw_tokenizers[vocab]))
-    snapshot = hub.snapshot_dir(hf_home, repo_id, "model", revision_for(repo_id, revision))
+    snapshot = hub.snapshot_dir(hf_home, repo_id, "model", revision_for(repo_id, revision), refs_for(revision))
     model = model_for(repo_id, tokenizer)
     model.save_pretrained(snapshot)
     if FAMILY[repo_id]["arch"] == "llava":

@@ -67,6 +67,7 @@ def test_paper_profile_lists_every_id_with_a_revision_entry():
     ids = set(hub.profile_models(spec)) | {d["id"] for d in hub.profile_datasets(spec)}
     assert ids - set(spec["revisions"]) == {d["id"] for d in hub.profile_datasets(spec)}  # datasets: main
     assert spec["pairs"]["llava-7b-160m"]["draft"] == "mjbooo/lvlm160m-bf16"  # the authors' code's id
+    assert spec["revisions"]["llava-hf/llava-1.5-7b-hf"] == "a272c74"  # the one pin a source gives (TABED code)
     assert {"we", "we3", "cd"} <= set(spec["collab"])  # the set names notebooks 20-22 use
 
 

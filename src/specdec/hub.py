@@ -123,15 +123,19 @@ def _is_dataset(spec: dict, repo_id: str) -> bool:
     return any(d["id"] == repo_id for d in spec.get("datasets") or [])
 
 
-def snapshot_dir(hf_home: str | os.PathLike, repo_id: str, repo_type: str, revision: str) -> pathlib.Path:
-    """``$HF_HOME/hub/<models|datasets>--org--name/snapshots/<revision>/`` (created), with ``refs/main`` naming
-    ``revision``: the layout ``hf download`` leaves, which ``from_pretrained(id)`` resolves offline."""
+def snapshot_dir(
+    hf_home: str | os.PathLike, repo_id: str, repo_type: str, revision: str, refs=("main",)
+) -> pathlib.Path:
+    """``$HF_HOME/hub/<models|datasets>--org--name/snapshots/<revision>/`` (created), with ``refs/<ref>`` naming
+    ``revision`` for each of ``refs`` (``main``, and a pinned short revision such as ``a272c74``): the layout
+    ``hf download`` leaves, which ``from_pretrained(id, revision=...)`` resolves offline."""
     from huggingface_hub.constants import REPO_ID_SEPARATOR
 
     folder = REPO_ID_SEPARATOR.join([f"{repo_type}s", *repo_id.split("/")])
     repo = pathlib.Path(hf_home) / "hub" / folder
     (repo / "refs").mkdir(parents=True, exist_ok=True)
-    (repo / "refs" / "main").write_text(revision)
+    for ref in refs:
+        (repo / "refs" / ref).write_text(revision)
     snapshot = repo / "snapshots" / revision
     snapshot.mkdir(parents=True, exist_ok=True)
     return snapshot
