@@ -64,13 +64,7 @@ SMOKE: dict[str, dict] = {
         "step_repeats": 1,
         "tau_max_new_tokens": 4,
     },
-    "20_": {
-        "configs": [{"set": "we", "temperature": 1.0}, {"set": "cd-opt", "temperature": 0.0}],
-        "paper_pairs": {"we": ["cos_table2_we", "Qwen-3b"], "cd-opt": ["cos_table4_opt", "OPT"]},
-        "n_prompts": 1,
-        "max_new_tokens": 8,
-        "gammas": [1, 2],
-    },
+    "20_": {"tasks": ["gsm8k", "humaneval"], "n_prompts": 1, "max_new_tokens": 8, "gammas": [1, 2]},  # every set
     "21_": {
         "tasks": ["gsm8k"],
         "n_prompts": 1,

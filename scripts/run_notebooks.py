@@ -94,6 +94,20 @@ def build_parameters(args: argparse.Namespace) -> dict:
     return params
 
 
+def notebook_parameters(notebook: Path, params: dict, args: argparse.Namespace) -> dict:
+    """``params`` over the profile's own settings for this notebook (``notebook_params`` of the profile's yaml,
+    by file-name prefix, e.g. the paper's CoS sets and ``max_new_tokens: 256``): -f and -p still win."""
+    path = ROOT / "data" / "profiles" / f"{params['profile']}.yaml"
+    spec = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    explicit = set(yaml.safe_load(args.parameters_file.read_text()) or {}) if args.parameters_file else set()
+    explicit |= {key for key, _ in args.parameter}
+    own = {}
+    for prefix, values in (spec.get("notebook_params") or {}).items():
+        if notebook.name.startswith(prefix):
+            own.update(values)
+    return {**params, **{k: v for k, v in own.items() if k not in explicit}}
+
+
 def profile_device(profile: str) -> str:
     """The device a profile's yaml names (``paper.yaml``: cuda): notebooks follow it unless ``-p device`` says
     otherwise (the notebooks' own default is the tiny profile's cpu)."""
@@ -169,7 +183,7 @@ def main(argv=None) -> int:
             papermill.execute_notebook(
                 str(nb_path),
                 str(partial),
-                parameters=params,
+                parameters=notebook_parameters(nb_path, params, args),
                 kernel_name=args.kernel,
                 language="python",
                 cwd=str(args.notebooks_dir),

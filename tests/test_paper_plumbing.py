@@ -39,6 +39,20 @@ def test_notebooks_follow_the_profiles_device_unless_told():
     assert "device" not in run.build_parameters(run.parse_args([]))  # tiny: the notebooks' own default
 
 
+def test_the_paper_profile_sets_each_notebooks_paper_settings(tmp_path):
+    """paper.yaml notebook_params: CoS every Table 1 set and 256 new tokens; -p / -f still win; tiny untouched."""
+    run = script("run_notebooks")
+    nb = zoo.ROOT / "notebooks" / "20_cos_main.ipynb"
+    args = run.parse_args(["--profile", "paper"])
+    params = run.notebook_parameters(nb, run.build_parameters(args), args)
+    assert params["max_new_tokens"] == 256 and {c["set"] for c in params["configs"]} == set(params["paper_pairs"])
+    assert set(params["paper_pairs"]) == set(load_profile("paper")["collab"]) - {"we", "we3", "cd"}
+    args = run.parse_args(["--profile", "paper", "-p", "max_new_tokens", "8"])
+    assert run.notebook_parameters(nb, run.build_parameters(args), args)["max_new_tokens"] == 8
+    args = run.parse_args([])
+    assert run.notebook_parameters(nb, run.build_parameters(args), args) == {"profile": "tiny"}
+
+
 def test_model_provenance_keeps_hub_ids_whatever_the_working_directory(tmp_path, monkeypatch):
     model = torch.nn.Linear(2, 2)
     model.config = type("Config", (), {"_name_or_path": "Qwen/Qwen2.5-3B-Instruct"})()
