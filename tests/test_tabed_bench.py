@@ -124,7 +124,7 @@ def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monk
     )
     assert [r["id"] for r in rows] == ["pope-t1-paper-00000", "pope-t1-paper-00001", "nq-t1-paper-00000"]
     assert rows[1]["prompt"] == scenes.chat_prompt([(f"<image>\n{tb.APP_I_INSTRUCTION} Is there a dog?", None)])
-    nq = "who wrote hamlet. Provide a comprehensive and detailed explanation, including the reasoning and background"
+    nq = "Who wrote hamlet. Provide a comprehensive and detailed explanation, including the reasoning and background"
     assert rows[2]["prompt"].startswith(f"USER: {nq}") and rows[2]["images"] == []
     assert rows[0]["images"][0].size == (80, 60)
     with pytest.raises(Exception, match="second turns"):

@@ -63,8 +63,8 @@ INTERLEAVE_TASKS = {
     "psv": "PororoSV",
     "vist": "VIST",
 }
-# App. I: the instruction in front of every single-image question; the authors' code words the text-only first
-# turns (NQ, GSM8K) as below.
+# App. I: the instruction in front of every single-image question; the authors' code words the text-only turns
+# (NQ, GSM8K) as below (tabed/datamodules/dataset.py: NQ questions capitalised, the question's own punctuation kept).
 APP_I_INSTRUCTION = (
     "For the following question, provide a detailed explanation of your reasoning leading to the answer."
 )
@@ -142,7 +142,7 @@ def paper_rows(scenario: str, n: int, source: str | None = None) -> list[dict]:
         if images:
             user = f"{scenes.IMAGE_PLACEHOLDER}\n{APP_I_INSTRUCTION} {text}"
         else:
-            user = TEXT_PROMPTS[scenario].format(question=text.rstrip(".?"))
+            user = TEXT_PROMPTS[scenario].format(question=text.capitalize() if scenario == "nq" else text)
         rows.append(_paper_row(scenario, i, split, images, user))
     return rows
 
