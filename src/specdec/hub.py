@@ -3,7 +3,10 @@ the errors that say what to fetch when something is not here.
 
 This project runs offline: ``resolve`` maps zoo names to the shipped directories and leaves hub ids as they are;
 ``load_dataset`` reads the local cache only when an offline flag is set or the hub is unreachable, so a missing
-model or dataset fails at once (``ModelNotAvailableError``, ``DatasetNotAvailableError``) with instructions.
+model or dataset fails at once (``ModelNotAvailableError``, ``DatasetNotAvailableError``) with instructions naming
+the ``hf`` command. ``profile_models`` / ``profile_datasets`` list every id a profile needs; ``download`` (``make
+download``, the one online step) fetches them; ``snapshot_dir`` writes the hub's cache layout (the stand-in hub of
+``scripts/standin_hub.py``).
 """
 
 from __future__ import annotations
