@@ -97,7 +97,8 @@ def test_download_lists_what_it_fetched_and_what_needs_a_token(monkeypatch, tmp_
         monkeypatch.delenv(flag, raising=False)
     monkeypatch.setattr(hub, "hub_reachable", lambda timeout=2.0: True)
 
-    def snapshot_download(repo_id, revision=None):
+    def snapshot_download(repo_id, revision=None, ignore_patterns=()):
+        assert "original/*" in ignore_patterns  # Meta's consolidated checkpoints are not fetched
         if repo_id.startswith("meta-llama/"):
             request = httpx.Request("GET", f"https://huggingface.co/{repo_id}")
             raise GatedRepoError(f"{repo_id} is gated", response=httpx.Response(401, request=request))

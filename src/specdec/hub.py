@@ -145,6 +145,10 @@ def snapshot_dir(
 
 
 # ------------------------------------------------------------------------------------------ download (online)
+# Files of other frameworks and Meta's original checkpoints: transformers never reads them (tens of GB saved).
+NOT_NEEDED = ["original/*", "*.msgpack", "*.h5", "*.ot", "*.onnx", "*.gguf", "coreml/*"]
+
+
 class HubUnreachableError(RuntimeError):
     """``make download`` was asked to fetch while offline."""
 
@@ -176,7 +180,7 @@ def download(spec: dict, *, only: list[str] | None = None, log=print) -> dict:
     wanted = lambda repo_id: not only or repo_id in only  # noqa: E731
     for repo_id in filter(wanted, profile_models(spec)):
         try:
-            path = snapshot_download(repo_id, revision=revisions.get(repo_id))
+            path = snapshot_download(repo_id, revision=revisions.get(repo_id), ignore_patterns=NOT_NEEDED)
             report["fetched"].append(f"{repo_id} @ {pathlib.Path(path).name}")
         except GatedRepoError:
             report["needs_token"].append(repo_id)
