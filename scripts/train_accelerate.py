@@ -10,7 +10,10 @@ the same global batch and trains on its slice, so the run follows the single-pro
 
 ``--data corpus`` trains on the embedded corpus (``make models``' data); ``random`` on seeded random tokens
 (a smoke test of the launch). The main process writes ``<out>/curve.json`` (the logged train losses, the sum of
-every parameter, the number of processes) and, with ``--save``, the float16 weights (``zoo.training.save_half``).
+every parameter, the number of processes, accelerate's distributed type) and, with ``--save``, the float16
+weights (``zoo.training.save_half``). On a machine without GPUs, ``ACCELERATE_USE_CPU=true accelerate launch
+--config_file configs/accelerate/ddp.yaml --num_processes 2 ...`` runs DDP on CPU processes (gloo); accelerate
+runs FSDP on accelerators only (on CPU the FSDP config falls back to DDP).
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ def main(argv=None) -> None:
     curve = dict(
         model=args.model,
         processes=accelerator.num_processes if accelerator is not None else 1,
+        distributed_type=str(accelerator.distributed_type) if accelerator is not None else "none",
         steps=[r["step"] for r in rows],
         train_loss=[r["train_loss"] for r in rows],
         checksum=float(sum(p.detach().double().sum() for p in model.parameters())),
