@@ -2,12 +2,14 @@
 CPU that gives exactly the serial run's rows for a real sweep (notebook 20's CoS grid, cut down)."""
 
 import dataclasses
+import importlib.util
 import time
 
+import nbformat
 import pandas as pd
 import pytest
 
-from specdec import sharding
+from specdec import sharding, zoo
 from specdec.cos import bench as cos_bench
 from specdec.results import ResultStore
 
@@ -150,3 +152,39 @@ def test_ray_shards_give_the_serial_rows(tmp_path, local_ray):
 
 def _all_keys(frame):
     return frame[cos_bench.KEYS + ["prompt"]].to_dict("records")
+
+
+def _notebook(path, *sources):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_run_notebooks_ray_executor(tmp_path, local_ray):
+    """``scripts/run_notebooks.py --executor ray``: one task per series, in order inside a series, 9x last."""
+    spec = importlib.util.spec_from_file_location("run_notebooks", zoo.ROOT / "scripts" / "run_notebooks.py")
+    run_notebooks = importlib.util.module_from_spec(spec)  # not in sys.modules: Ray ships its functions by value
+    spec.loader.exec_module(run_notebooks)
+    log = tmp_path / "log"  # each notebook writes the pid of the process that ran its kernel
+    log.mkdir()
+    write = "import os, pathlib, time; time.sleep(0.2); pathlib.Path({!r}, {!r}).write_text(str(os.getppid()))"
+    _notebook(tmp_path / "00_a.ipynb", write.format(str(log), "00"))
+    _notebook(
+        tmp_path / "01_b.ipynb",
+        f"import pathlib; assert pathlib.Path({str(log)!r}, '00').exists()",
+        write.format(str(log), "01"),
+    )
+    _notebook(tmp_path / "10_c.ipynb", write.format(str(log), "10"))
+    _notebook(tmp_path / "90_d.ipynb", f"import pathlib; assert len(list(pathlib.Path({str(log)!r}).iterdir())) == 3")
+    _notebook(tmp_path / "11_e.ipynb", "raise RuntimeError('expected')")
+    argv = ["--notebooks-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"), "--kernel", "python3"]
+    assert run_notebooks.main([*argv, "--executor", "ray"]) == 1  # 11_e fails, the others run
+    done = sorted(p.name for p in (tmp_path / "out").glob("*.ipynb"))
+    assert done == ["00_a.ipynb", "01_b.ipynb", "10_c.ipynb", "11_e.failed.ipynb", "90_d.ipynb"]
+    pids = {p.name: p.read_text() for p in log.iterdir()}
+    assert pids["00"] == pids["01"] != pids["10"]  # a series in one Ray worker, the series in different ones
+    for p in log.iterdir():
+        p.unlink()
+    assert run_notebooks.main([*argv, "--output-dir", str(tmp_path / "serial")]) == 1  # the default executor
+    assert sorted(p.name for p in (tmp_path / "serial").glob("*.ipynb")) == done
+    assert len({p.read_text() for p in log.iterdir()}) == 1  # every notebook run from this process
