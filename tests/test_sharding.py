@@ -109,15 +109,18 @@ def _grid(root, **kw):
     return store
 
 
-@pytest.fixture(scope="module")
-def local_ray():
+def test_ray_executors(tmp_path):
+    """One local Ray cluster on CPU (started once: ~15 s) for both Ray executors."""
     ray = pytest.importorskip("ray")  # in requirements.txt; skipped only where someone removed it
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    try:
+        _check_ray_shards_give_the_serial_rows(tmp_path / "grid", ray)
+        _check_run_notebooks_ray_executor(tmp_path / "notebooks")
+    finally:
+        ray.shutdown()
 
 
-def test_ray_shards_give_the_serial_rows(tmp_path, local_ray):
+def _check_ray_shards_give_the_serial_rows(tmp_path, local_ray):
     """CoS grid (2 sets, 2 prompts, 4 methods: 16 rows) serial vs 2 Ray shards: same keys, same values except
     walltime columns; then a resumed run and a re-run shard add no rows."""
     t0 = time.perf_counter()
@@ -160,21 +163,21 @@ def _notebook(path, *sources):
     nbformat.write(nb, path)
 
 
-def test_run_notebooks_ray_executor(tmp_path, local_ray):
+def _check_run_notebooks_ray_executor(tmp_path):
     """``scripts/run_notebooks.py --executor ray``: one task per series, in order inside a series, 9x last."""
     spec = importlib.util.spec_from_file_location("run_notebooks", zoo.ROOT / "scripts" / "run_notebooks.py")
     run_notebooks = importlib.util.module_from_spec(spec)  # not in sys.modules: Ray ships its functions by value
     spec.loader.exec_module(run_notebooks)
     log = tmp_path / "log"  # each notebook writes the pid of the process that ran its kernel
-    log.mkdir()
-    write = "import os, pathlib, time; time.sleep(0.2); pathlib.Path({!r}, {!r}).write_text(str(os.getppid()))"
-    _notebook(tmp_path / "00_a.ipynb", write.format(str(log), "00"))
+    log.mkdir(parents=True)
+    write = "import os, pathlib, time; time.sleep({}); pathlib.Path({!r}, {!r}).write_text(str(os.getppid()))"
+    _notebook(tmp_path / "00_a.ipynb", write.format(0.2, str(log), "00"))
     _notebook(
         tmp_path / "01_b.ipynb",
         f"import pathlib; assert pathlib.Path({str(log)!r}, '00').exists()",
-        write.format(str(log), "01"),
+        write.format(4, str(log), "01"),  # series 0 ends last,
     )
-    _notebook(tmp_path / "10_c.ipynb", write.format(str(log), "10"))
+    _notebook(tmp_path / "10_c.ipynb", write.format(0.2, str(log), "10"))
     _notebook(tmp_path / "90_d.ipynb", f"import pathlib; assert len(list(pathlib.Path({str(log)!r}).iterdir())) == 3")
     _notebook(tmp_path / "11_e.ipynb", "raise RuntimeError('expected')")
     argv = ["--notebooks-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"), "--kernel", "python3"]
