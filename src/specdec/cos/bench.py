@@ -404,7 +404,9 @@ def stored_gpu_table(profile: str):
 
 
 def main(argv=None):
-    """Run notebook 20's grid outside Jupyter (e.g. on a GPU box) and write the best-γ speedup table."""
+    """Run notebook 20's grid outside Jupyter (e.g. on a GPU box) and write the best-γ speedup table.
+
+    ``--executor ray --shards 8``: the grid's prompts split over 8 Ray tasks, one GPU each."""
     import argparse
     import pathlib
     import tempfile
@@ -417,6 +419,9 @@ def main(argv=None):
     parser.add_argument("--out", type=pathlib.Path, required=True, help="CSV to write")
     parser.add_argument("--rows", type=pathlib.Path, help="JSON {task: rows} written by --dump-rows")
     parser.add_argument("--dump-rows", action="store_true", help="write the task rows to --out and stop")
+    parser.add_argument("--executor", choices=["serial", "ray"], help="shard the grid (specdec.sharding)")
+    parser.add_argument("--shards", type=int, default=2, help="with --executor: shards (e.g. one per GPU)")
+    parser.add_argument("--results", type=pathlib.Path, help="results root to keep (default: a temporary one)")
     args = parser.parse_args(argv)
     tasks = ["humaneval", "gsm8k", "mmlu", "cnndm"]
     if args.dump_rows:
@@ -442,7 +447,7 @@ def main(argv=None):
         {"set": "cd", "temperature": 0.0},
         {"set": "cd", "temperature": 1.0},
     ]
-    root = pathlib.Path(tempfile.mkdtemp())
+    root = args.results or pathlib.Path(tempfile.mkdtemp())
     store = ResultStore(args.profile, "cos_main", KEYS + ["prompt"], root=root)
     cost_store = ResultStore(args.profile, "cos_call_costs", ["set", "device"], root=root)
     costs = main_grid(
@@ -456,8 +461,11 @@ def main(argv=None):
         max_new_tokens=args.max_new_tokens,
         device=args.device,
         task_rows=task_rows,
+        executor=args.executor,
+        shards=args.shards,
     )
     best = best_over_gamma(speedup_table(store.frame(), costs=costs))
+    best = best.drop(columns="device")  # the key's device type ("cuda"), replaced by the GPU's name
     best.insert(0, "device", bench.describe_device(args.device))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     best.to_csv(args.out, index=False)
