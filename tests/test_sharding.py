@@ -77,12 +77,17 @@ def test_serial_shards_resume_without_duplicates(tmp_path):
     rows, lines = sharding.run_shard(sharding.shard_store(store, 1, 3), keys[8:16], setup, {})
     sharding.merge(store, rows, lines, "again")
     assert len(store.frame()) == len(keys) and len(setup.calls) == len(keys)
-    # the driver died before merging: the main table is lost, the shard files are not -> merged, not recomputed
+    # the driver died before merging: the main table is lost, the shard files are not -> harvested, no shard runs
     store.path.unlink()
     store = ResultStore("tiny", "sweep", KEY, root=tmp_path)
-    assert sharding.run_sharded(store, keys, setup, shards=3, by=["cell", "prompt"]) == 3
+    assert sharding.run_sharded(store, keys, setup, shards=3, by=["cell", "prompt"]) == 0
     assert len(setup.calls) == len(keys) and setup.setups == 3  # setup (model loading) skipped too
     assert store.frame().set_index(KEY).equals(frame.set_index(KEY))
+    # ... and with another split (resumed with 2 shards): harvested from the 3 shard files, nothing recomputed
+    store.path.unlink()
+    store = ResultStore("tiny", "sweep", KEY, root=tmp_path)
+    assert sharding.run_sharded(store, keys, setup, shards=2) == 0
+    assert len(setup.calls) == len(keys) and store.frame().set_index(KEY).equals(frame.set_index(KEY))
     # a new key on a re-run: only it is computed, in one shard
     more = keys + [dict(cell=9, prompt=0, method="a")]
     assert sharding.run_sharded(store, more, setup, shards=3) == 1

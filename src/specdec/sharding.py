@@ -11,8 +11,10 @@ as one task of an executor and merges the rows into the store:
 
 Each shard first writes its own table ``<table>.shards/<i>-of-<n>.csv`` (a ``ResultStore``, so a shard cut
 short resumes from its file on that machine), then returns its rows; the merge appends them to the main table
-as each shard finishes. The main table skips keys it already holds (under its file lock), so re-running a
-shard, or the whole sweep, adds no duplicate rows; its provenance lines name the worker's host and GPU.
+as each shard finishes. A re-run first harvests rows that shard tables hold already (``harvest``: an
+interrupted run's work on a shared filesystem), then splits what is still missing. The main table skips
+keys it already holds (under its file lock), so re-running a shard, or the whole sweep, adds no duplicate
+rows; its provenance lines name the worker's host and GPU.
 
 Models are not shipped to the workers: ``setup`` is a picklable callable (a module-level function or a
 dataclass instance, not a lambda over loaded models) that each shard calls once, in its worker, as
@@ -66,10 +68,24 @@ def run_shard(store: ResultStore, keys: list[dict], setup, provenance: dict) -> 
     missing = [k for k in keys if not store.done(**k)]
     if missing:
         store.run(missing, setup(store), desc=store.table)
-    lines = []
-    if store.provenance_path.exists():
-        lines = [json.loads(line) for line in store.provenance_path.read_text().splitlines() if line.strip()]
-    return store.rows(keys), lines
+    return store.rows(keys), provenance_lines(store)
+
+
+def provenance_lines(store: ResultStore) -> list[dict]:
+    """The provenance lines of ``store`` (``[]`` when it has none)."""
+    if not store.provenance_path.exists():
+        return []
+    return [json.loads(line) for line in store.provenance_path.read_text().splitlines() if line.strip()]
+
+
+def harvest(store: ResultStore, keys: list[dict]) -> None:
+    """Merge the rows of ``keys`` that shard tables beside ``store`` hold already: the work of an interrupted
+    run, whatever its split was (a resumed sweep splits only what is still missing, so the shards change)."""
+    for path in sorted(store.path.parent.glob(f"{store.table}.shards/*.csv")):
+        part = ResultStore(store.profile, f"{store.table}.shards/{path.stem}", store.key, root=store.root)
+        rows = part.rows(keys)
+        if rows:
+            merge(store, rows, provenance_lines(part), part.table)
 
 
 def merge(store: ResultStore, rows: list[dict], lines: list[dict], shard_name: str = "") -> None:
@@ -101,6 +117,7 @@ def run_sharded(
     shards run (0 when nothing was missing)."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}: use one of {EXECUTORS}")
+    harvest(store, [k for k in keys if not store.done(**k)])
     missing = [k for k in keys if not store.done(**k)]
     if not missing:
         return 0
