@@ -168,31 +168,42 @@ def _notebook(path, *sources):
     nbformat.write(nb, path)
 
 
-def _check_run_notebooks_ray_executor(tmp_path):
-    """``scripts/run_notebooks.py --executor ray``: one task per series, in order inside a series, 9x last."""
+def _notebooks(tmp_path):
+    """Five notebooks in series 0, 1 and 9; each writes the pid of the process that ran its kernel to ``log/``.
+    01_b needs 00_a's output (order inside a series); 90_d needs the other three (9x last); 11_e fails."""
     spec = importlib.util.spec_from_file_location("run_notebooks", zoo.ROOT / "scripts" / "run_notebooks.py")
     run_notebooks = importlib.util.module_from_spec(spec)  # not in sys.modules: Ray ships its functions by value
     spec.loader.exec_module(run_notebooks)
-    log = tmp_path / "log"  # each notebook writes the pid of the process that ran its kernel
+    log = tmp_path / "log"
     log.mkdir(parents=True)
     write = "import os, pathlib, time; time.sleep({}); pathlib.Path({!r}, {!r}).write_text(str(os.getppid()))"
     _notebook(tmp_path / "00_a.ipynb", write.format(0.2, str(log), "00"))
     _notebook(
         tmp_path / "01_b.ipynb",
         f"import pathlib; assert pathlib.Path({str(log)!r}, '00').exists()",
-        write.format(4, str(log), "01"),  # series 0 ends last,
+        write.format(4, str(log), "01"),  # series 0 ends last
     )
     _notebook(tmp_path / "10_c.ipynb", write.format(0.2, str(log), "10"))
     _notebook(tmp_path / "90_d.ipynb", f"import pathlib; assert len(list(pathlib.Path({str(log)!r}).iterdir())) == 3")
     _notebook(tmp_path / "11_e.ipynb", "raise RuntimeError('expected')")
     argv = ["--notebooks-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"), "--kernel", "python3"]
+    return run_notebooks, argv, log
+
+
+DONE = ["00_a.ipynb", "01_b.ipynb", "10_c.ipynb", "11_e.failed.ipynb", "90_d.ipynb"]
+
+
+def _check_run_notebooks_ray_executor(tmp_path):
+    """``scripts/run_notebooks.py --executor ray``: one task per series, in order inside a series, 9x last."""
+    run_notebooks, argv, log = _notebooks(tmp_path)
     assert run_notebooks.main([*argv, "--executor", "ray"]) == 1  # 11_e fails, the others run
-    done = sorted(p.name for p in (tmp_path / "out").glob("*.ipynb"))
-    assert done == ["00_a.ipynb", "01_b.ipynb", "10_c.ipynb", "11_e.failed.ipynb", "90_d.ipynb"]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.ipynb")) == DONE
     pids = {p.name: p.read_text() for p in log.iterdir()}
     assert pids["00"] == pids["01"] != pids["10"]  # a series in one Ray worker, the series in different ones
-    for p in log.iterdir():
-        p.unlink()
-    assert run_notebooks.main([*argv, "--output-dir", str(tmp_path / "serial")]) == 1  # the default executor
-    assert sorted(p.name for p in (tmp_path / "serial").glob("*.ipynb")) == done
+
+
+def test_run_notebooks_serial_executor(tmp_path):
+    run_notebooks, argv, log = _notebooks(tmp_path)
+    assert run_notebooks.main(argv) == 1  # the default executor
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.ipynb")) == DONE
     assert len({p.read_text() for p in log.iterdir()}) == 1  # every notebook run from this process
