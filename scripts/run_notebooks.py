@@ -13,11 +13,18 @@ metadata (timings, status) is stripped so that re-runs do not produce git diffs.
 Exit status: 0 if every notebook ran, 1 if any failed (the others still run),
 2 if nothing matched.
 
+``--executor ray`` runs each notebook series (00-09, 10-19, ...: a series shares its results, so its notebooks
+run in order) as one Ray task, one GPU each when the cluster has GPUs; the series 9x (the scoreboard reads the
+others' results) runs after the others. ``ray.init()`` joins ``RAY_ADDRESS`` or starts a local cluster; on
+several machines the checkout must be on a shared filesystem at the same path. Sweeps inside a notebook are
+sharded by ``specdec.sharding`` instead.
+
 Examples::
 
     python scripts/run_notebooks.py                      # all, tiny profile, in place
     python scripts/run_notebooks.py --only 00_           # just notebooks/00_*.ipynb
     python scripts/run_notebooks.py --profile paper -p seed 1
+    python scripts/run_notebooks.py --profile paper --executor ray   # one series per GPU
 """
 
 from __future__ import annotations
@@ -77,6 +84,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         type=Path,
         help="where executed notebooks go (default: in place for the tiny profile, "
         "else <repo>/results/<profile>/notebooks)",
+    )
+    ap.add_argument(
+        "--executor",
+        choices=["serial", "ray"],
+        default="serial",
+        help="serial: one notebook after another; ray: one Ray task (one GPU) per notebook series",
     )
     return ap.parse_args(argv)
 
@@ -154,6 +167,60 @@ def strip_run_metadata(path: Path, kernel: str, display_name: str | None) -> Non
     nbformat.write(nb, path)
 
 
+def execute(nb_path: Path, out_path: Path, params: dict, kernel: str, cwd: Path, display_name) -> tuple:
+    """Run one notebook with papermill into ``out_path`` with its ``params``; returns ``(name, status, seconds)``."""
+    # Execute into a temporary file beside the target and move it over the target only when every cell
+    # ran: an error, a kill or a full disk never leaves a committed notebook half-executed.
+    partial = out_path.with_name(f".{out_path.stem}.partial.ipynb")
+    start = time.perf_counter()
+    status = "ok"
+    try:
+        papermill.execute_notebook(
+            str(nb_path),
+            str(partial),
+            parameters=params,
+            kernel_name=kernel,
+            language="python",
+            cwd=str(cwd),
+            progress_bar=False,
+            log_output=False,
+        )
+    except PapermillExecutionError as exc:
+        status = f"FAILED in cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
+    except Exception as exc:  # kernel died, timeout, missing kernel, ...
+        status = f"FAILED: {type(exc).__name__}: {exc}"
+    if status == "ok":
+        strip_run_metadata(partial, kernel, display_name)
+        os.replace(partial, out_path)
+    elif partial.exists():
+        kept = out_path.with_name(f"{out_path.stem}.failed.ipynb")
+        os.replace(partial, kept)
+        status += f" (partial output in {kept.name}; {out_path.name} left as it was)"
+    return nb_path.name, status, time.perf_counter() - start
+
+
+def run_series(jobs: list[tuple[Path, Path, dict]], run: dict) -> list[tuple]:
+    """The notebooks of one series, in order (what one Ray task runs); a job is (notebook, output, parameters)."""
+    return [execute(nb_path, out_path, params, **run) for nb_path, out_path, params in jobs]
+
+
+def run_series_on_ray(jobs: list[tuple[Path, Path, dict]], run: dict):
+    """Each series (first digit of the name) as a Ray task, the 9x series after the others; yields reports."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init()
+    task = ray.remote(num_gpus=1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0)(run_series)
+    series: dict[str, list] = {}
+    for job in jobs:
+        series.setdefault(job[0].name[0], []).append(job)
+    for wave in ([s for k, s in series.items() if k != "9"], [s for k, s in series.items() if k == "9"]):
+        pending = [task.remote(s, run) for s in wave]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield from ray.get(done[0])
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     params = build_parameters(args)
@@ -171,39 +238,19 @@ def main(argv=None) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
     display_name = kernel_display_name(args.kernel)
 
+    jobs = [
+        (nb, nb if out_dir is None else out_dir / nb.name, notebook_parameters(nb, params, args)) for nb in notebooks
+    ]
+    run = dict(kernel=args.kernel, cwd=args.notebooks_dir, display_name=display_name)
+    if args.executor == "ray":
+        reports = run_series_on_ray(jobs, run)
+    else:
+        reports = (execute(nb_path, out_path, nb_params, **run) for nb_path, out_path, nb_params in jobs)
     failed = []
-    for nb_path in notebooks:
-        out_path = nb_path if out_dir is None else out_dir / nb_path.name
-        # Execute into a temporary file beside the target and move it over the target only when every cell
-        # ran: an error, a kill or a full disk never leaves a committed notebook half-executed.
-        partial = out_path.with_name(f".{out_path.stem}.partial.ipynb")
-        start = time.perf_counter()
-        status = "ok"
-        try:
-            papermill.execute_notebook(
-                str(nb_path),
-                str(partial),
-                parameters=notebook_parameters(nb_path, params, args),
-                kernel_name=args.kernel,
-                language="python",
-                cwd=str(args.notebooks_dir),
-                progress_bar=False,
-                log_output=False,
-            )
-        except PapermillExecutionError as exc:
-            status = f"FAILED in cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
-        except Exception as exc:  # kernel died, timeout, missing kernel, ...
-            status = f"FAILED: {type(exc).__name__}: {exc}"
-        if status == "ok":
-            strip_run_metadata(partial, args.kernel, display_name)
-            os.replace(partial, out_path)
-        else:
-            failed.append(nb_path.name)
-            if partial.exists():
-                kept = out_path.with_name(f"{out_path.stem}.failed.ipynb")
-                os.replace(partial, kept)
-                status += f" (partial output in {kept.name}; {out_path.name} left as it was)"
-        print(f"{nb_path.name}: {status} ({time.perf_counter() - start:.1f} s)", flush=True)
+    for name, status, seconds in reports:
+        if status != "ok":
+            failed.append(name)
+        print(f"{name}: {status} ({seconds:.1f} s)", flush=True)
 
     if failed:
         print(f"{len(failed)} of {len(notebooks)} notebook(s) failed: {', '.join(failed)}", file=sys.stderr)

@@ -37,7 +37,8 @@ COMMITTED = zoo.ROOT / "results"  # the tables in git, whatever SPECDEC_OUTPUT_D
 
 class ResultStore:
     def __init__(self, profile: str, table: str, key: list[str], root: pathlib.Path | None = None):
-        self.path = pathlib.Path(root or RESULTS) / profile / f"{table}.csv"
+        self.profile, self.table, self.root = profile, table, pathlib.Path(root or RESULTS)
+        self.path = self.root / profile / f"{table}.csv"
         self.key = list(key)
         self.provenance: dict = {}  # the caller's part of each provenance line (device, dtype, model ids, ...)
         self._done: set[tuple] = set()
@@ -77,7 +78,7 @@ class ResultStore:
 
     def _refresh(self) -> None:
         self._repair()
-        self._done = {self._key_of(row) for row in self._read()}
+        self._done = {self.key_of(row) for row in self._read()}
 
     def _read(self) -> list[dict]:
         if not self.path.exists():
@@ -85,31 +86,42 @@ class ResultStore:
         with self.path.open(newline="") as f:
             return list(csv.DictReader(f))
 
-    def _key_of(self, row: dict) -> tuple:
+    def key_of(self, row: dict) -> tuple:
+        """The key of ``row`` as stored: its key columns' values formatted as written, as strings."""
         missing = [k for k in self.key if k not in row]
         if missing:
             raise KeyError(f"row lacks key columns {missing} of {self.path.name}")
         return tuple(str(format_value(row[k])) for k in self.key)  # formatted as written, so 0.0 matches "0"
 
     def done(self, **key) -> bool:
-        return self._key_of(key) in self._done
+        return self.key_of(key) in self._done
 
     def get(self, **key) -> dict:
         """The stored row of ``key`` (values as strings, as read from the CSV)."""
-        wanted = self._key_of(key)
+        wanted = self.key_of(key)
         for row in self._read():
-            if self._key_of(row) == wanted:
+            if self.key_of(row) == wanted:
                 return row
         raise KeyError(f"no row {key} in {self.path}")
 
-    def append(self, rows: list[dict]) -> None:
+    def rows(self, keys: list[dict] | None = None) -> list[dict]:
+        """The stored rows (values as strings, in file order), only those of ``keys`` if given."""
+        stored = self._read()
+        if keys is None:
+            return stored
+        wanted = {self.key_of(k) for k in keys}
+        return [row for row in stored if self.key_of(row) in wanted]
+
+    def append(self, rows: list[dict], provenance: dict | None = None) -> None:
         """Append rows (all with the same columns as the file) and flush them to disk.
 
-        Rows whose key is already stored (by this or another process) are skipped."""
+        Rows whose key is already stored (by this or another process) are skipped. ``provenance``: the
+        provenance line's fields when the rows were computed elsewhere (a merged shard: its worker's
+        environment); default this process's ``environment()`` and ``self.provenance``."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked():
             self._refresh()  # another writer may have appended since we last looked
-            rows = [r for r in rows if self._key_of(r) not in self._done]
+            rows = [r for r in rows if self.key_of(r) not in self._done]
             if not rows:
                 return
             new_file = not self.path.exists()
@@ -128,12 +140,12 @@ class ResultStore:
                     writer.writerow({k: format_value(row.get(k, "")) for k in fields})
                 f.flush()
                 os.fsync(f.fileno())
-            self._done.update(self._key_of(r) for r in rows)
-            self._write_provenance([self._key_of(r) for r in rows])
+            self._done.update(self.key_of(r) for r in rows)
+            self._write_provenance([self.key_of(r) for r in rows], provenance)
 
-    def _write_provenance(self, keys: list[tuple]) -> None:
-        line = {"written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), **environment()}
-        line.update(self.provenance)
+    def _write_provenance(self, keys: list[tuple], provenance: dict | None = None) -> None:
+        line = {"written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
+        line.update({**environment(), **self.provenance} if provenance is None else provenance)
         line["key_columns"] = self.key
         line["keys"] = [list(k) for k in keys]
         with self.provenance_path.open("a") as f:

@@ -8,10 +8,12 @@ counts into time with per-call costs measured once (``call_costs``), which is wh
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 import torch
 
-from specdec import bench, results
+from specdec import bench, results, sharding
 from specdec.cos import decoding as cos
 from specdec.cos import tasks as cos_tasks
 from specdec.cos.combine import Combination
@@ -105,23 +107,38 @@ def run_task(
     store.provenance.update(results.model_provenance(**{f"model_{i}": m for i, m in enumerate(models)}))
 
     def compute(method, gamma, prompt, **_):
-        res = cos.decode(
-            models,
-            prompts[prompt],
-            combine,
-            method,
-            gamma=max(1, gamma),
-            default=default,
-            max_new_tokens=max_new_tokens,
-            sampling=sampling,
-            seed=seed,
+        return decode_row(
+            models, tokenizer, prompts[prompt], combine, method, gamma, default, max_new_tokens, sampling, seed
         )
-        row = {**_EMPTY, **res.summary()}
-        row.pop("method")
-        row["text"] = tokenizer.decode(res.output_ids)
-        return row
 
-    keys = [
+    keys = task_keys(set_name, task, methods, list(prompts), temperature, lam, mu, max_new_tokens, seed, device)
+    store.run(keys, compute, desc=desc or f"{set_name}/{task}")
+
+
+def decode_row(models, tokenizer, prompt_ids, combine, method, gamma, default, max_new_tokens, sampling, seed):
+    """One stored row: ``cos.decode`` of one prompt (``gamma`` 0 means 1: methods without proposals) as
+    ``CollabResult.summary()`` with every per-model column (``_EMPTY``) and the decoded ``text``."""
+    res = cos.decode(
+        models,
+        prompt_ids,
+        combine,
+        method,
+        gamma=max(1, gamma),
+        default=default,
+        max_new_tokens=max_new_tokens,
+        sampling=sampling,
+        seed=seed,
+    )
+    row = {**_EMPTY, **res.summary()}
+    row.pop("method")
+    row["text"] = tokenizer.decode(res.output_ids)
+    return row
+
+
+def task_keys(set_name, task, methods, prompt_ids, temperature, lam, mu, max_new_tokens, seed, device) -> list[dict]:
+    """The keys (``KEYS`` + prompt) of every ``(method, gamma)`` of ``methods`` on every prompt id, the methods
+    of one prompt next to each other (they run back to back)."""
+    return [
         dict(
             set=set_name,
             task=task,
@@ -135,10 +152,9 @@ def run_task(
             device=device,
             prompt=pid,
         )
-        for pid in prompts
+        for pid in prompt_ids
         for m, g in methods
     ]
-    store.run(keys, compute, desc=desc or f"{set_name}/{task}")
 
 
 def main_grid(
@@ -156,23 +172,45 @@ def main_grid(
     device=None,
     seed: int = 0,
     task_rows: dict | None = None,
+    executor: str | None = None,
+    shards: int = 2,
 ) -> dict:
     """Tables 2-4 of the paper: every method on every task for each ``{"set", "temperature"}`` config.
 
     Returns ``{set: per-model call costs}`` (seconds of one one-token call, also stored in ``cost_store``).
     task_rows: ``{task: rows}`` to use instead of ``cos_tasks.load_task`` (a machine without the sources).
     On CPU the models run single-threaded: for models this small, threads cost more than they give.
+    executor: ``None`` runs every cell here, one after another; ``"serial"`` or ``"ray"`` split the grid's keys
+    into ``shards`` shards of whole prompts (every method of a prompt on one device) and run them with
+    ``sharding.run_sharded`` (``GridSetup`` loads the models in each worker). Same rows either way, except the
+    walltime columns. Call costs are measured here, on ``device``.
     """
     if torch.device(device or "cpu").type == "cpu":
         torch.set_num_threads(1)
 
     methods = [("standard", 0), ("parallel", 0)] + [(m, g) for m in ("sd", "cos") for g in gammas]
-    costs = {}
+    costs, keys, prompts = {}, [], {}
     for cfg in configs:
         models, tokenizer, kind = load_collab(profile, cfg["set"], device=device)
         costs[cfg["set"]] = stored_call_costs(cost_store, cfg["set"], models)
         for task in tasks:
             rows = (task_rows or {}).get(task) or cos_tasks.load_task(task, n_prompts, profile=profile)
+            if executor is not None:  # collect the keys; the shards compute them
+                prompts[task] = {r["id"]: r["prompt"] for r in rows}
+                temperature, device_type = cfg.get("temperature", 0.0), next(models[-1].parameters()).device.type
+                keys += task_keys(
+                    cfg["set"],
+                    task,
+                    methods,
+                    list(prompts[task]),
+                    temperature,
+                    lam,
+                    mu,
+                    max_new_tokens,
+                    seed,
+                    device_type,
+                )
+                continue
             run_task(
                 store,
                 models=models,
@@ -188,7 +226,42 @@ def main_grid(
                 max_new_tokens=max_new_tokens,
                 seed=seed,
             )
+    if executor is not None:
+        by = [k for k in KEYS if k not in ("method", "gamma")] + ["prompt"]
+        sharding.run_sharded(store, keys, GridSetup(profile, device, prompts), shards=shards, executor=executor, by=by)
     return costs
+
+
+@dataclass
+class GridSetup:
+    """The ``setup`` of ``main_grid``'s shards (``sharding.run_sharded``): called in a shard's worker, returns
+    ``compute(**key)``, which loads a set's models on first use (on ``device``; ``None``: the profile's) and
+    decodes one key as ``run_task`` does. ``prompts``: ``{task: {prompt id: prompt text}}``."""
+
+    profile: str
+    device: str | None
+    prompts: dict
+
+    def __call__(self, store):
+        if torch.device(self.device or "cpu").type == "cpu":
+            torch.set_num_threads(1)
+        loaded, warm = {}, set()
+
+        def compute(set, task, method, gamma, temperature, lam, mu, max_new_tokens, seed, prompt, **_):
+            if set not in loaded:
+                loaded[set] = load_collab(self.profile, set, device=self.device)
+            models, tokenizer, kind = loaded[set]
+            store.provenance.update(results.model_provenance(**{f"model_{i}": m for i, m in enumerate(models)}))
+            combine = make_combination(kind, len(models), lam, mu, temperature if kind == "cd" else 1.0)
+            sampling = SamplingConfig(temperature=0.0 if temperature == 0 else 1.0)
+            ids = encode(tokenizer, self.prompts[task][prompt])
+            if (set, task) not in warm:
+                _warm_up(models, combine, ids)
+                warm.add((set, task))
+            default = default_proposer(kind, len(models), lam)
+            return decode_row(models, tokenizer, ids, combine, method, gamma, default, max_new_tokens, sampling, seed)
+
+        return compute
 
 
 def _warm_up(models, combine, prompt_ids) -> None:
@@ -331,7 +404,9 @@ def stored_gpu_table(profile: str):
 
 
 def main(argv=None):
-    """Run notebook 20's grid outside Jupyter (e.g. on a GPU box) and write the best-γ speedup table."""
+    """Run notebook 20's grid outside Jupyter (e.g. on a GPU box) and write the best-γ speedup table.
+
+    ``--executor ray --shards 8``: the grid's prompts split over 8 Ray tasks, one GPU each."""
     import argparse
     import pathlib
     import tempfile
@@ -344,6 +419,9 @@ def main(argv=None):
     parser.add_argument("--out", type=pathlib.Path, required=True, help="CSV to write")
     parser.add_argument("--rows", type=pathlib.Path, help="JSON {task: rows} written by --dump-rows")
     parser.add_argument("--dump-rows", action="store_true", help="write the task rows to --out and stop")
+    parser.add_argument("--executor", choices=["serial", "ray"], help="shard the grid (specdec.sharding)")
+    parser.add_argument("--shards", type=int, default=2, help="with --executor: shards (e.g. one per GPU)")
+    parser.add_argument("--results", type=pathlib.Path, help="results root to keep (default: a temporary one)")
     args = parser.parse_args(argv)
     tasks = ["humaneval", "gsm8k", "mmlu", "cnndm"]
     if args.dump_rows:
@@ -369,7 +447,7 @@ def main(argv=None):
         {"set": "cd", "temperature": 0.0},
         {"set": "cd", "temperature": 1.0},
     ]
-    root = pathlib.Path(tempfile.mkdtemp())
+    root = args.results or pathlib.Path(tempfile.mkdtemp())
     store = ResultStore(args.profile, "cos_main", KEYS + ["prompt"], root=root)
     cost_store = ResultStore(args.profile, "cos_call_costs", ["set", "device"], root=root)
     costs = main_grid(
@@ -383,8 +461,11 @@ def main(argv=None):
         max_new_tokens=args.max_new_tokens,
         device=args.device,
         task_rows=task_rows,
+        executor=args.executor,
+        shards=args.shards,
     )
     best = best_over_gamma(speedup_table(store.frame(), costs=costs))
+    best = best.drop(columns="device")  # the key's device type ("cuda"), replaced by the GPU's name
     best.insert(0, "device", bench.describe_device(args.device))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     best.to_csv(args.out, index=False)

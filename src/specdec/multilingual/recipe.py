@@ -75,9 +75,11 @@ def pretrain(
     name: str = "",
     heldout: dict | None = None,
     eval_windows: int = 64,
+    accelerator=None,
 ) -> list[dict]:
     """Next-token training on windows (``training.train``: AdamW, linear warm-up, cosine decay, clip 1, fused AdamW
-    on CUDA); windows drawn by ``mix`` with a CPU generator seeded ``seed + 1``; returns the log rows."""
+    on CUDA); windows drawn by ``mix`` with a CPU generator seeded ``seed + 1``; returns the log rows.
+    ``accelerator``: ``training.train``'s (``accelerate launch``: each process trains on its slice of the windows)."""
     device = next(model.parameters()).device
 
     def evaluate(m):
@@ -94,6 +96,7 @@ def pretrain(
         name=name,
         fields={"phase": "pretrain"},
         evaluate=evaluate if heldout else None,
+        accelerator=accelerator,
     )
     return log.rows
 
@@ -162,9 +165,12 @@ def finetune(
     name: str = "",
     heldout: Examples | None = None,
     eval_batch_size: int = 256,
+    accelerator=None,
 ) -> tuple[list[dict], int]:
     """Answer-only training on ``examples`` (``training.train``; ``EpochBatches`` seeded ``seed + 2``; the loss is
-    the mean over the answer tokens of the batch); returns (log rows, answer tokens seen)."""
+    the mean over the answer tokens of the batch); returns (log rows, answer tokens seen). ``accelerator``:
+    ``training.train``'s; each process takes a slice of the rows and its loss is the mean over its own answer
+    tokens, so the averaged gradient weights the processes' tokens equally (DDP's usual approximation)."""
     device = next(model.parameters()).device
     batches = EpochBatches(examples, batch_size)
 
@@ -186,6 +192,7 @@ def finetune(
         evaluate=(lambda m: {"heldout": answer_metrics(m, heldout, eval_batch_size)})
         if heldout is not None and heldout.n
         else None,
+        accelerator=accelerator,
     )
     return log.rows, batches.tokens
 

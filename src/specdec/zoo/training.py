@@ -129,6 +129,7 @@ def train(
     fields: dict | None = None,
     counters=None,
     progress: bool = True,
+    accelerator=None,
 ) -> TrainLog:
     """The training loop of every zoo (foundation, CoS, multilingual, TABED): AdamW, warm-up + cosine decay,
     gradient clipping, logging. Trains ``model`` in place for ``steps`` steps and returns a ``TrainLog``.
@@ -154,6 +155,13 @@ def train(
       since the previous row; ``log_lr`` adds the learning rate after the step. ``evaluate(model) -> dict``
       (held-out metrics; it may switch the model to ``eval()``) runs at every ``eval_every``-th row and the
       last. ``progress``: a tqdm progress bar.
+    * ``accelerator``: an ``accelerate.Accelerator`` (a process of ``accelerate launch``; DDP or FSDP as its
+      config says). Model and optimiser are ``prepare``d; every process draws the same global batch from the
+      same seeded generator and trains on its contiguous slice (``split_between_processes``, dim 0), so with a
+      loss that is a mean over equal-sized rows the averaged gradient is the single-process one (up to float
+      rounding); ``accelerator.backward``, ``accelerator.clip_grad_norm_``; the logged loss is the mean over
+      processes; only the main process prints. ``evaluate`` runs on every process (FSDP needs them all).
+      ``None`` (default): the single-process loop above, unchanged. Save with ``accelerator.unwrap_model``.
     """
     from tqdm.auto import tqdm
 
@@ -163,6 +171,9 @@ def train(
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, cosine_schedule(steps, max(1, steps // 20) if warmup is None else warmup)
     )
+    main = accelerator is None or accelerator.is_main_process
+    if accelerator is not None:
+        model, opt = accelerator.prepare(model, opt)  # the scheduler stays on the optimiser: one step per step
     if callable(batches):
         if seed is None:
             raise ValueError("a callable batch source needs the seed of its generator")
@@ -174,16 +185,15 @@ def train(
     log_every = log_every or max(1, steps // 10)
     log, pending = TrainLog(), []
     t0 = time.perf_counter()
-    for step in tqdm(range(steps), desc=f"train {name}".strip(), mininterval=10, disable=not progress):
+    for step in tqdm(range(steps), desc=f"train {name}".strip(), mininterval=10, disable=not (progress and main)):
         model.train()
-        loss = loss_fn(model, draw())
+        batch = draw() if accelerator is None else local_batch(draw(), accelerator)
+        loss = loss_fn(model, batch)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        backward_and_clip(loss, model, clip, accelerator)
         opt.step()
         sched.step()
-        pending.append(loss.detach())
+        pending.append(loss.detach() if accelerator is None else accelerator.reduce(loss.detach(), "mean"))
         last = step + 1 == steps
         if (step + 1) % log_every == 0 or last:
             recent = torch.stack(pending)
@@ -197,10 +207,30 @@ def train(
             if evaluate is not None and ((step + 1) % (log_every * eval_every) == 0 or last):
                 row.update(evaluate(model))
             log.rows.append(row)
-            print(json.dumps(row), flush=True)
+            if main:
+                print(json.dumps(row), flush=True)
     log.seconds = time.perf_counter() - t0
     model.eval()
     return log
+
+
+def local_batch(batch, accelerator):
+    """This process's contiguous slice (dim 0) of a global batch (a tensor, or a list / dict of them)."""
+    with accelerator.split_between_processes(batch) as part:
+        return part
+
+
+def backward_and_clip(loss, model, clip: float | None, accelerator=None) -> None:
+    """``loss.backward()`` and clip the global gradient norm to ``clip`` (``None``: no clipping), through the
+    accelerator when there is one (DDP averages the gradients over processes in its backward)."""
+    if accelerator is None:
+        loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        return
+    accelerator.backward(loss)
+    if clip is not None:
+        accelerator.clip_grad_norm_(model.parameters(), clip)
 
 
 def next_token_loss(model, batch: torch.Tensor) -> torch.Tensor:
@@ -222,14 +252,17 @@ def train_model(
     log_every: int = 100,
     mix=None,
     device: str = "cpu",
+    accelerator=None,
 ):
     """Train one zoo model (``zoo.llama_config(name)``) from scratch with ``train``; returns (model, log rows).
 
     Initialisation seeded ``seed``; windows (``sample_batch``, kinds by ``mix``) drawn on the CPU with a
     generator seeded ``seed + 1``, so the data order does not depend on ``device``. Held-out loss
-    (``heldout_loss``) every fifth log row."""
+    (``heldout_loss``) every fifth log row. ``accelerator``: see ``train`` (``device`` is then the
+    accelerator's)."""
     from transformers import LlamaForCausalLM
 
+    device = accelerator.device if accelerator is not None else device
     torch.manual_seed(seed)
     model = LlamaForCausalLM(zoo.llama_config(name)).to(device)
     log = train(
@@ -242,6 +275,7 @@ def train_model(
         log_every=log_every,
         evaluate=lambda m: {"heldout_loss": round(heldout_loss(m, heldout_streams, mix=mix), 4)},
         name=name,
+        accelerator=accelerator,
     )
     return model, log.rows
 
