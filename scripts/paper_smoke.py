@@ -6,6 +6,7 @@ gets only ``COMMON``), on CUDA when torch sees a GPU and on CPU otherwise, with 
 notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committed ones. Checks per notebook:
 it ran to the end, it appended rows to ``results/paper/``, and the provenance of those rows names the paper's
 model ids (the ids of ``paper.yaml``, or the multilingual drafters' folder), not the tiny zoo.
+Last, one sweep (the CoS grid) runs serially and as 2 Ray shards on a local cluster: the rows must match.
 
 Run it after ``make standin-hub`` (``HF_HOME`` must hold the stand-in cache, or the real one on a GPU machine):
 
@@ -155,10 +156,40 @@ def check(notebook: pathlib.Path, results: pathlib.Path, rows_before: dict, prov
     return problems
 
 
+# Columns that hold walltimes: the only ones a sharded run may change.
+TIMING_COLUMNS = ["prefill_time", "total_time", "tokens_per_second"]
+
+
+def ray_matches_serial(out: pathlib.Path, env: dict) -> list[str]:
+    """One sweep (CoS Table 1 grid, one prompt per task) on the paper profile, serially and as 2 Ray shards on a
+    local cluster: problems if the rows differ in anything but walltime (empty: the same rows)."""
+    import pandas as pd
+
+    frames = {}
+    for executor in ("serial", "ray"):
+        root = out / f"sharded-{executor}"
+        run = subprocess.run(
+            [sys.executable, "-m", "specdec.cos.bench", "--profile", "paper", "--device", device(),
+             "--n-prompts", "1", "--max-new-tokens", "8", "--executor", executor, "--shards", "2",
+             "--results", str(root), "--out", str(root / "best.csv")],
+            env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        if run.returncode:
+            return [f"the {executor} CoS grid failed:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"]
+        frame = pd.read_csv(root / "paper" / "cos_main.csv").drop(columns=TIMING_COLUMNS)
+        frames[executor] = frame.sort_values(list(frame.columns)).reset_index(drop=True)
+    if frames["serial"].empty:
+        return ["the serial CoS grid wrote no rows"]
+    if not frames["serial"].equals(frames["ray"]):
+        return [f"Ray-sharded rows differ from the serial rows ({len(frames['ray'])} vs {len(frames['serial'])})"]
+    return []
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="notebooks whose name contains this (e.g. 2 or 20_)")
     ap.add_argument("--keep", type=pathlib.Path, help="write into this folder (kept) instead of a temporary one")
+    ap.add_argument("--no-ray", action="store_true", help="skip the Ray-sharded vs serial sweep check")
     args = ap.parse_args(argv)
     if not os.environ.get("HF_HOME"):
         sys.exit("set HF_HOME to the stand-in cache (make paper-smoke does: .cache/standin-hub) or a real one")
@@ -189,7 +220,16 @@ def main(argv=None) -> int:
             if problems:
                 failures[nb.name] = problems
                 print("".join(f"     {p}\n" for p in problems), end="", flush=True)
-        print(f"paper smoke on {dev}: {len(notebooks) - len(failures)}/{len(notebooks)} notebooks passed "
+        if not args.only and not args.no_ray:
+            t0 = time.perf_counter()
+            problems = ray_matches_serial(out, env)
+            took = time.perf_counter() - t0
+            print(f"{'ok  ' if not problems else 'FAIL'} CoS grid, paper profile: Ray shards == serial ({took:.0f} s)")
+            if problems:
+                failures["ray-sharding"] = problems
+                print("".join(f"     {p}\n" for p in problems), end="", flush=True)
+        passed = len([nb for nb in notebooks if nb.name not in failures])
+        print(f"paper smoke on {dev}: {passed}/{len(notebooks)} notebooks passed "
               f"in {time.perf_counter() - start:.0f} s (outputs in {out})")  # fmt: skip
     return 1 if failures else 0
 
