@@ -20,7 +20,6 @@ import subprocess
 import sys
 
 import pandas as pd
-import pytest
 import torch
 
 from specdec import results

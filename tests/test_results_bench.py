@@ -23,7 +23,9 @@ def test_store_skips_finished_keys_and_survives_restart(tmp_path):
 def test_a_base_layer_counts_as_done_is_read_back_and_never_written(tmp_path):
     committed, fresh = tmp_path / "committed", tmp_path / "fresh"
     base = ResultStore("tiny", "demo", key=["draft", "gamma"], root=committed)
-    base.append([{"draft": "a", "gamma": 1, "tau": 1.5, "note": "x"}, {"draft": "a", "gamma": 2, "tau": 2.5, "note": "y"}])
+    base.append(
+        [{"draft": "a", "gamma": 1, "tau": 1.5, "note": "x"}, {"draft": "a", "gamma": 2, "tau": 2.5, "note": "y"}]
+    )
     before = base.path.read_bytes()
     store = ResultStore("tiny", "demo", key=["draft", "gamma"], root=fresh, base=committed)
     assert store.done(draft="a", gamma=1) and not store.done(draft="b", gamma=1)
@@ -53,7 +55,9 @@ def test_stale_rows_names_every_difference_and_a_missing_recomputation():
     doctored.loc[1, "out"] = "[3, 5]"  # what a committed row looks like after the code changed
     problems = stale_rows(committed, doctored.iloc[:2], ["m", "row"], ["out", "tau"], {"tau": 1e-4})
     assert len(problems) == 2 and "out committed '[3]'" in problems[0] and "not recomputed" in problems[1]
-    assert len(stale_rows(committed, fresh, ["m", "row"], ["tau"])) == 1  # as stored (6 digits) unless given a tolerance
+    assert (
+        len(stale_rows(committed, fresh, ["m", "row"], ["tau"])) == 1
+    )  # as stored (6 digits) unless given a tolerance
 
 
 def test_stratified_sample_takes_every_group_and_depends_on_the_seed():

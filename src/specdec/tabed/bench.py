@@ -174,6 +174,21 @@ def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
     return ids, inputs
 
 
+def captioner_model(kind: str, draft):
+    """The LLaVA that captions for ``kind``: the draft itself (``"draft"``) or the zoo name / folder ``kind``
+    (e.g. ``CAPTIONER``), loaded on the draft's device; ``ValueError`` naming the choices otherwise."""
+    if kind == "draft":
+        return draft
+    try:
+        model, _ = models.load(kind, kind="llava", device=draft.device, with_tokenizer=False)
+    except Exception as err:  # noqa: BLE001 - one message for every way a name can fail to be a LLaVA
+        raise ValueError(
+            f"captioner must be 'draft', 'oracle', 'blip' or a LLaVA zoo name / folder (e.g. {CAPTIONER!r}); "
+            f"{kind!r} failed to load: {type(err).__name__}: {err}"
+        ) from err
+    return model
+
+
 def make_captioner(kind: str, draft, processor):
     """A captioner ``images -> captions`` for caption drafting C: ``"tabed-captioner"`` (``CAPTIONER``, the tiny
     zoo's captioning LLaVA; any LLaVA zoo name or folder works the same way), ``"draft"`` (the draft LLaVA itself
@@ -185,16 +200,7 @@ def make_captioner(kind: str, draft, processor):
         return scenes.render_caption
     if kind == "blip":
         return tabed.hf_captioner(device=str(draft.device))
-    if kind == "draft":
-        model = draft
-    else:
-        try:
-            model, _ = models.load(kind, kind="llava", device=draft.device, with_tokenizer=False)
-        except Exception as err:  # noqa: BLE001 - one message for every way a name can fail to be a LLaVA
-            raise ValueError(
-                f"captioner must be 'draft', 'oracle', 'blip' or a LLaVA zoo name / folder (e.g. {CAPTIONER!r}); "
-                f"{kind!r} failed to load: {type(err).__name__}: {err}"
-            ) from err
+    model = captioner_model(kind, draft)
     to_pixels = lambda images: processor.image_processor(images, return_tensors="pt")["pixel_values"]  # noqa: E731
     caption_one = tabed.draft_captioner(model, processor.tokenizer, to_pixels)
 

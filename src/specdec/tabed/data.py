@@ -11,8 +11,10 @@ Training rows: ``<s>`` + prompt ids + ids of ``" " + answer`` + ``</s>``; the lo
 only. Caption rows (``caption_train`` / ``caption_heldout``, for the captioner of caption drafting C): every
 distinct image of the split once, ``USER: <image>\nDescribe the image. ASSISTANT:`` (``CAPTION_QUESTION``) and
 its ground-truth short caption (``scenes.render_caption``) as the answer; held-out caption rows are the test
-images that no training row uses. Images are stored as palette indices (4 bits per pixel, ``scenes.PALETTE``, zlib-compressed: the images
-are mostly white) and normalised at training time exactly as the saved image processor does (rescale 1/255,
+images that no training row uses.
+
+Images are stored as palette indices (4 bits per pixel, ``scenes.PALETTE``, zlib-compressed: the images are
+mostly white) and normalised at training time exactly as the saved image processor does (rescale 1/255,
 then ``(x - scenes.IMAGE_MEAN) / scenes.IMAGE_STD``, no resize at 64 x 64). That normalisation maps the white
 background to 0; the CLIP mean / std used before made the background a large constant input, the vision
 features collapsed to a constant during the first steps and the trained models ignored their images (see
