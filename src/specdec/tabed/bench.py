@@ -11,6 +11,7 @@ target's own greedy output (it must: ``lossless``) and the per-block weights of 
 
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 
@@ -189,6 +190,7 @@ def captioner_model(kind: str, draft):
     return model
 
 
+@functools.lru_cache(maxsize=4)  # one per (kind, draft, processor): its captions are memoised across runs
 def make_captioner(kind: str, draft, processor):
     """A captioner ``images -> captions`` for caption drafting C: ``"tabed-captioner"`` (``CAPTIONER``, the tiny
     zoo's captioning LLaVA; any LLaVA zoo name or folder works the same way), ``"draft"`` (the draft LLaVA itself
@@ -247,10 +249,13 @@ def run(
     tokenizer = processor.tokenizer
     eos = tokenizer.eos_token_id
     requests = {r["id"]: r for r in rows}
-    encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in requests.items()}
-    caption = make_captioner(captioner, draft, processor) if any("C" in tabed.ENSEMBLES[m] for m in methods) else None
     w_key = "ALL" if window is None else window
     setting = dict(max_new_tokens=max_new_tokens, device=target.device.type)
+    keys = [run_key(m, gamma, w_key, criterion, captioner, setting, rid) for rid in requests for m in methods]
+    if all(store.done(**k) for k in keys):  # e.g. every key in the committed base layer: load nothing
+        return
+    encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in requests.items()}
+    caption = make_captioner(captioner, draft, processor) if any("C" in tabed.ENSEMBLES[m] for m in methods) else None
 
     def reference(rid):
         key = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", **setting, row=rid)
@@ -287,7 +292,6 @@ def run(
         out["active"] = "".join(drafter.make_rows.active)
         return out
 
-    keys = [run_key(m, gamma, w_key, criterion, captioner, setting, rid) for rid in requests for m in methods]
     store.run(keys, compute, desc=desc or "tabed")
 
 
