@@ -7,8 +7,9 @@ that parallel run identical to a serial one:
   runs a notebook's cells in one kernel, and later notebooks of a series read the result tables the earlier
   ones wrote (e.g. notebook 14 reads notebook 10's runs), exactly as in a serial run;
 - each worker writes into its own ``$SPECDEC_OUTPUT_DIR/<worker>`` folder, which starts empty: every checked
-  number is recomputed, none is read back from the committed ``results/``, and no two processes append to one
-  table.
+  number is recomputed, none is read back from the committed ``results/`` (except the TABED runs, whose store
+  reads the committed table as a read-only base layer; ``tests/test_committed_results.py`` recomputes a sample of
+  it), and no two processes append to one table.
 
 The series scope is set by a scheduler (``pytest_xdist_make_scheduler``, xdist's public hook), not by
 ``xdist_group`` marks: xdist 3.8 tags grouped node ids through a private attribute that pytest 9 no longer reads.

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import random_llama
 from specdec import bench, paper
-from specdec.results import ResultStore
+from specdec.results import ResultStore, stale_rows, stratified_sample
 
 
 def test_store_skips_finished_keys_and_survives_restart(tmp_path):
@@ -18,6 +18,57 @@ def test_store_skips_finished_keys_and_survives_restart(tmp_path):
     assert len(frame) == 2 and frame.tau.tolist() == [1.5, 2.0]
     with pytest.raises(ValueError, match="new ones"):
         again.append([{"draft": "b", "gamma": 1, "tau": 1.0, "extra": 3}])
+
+
+def test_a_base_layer_counts_as_done_is_read_back_and_never_written(tmp_path):
+    committed, fresh = tmp_path / "committed", tmp_path / "fresh"
+    base = ResultStore("tiny", "demo", key=["draft", "gamma"], root=committed)
+    base.append(
+        [{"draft": "a", "gamma": 1, "tau": 1.5, "note": "x"}, {"draft": "a", "gamma": 2, "tau": 2.5, "note": "y"}]
+    )
+    before = base.path.read_bytes()
+    store = ResultStore("tiny", "demo", key=["draft", "gamma"], root=fresh, base=committed)
+    assert store.done(draft="a", gamma=1) and not store.done(draft="b", gamma=1)
+    assert store.get(draft="a", gamma=2)["tau"] == "2.5"
+    computed = []
+    keys = [{"draft": d, "gamma": g} for d in "ab" for g in (1, 2)]
+    store.run(keys, lambda **k: computed.append(k) or {"tau": 9.0, "note": "z"})
+    assert computed == [{"draft": "b", "gamma": 1}, {"draft": "b", "gamma": 2}]  # only what the base lacks
+    store.append([{"draft": "a", "gamma": 1, "tau": 7.0, "note": "w"}])  # a key of the base: skipped
+    frame = store.frame()
+    assert frame.tau.tolist() == [1.5, 2.5, 9.0, 9.0] and frame.note.tolist() == ["x", "y", "z", "z"]
+    assert base.path.read_bytes() == before and len(ResultStore("tiny", "demo", ["draft", "gamma"], fresh).frame()) == 2
+    # the base folder being the store's own folder is no base; a missing base table is no base either
+    assert ResultStore("tiny", "demo", ["draft", "gamma"], root=committed, base=committed).base_path is None
+    assert ResultStore("tiny", "other", ["draft", "gamma"], root=fresh, base=committed).frame().empty
+
+
+def test_stale_rows_names_every_difference_and_a_missing_recomputation():
+    import pandas as pd
+
+    committed = pd.DataFrame(
+        {"m": ["A", "A", "B"], "row": ["1", "2", "1"], "out": ["[1, 2]", "[3]", "[4]"], "tau": ["2", "1", "1.5"]}
+    )
+    fresh = committed.assign(tau=[2.0, 1.0, 1.50001]).astype({"tau": float})
+    assert stale_rows(committed, fresh, ["m", "row"], ["out", "tau"], {"tau": 1e-4}) == []
+    doctored = fresh.copy()
+    doctored.loc[1, "out"] = "[3, 5]"  # what a committed row looks like after the code changed
+    problems = stale_rows(committed, doctored.iloc[:2], ["m", "row"], ["out", "tau"], {"tau": 1e-4})
+    assert len(problems) == 2 and "out committed '[3]'" in problems[0] and "not recomputed" in problems[1]
+    assert (
+        len(stale_rows(committed, fresh, ["m", "row"], ["tau"])) == 1
+    )  # as stored (6 digits) unless given a tolerance
+
+
+def test_stratified_sample_takes_every_group_and_depends_on_the_seed():
+    import pandas as pd
+
+    frame = pd.DataFrame({"m": list("AAAABBBBCC"), "s": list("xxyyxxyyxy"), "i": range(10)})
+    sample = stratified_sample(frame, ["m", "s"], n=1, seed=0)
+    assert sorted(zip(sample.m, sample.s)) == [("A", "x"), ("A", "y"), ("B", "x"), ("B", "y"), ("C", "x"), ("C", "y")]
+    picks = {tuple(stratified_sample(frame, ["m", "s"], n=1, seed=k).i) for k in range(8)}
+    assert len(picks) > 1
+    assert len(stratified_sample(frame, ["m"], n=3, seed=0)) == 3 + 3 + 2
 
 
 def test_formulas():

@@ -54,7 +54,17 @@ def captioners(pair):
     return {
         "oracle": tabed_bench.make_captioner("oracle", draft, processor),
         "draft": tabed_bench.make_captioner("draft", draft, processor),
+        "tabed-captioner": tabed_bench.make_captioner(tabed_bench.CAPTIONER, draft, processor),
     }
+
+
+def test_the_captioner_of_c_is_a_separate_smaller_llava_and_a_bad_name_fails_clearly(pair):
+    _, draft, processor = pair
+    model = tabed_bench.captioner_model(tabed_bench.CAPTIONER, draft)
+    assert model is not draft and tabed_bench.captioner_model("draft", draft) is draft
+    assert sum(p.numel() for p in model.parameters()) < sum(p.numel() for p in draft.parameters())
+    with pytest.raises(ValueError, match="captioner must be"):
+        tabed_bench.make_captioner("no-such-captioner", draft, processor)
 
 
 def draft_inputs(request):
@@ -109,10 +119,12 @@ def test_every_method_is_lossless(pair, suite, captioners, gamma):
     requests = suite  # all 40 requests (36 with images) at every γ
     # the draft LLaVA captions (instead of the generator's ground truth) for one 1-image and one 2-image request
     with_draft_captions = {first(requests, 1)["id"], first(requests, 2)["id"]}
+    with_captioner = {first(requests, 5)["id"], [r for r in requests if len(r["images"]) == 1][1]["id"]}
     accepted = 0
     for request in requests:
         n_images = len(request["images"])
         kind = "draft" if request["id"] in with_draft_captions else "oracle"
+        kind = "tabed-captioner" if request["id"] in with_captioner else kind
         for method, methods in tabed.ENSEMBLES.items():
             drafter = tabed.make_drafter(draft, method, processor.tokenizer, captioner=captioners[kind])
             with warnings.catch_warnings():
@@ -131,8 +143,8 @@ def test_every_method_is_lossless(pair, suite, captioners, gamma):
                     assert all(abs(w[0] * 10 - round(w[0] * 10)) < 1e-5 for w in log), where
             else:
                 assert not hasattr(drafter, "weight_log")
-        if n_images and request["id"] in with_draft_captions:
-            captions = captioners["draft"](request["images"])
+        if n_images and kind != "oracle":
+            captions = captioners[kind](request["images"])
             assert len(captions) == n_images and all(isinstance(c, str) and c for c in captions)
     assert accepted > 0  # the drafts do propose tokens the target keeps
 

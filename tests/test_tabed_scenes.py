@@ -192,7 +192,10 @@ def test_train_step_saves_and_reloads(tmp_path, tokenizer):
     torch.save(data, path)
     data = torch.load(path)  # weights_only load, as on the GPU box
     rows = tl.train_all(data, list(tl.TABED_ZOO), tmp_path / "models", device="cpu", steps=2, batch_size=2)
-    assert [r["model"] for r in rows] == ["tabed-target", "tabed-draft"]
+    assert [r["model"] for r in rows] == ["tabed-target", "tabed-draft", "tabed-captioner"]
+    assert [r["max_images"] for r in rows] == [5, 1, 1] and rows[2]["rows"] == "caption"
+    assert rows[2]["parameters"] < rows[1]["parameters"]
+    assert set(rows[2]["heldout"]) == {"all", "caption-t1", "in_distribution"}  # trained and scored on captions
     assert all(r["steps"] == 2 and r["batch_size"] == 2 for r in rows)
     assert {"loss", "loss_blank_images", "tokens"} <= set(rows[1]["heldout"]["in_distribution"])
     assert rows[1]["text_parameters"] * 5 < rows[0]["text_parameters"]

@@ -10,6 +10,13 @@ under it, so several processes (xdist workers, Ray shards) can append to one tab
 or second headers. Each append also writes one line of provenance (git commit, package versions, CPU
 vector width, host, and whatever the caller put in ``store.provenance``: device, dtype, model ids) to the
 sidecar ``<table>.provenance.jsonl``, naming the keys it wrote.
+
+A read-only base layer (``base=COMMITTED``): a store may stand on the committed tables. Keys stored there count
+as done and their rows are read back from there (``get``, ``frame``), new keys are computed and written to the
+store's own folder only. ``make test`` points ``SPECDEC_OUTPUT_DIR`` at an empty folder, so a store without a
+base recomputes everything; with one, a notebook whose full sweep is too slow for nbval (TABED: 20 requests per
+cell) reads the committed rows and computes only what they lack. What keeps those rows honest is a recompute of
+a seeded sample (``stratified_sample``) compared cell by cell (``stale_rows``): ``tests/test_committed_results.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ import csv
 import datetime
 import fcntl
 import functools
+import io
 import json
+import math
 import os
 import pathlib
 import platform
@@ -36,12 +45,27 @@ COMMITTED = zoo.ROOT / "results"  # the tables in git, whatever SPECDEC_OUTPUT_D
 
 
 class ResultStore:
-    def __init__(self, profile: str, table: str, key: list[str], root: pathlib.Path | None = None):
+    """Rows of ``<root>/<profile>/<table>.csv`` keyed by ``key``; ``base``: a folder of read-only tables under
+    this one (e.g. ``COMMITTED``; ignored when it is ``root`` itself) whose keys count as done."""
+
+    def __init__(
+        self,
+        profile: str,
+        table: str,
+        key: list[str],
+        root: pathlib.Path | None = None,
+        base: pathlib.Path | None = None,
+    ):
         self.profile, self.table, self.root = profile, table, pathlib.Path(root or RESULTS)
         self.path = self.root / profile / f"{table}.csv"
         self.key = list(key)
         self.provenance: dict = {}  # the caller's part of each provenance line (device, dtype, model ids, ...)
         self._done: set[tuple] = set()
+        base_path = pathlib.Path(base) / profile / f"{table}.csv" if base is not None else None
+        same = base_path is not None and base_path.resolve() == self.path.resolve()
+        self.base_path = None if same or base_path is None or not base_path.exists() else base_path
+        self._base_rows = self._read(self.base_path) if self.base_path else []
+        self._base_done = {self.key_of(row) for row in self._base_rows}
         with self._locked():
             self._refresh()
 
@@ -80,10 +104,11 @@ class ResultStore:
         self._repair()
         self._done = {self.key_of(row) for row in self._read()}
 
-    def _read(self) -> list[dict]:
-        if not self.path.exists():
+    def _read(self, path: pathlib.Path | None = None) -> list[dict]:
+        path = path or self.path
+        if not path.exists():
             return []
-        with self.path.open(newline="") as f:
+        with path.open(newline="") as f:
             return list(csv.DictReader(f))
 
     def key_of(self, row: dict) -> tuple:
@@ -94,15 +119,16 @@ class ResultStore:
         return tuple(str(format_value(row[k])) for k in self.key)  # formatted as written, so 0.0 matches "0"
 
     def done(self, **key) -> bool:
-        return self.key_of(key) in self._done
+        wanted = self.key_of(key)
+        return wanted in self._done or wanted in self._base_done
 
     def get(self, **key) -> dict:
-        """The stored row of ``key`` (values as strings, as read from the CSV)."""
+        """The stored row of ``key`` (values as strings, as read from the CSV; own rows before the base's)."""
         wanted = self.key_of(key)
-        for row in self._read():
+        for row in self._read() + self._base_rows:
             if self.key_of(row) == wanted:
                 return row
-        raise KeyError(f"no row {key} in {self.path}")
+        raise KeyError(f"no row {key} in {self.path}" + (f" or {self.base_path}" if self.base_path else ""))
 
     def rows(self, keys: list[dict] | None = None) -> list[dict]:
         """The stored rows (values as strings, in file order), only those of ``keys`` if given."""
@@ -121,7 +147,7 @@ class ResultStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked():
             self._refresh()  # another writer may have appended since we last looked
-            rows = [r for r in rows if self.key_of(r) not in self._done]
+            rows = [r for r in rows if self.key_of(r) not in self._done | self._base_done]
             if not rows:
                 return
             new_file = not self.path.exists()
@@ -170,10 +196,75 @@ class ResultStore:
             return next(csv.reader(f))
 
     def frame(self):
+        """Every row as a DataFrame: the base layer's rows whose key this store does not hold, then its own."""
         import pandas as pd
 
         self._repair()
-        return pd.read_csv(self.path) if self.path.exists() else pd.DataFrame(columns=self.key)
+        if not self.base_path:
+            return pd.read_csv(self.path) if self.path.exists() else pd.DataFrame(columns=self.key)
+        own = self._read()
+        own_keys = {self.key_of(r) for r in own}
+        base = [r for r in self._base_rows if self.key_of(r) not in own_keys]
+        header = self._header() if own else list(self._base_rows[0]) if self._base_rows else self.key
+        if own and self._base_rows and list(self._base_rows[0]) != header:
+            raise ValueError(
+                f"{self.path} and its base {self.base_path} have different columns: rerun the table from scratch"
+            )
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(base + own)  # one parse, so the dtypes are those of the committed table
+        text.seek(0)
+        return pd.read_csv(text)
+
+
+def stratified_sample(frame, by: list[str], n: int = 1, seed: int = 0):
+    """A seeded random sample of ``n`` rows (all if fewer) of every group of ``by`` (e.g. method x scenario), for
+    recomputing committed rows: every group is checked, and the seed decides which of its rows."""
+    groups = frame.groupby(by, sort=True, dropna=False)
+    return groups.sample(frac=1.0, random_state=seed).groupby(by, sort=True, dropna=False).head(n)
+
+
+def stale_rows(committed, fresh, key: list[str], columns: list[str], tolerance: dict | None = None) -> list[str]:
+    """The differences between committed rows and their recomputation, one line each (empty: none is stale).
+
+    ``committed`` / ``fresh``: DataFrames with the ``key`` columns (``fresh`` may lack rows: a missing one is a
+    difference). ``columns``: the cells to compare, as strings after ``format_value`` (exact: outputs, token
+    lists, counts) unless ``tolerance[column]`` gives an absolute tolerance (numbers from float arithmetic)."""
+    tolerance = tolerance or {}
+
+    def key_of(row):
+        return tuple(str(row[k]) for k in key)
+
+    fresh_by_key = {key_of(r): r for r in fresh.to_dict("records")}
+    out = []
+    for row in committed.to_dict("records"):
+        other = fresh_by_key.get(key_of(row))
+        if other is None:
+            out.append(f"{dict(zip(key, key_of(row)))}: not recomputed")
+            continue
+        for col in columns:
+            old, new = row.get(col), other.get(col)
+            if col in tolerance:
+                same = _close(old, new, tolerance[col])
+            else:
+                same = _cell(old) == _cell(new)
+            if not same:
+                out.append(f"{dict(zip(key, key_of(row)))}: {col} committed {old!r}, recomputed {new!r}")
+    return out
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(format_value(value))
+
+
+def _close(old, new, tol: float) -> bool:
+    try:
+        return abs(float(old) - float(new)) <= tol
+    except (TypeError, ValueError):
+        return _cell(old) == _cell(new)
 
 
 def model_provenance(**models) -> dict:

@@ -11,6 +11,7 @@ target's own greedy output (it must: ``lossless``) and the per-block weights of 
 
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 
@@ -39,6 +40,8 @@ GROUP = {
 }
 TABLE1 = ["M", "T", "MT", "MT*"]
 ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
+# the captioner of caption drafting C (the paper: Florence-2, a separate small model): the tiny zoo's own
+CAPTIONER = "tabed-captioner"
 # every parameter that changes a stored run (walltime depends on the device, the rest does not)
 KEY = ["method", "gamma", "window", "criterion", "captioner", "max_new_tokens", "device", "row"]
 PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
@@ -202,18 +205,36 @@ def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
     return ids, inputs
 
 
+def captioner_model(kind: str, draft):
+    """The LLaVA that captions for ``kind``: the draft itself (``"draft"``) or the zoo name / folder ``kind``
+    (e.g. ``CAPTIONER``), loaded on the draft's device; ``ValueError`` naming the choices otherwise."""
+    if kind == "draft":
+        return draft
+    try:
+        model, _ = models.load(kind, kind="llava", device=draft.device, with_tokenizer=False)
+    except Exception as err:  # noqa: BLE001 - one message for every way a name can fail to be a LLaVA
+        raise ValueError(
+            f"captioner must be 'draft', 'oracle', 'blip' or a LLaVA zoo name / folder (e.g. {CAPTIONER!r}); "
+            f"{kind!r} failed to load: {type(err).__name__}: {err}"
+        ) from err
+    return model
+
+
+@functools.lru_cache(maxsize=4)  # one per (kind, draft, processor): its captions are memoised across runs
 def make_captioner(kind: str, draft, processor):
-    """``"draft"`` (the draft LLaVA describes each image; memoised per image, since every caption method of a
-    request asks for the same captions), ``"oracle"`` (the generator's ground-truth captions, tiny only) or
-    ``"blip"`` (``tabed.hf_captioner``: BLIP from the local Hugging Face cache, paper profile)."""
+    """A captioner ``images -> captions`` for caption drafting C: ``"tabed-captioner"`` (``CAPTIONER``, the tiny
+    zoo's captioning LLaVA; any LLaVA zoo name or folder works the same way), ``"draft"`` (the draft LLaVA itself
+    describes each image), ``"oracle"`` (the generator's ground-truth captions, tiny only) or ``"blip"``
+    (``tabed.hf_captioner``: BLIP from the local Hugging Face cache, paper profile). LLaVA captioners are greedy,
+    keep the first sentence and are memoised per image (every caption method of a request asks for the same
+    captions)."""
     if kind == "oracle":
         return scenes.render_caption
     if kind == "blip":
         return tabed.hf_captioner(device=str(draft.device))
-    if kind != "draft":
-        raise ValueError(f"captioner must be 'draft', 'oracle' or 'blip', got {kind!r}")
+    model = captioner_model(kind, draft)
     to_pixels = lambda images: processor.image_processor(images, return_tensors="pt")["pixel_values"]  # noqa: E731
-    caption_one = tabed.draft_captioner(draft, processor.tokenizer, to_pixels)
+    caption_one = tabed.draft_captioner(model, processor.tokenizer, to_pixels)
 
     captions: dict[str, str] = {}  # image_key -> caption
 
@@ -242,14 +263,15 @@ def run(
     max_new_tokens: int = 128,
     window: int | None = None,
     criterion: str = "kl",
-    captioner: str = "draft",
+    captioner: str = CAPTIONER,
     desc: str = "",
 ) -> None:
     """Decode every request of ``rows`` with every method; one stored row per (method, settings, request).
 
     The target's plain greedy output of each request is computed once (stored as method ``AR``) and every
     speculative output is compared with it (column ``lossless``). ``window`` (h, ``None`` = ALL) and
-    ``criterion`` configure the adaptive ensembles (``criterion`` of MTCP* is its divergence, "kl" or "tvd").
+    ``criterion`` configure the adaptive ensembles (``criterion`` of MTCP* is its divergence, "kl" or "tvd");
+    ``captioner``: see ``make_captioner``.
     """
     if target.device.type == "cpu":
         torch.set_num_threads(1)
@@ -257,10 +279,13 @@ def run(
     tokenizer = processor.tokenizer
     eos = tokenizer.eos_token_id
     requests = {r["id"]: r for r in rows}
-    encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in requests.items()}
-    caption = make_captioner(captioner, draft, processor) if any("C" in tabed.ENSEMBLES[m] for m in methods) else None
     w_key = "ALL" if window is None else window
     setting = dict(max_new_tokens=max_new_tokens, device=target.device.type)
+    keys = [run_key(m, gamma, w_key, criterion, captioner, setting, rid) for rid in requests for m in methods]
+    if all(store.done(**k) for k in keys):  # e.g. every key in the committed base layer: load nothing
+        return
+    encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in requests.items()}
+    caption = make_captioner(captioner, draft, processor) if any("C" in tabed.ENSEMBLES[m] for m in methods) else None
 
     def reference(rid):
         key = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", **setting, row=rid)
@@ -297,7 +322,6 @@ def run(
         out["active"] = "".join(drafter.make_rows.active)
         return out
 
-    keys = [run_key(m, gamma, w_key, criterion, captioner, setting, rid) for rid in requests for m in methods]
     store.run(keys, compute, desc=desc or "tabed")
 
 
@@ -334,11 +358,14 @@ def _row(request: dict, res, reference_ids) -> dict:
 
 
 def store(profile: str, table: str = "tabed_runs"):
-    return results.ResultStore(profile, table, KEY)
+    """The runs table; it stands on the committed one (``results.COMMITTED``, read-only), so under ``make test``
+    (an empty ``SPECDEC_OUTPUT_DIR``) the notebooks read the committed 20-per-cell runs and compute only keys
+    that are not there. ``tests/test_committed_results.py`` recomputes a sample of them."""
+    return results.ResultStore(profile, table, KEY, base=results.COMMITTED)
 
 
 # ------------------------------------------------------------------------------------------------- tables
-def runs(frame: pd.DataFrame, *, gamma: int = 5, window="ALL", criterion: str = "kl", captioner: str = "draft"):
+def runs(frame: pd.DataFrame, *, gamma: int = 5, window="ALL", criterion: str = "kl", captioner: str = CAPTIONER):
     """The rows of one setting (non-adaptive methods ignore window / criterion, non-caption ones the captioner)."""
     frame = frame[frame.method != "AR"]
     adaptive = frame.method.str.endswith("*")
@@ -477,7 +504,7 @@ def mean_weight_table(frame: pd.DataFrame, method: str = "MT*") -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------------- re-checking
-def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int = 6):
+def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int | None = None):
     """Decode the stored runs of ``keys`` (rows of ``KEY`` columns, e.g. a sample of the committed table) again,
     into a temporary store, and return the fresh rows as a DataFrame in the order of ``keys``.
 
@@ -487,6 +514,8 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int = 
     import tempfile
 
     target, draft, processor = load_vlm_pair(profile)
+    # suite rows do not depend on n, so the largest index among the keys' row ids is enough
+    n_per_scenario = n_per_scenario or 1 + max(int(str(k["row"]).rsplit("-", 1)[1]) for k in keys)
     requests = {r["id"]: r for r in load_suite(profile, n_per_scenario, seed=0)}
     with tempfile.TemporaryDirectory() as tmp:
         fresh = results.ResultStore(profile, "recomputed", KEY, root=pathlib.Path(tmp))
@@ -514,7 +543,7 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int = 
                     max_new_tokens=max_new_tokens,
                     window=None if window in ("ALL", "-") else int(window),
                     criterion=criterion if criterion != "-" else "kl",
-                    captioner=captioner if captioner != "-" else "draft",
+                    captioner=captioner if captioner != "-" else CAPTIONER,
                 )
         frame = fresh.frame()
     frame = frame[frame.method != "AR"].astype({c: str for c in KEY})

@@ -8,8 +8,13 @@ the expansion; the saved ``LlavaProcessor`` uses ``image_token="-------+"`` (rep
 of 4093), so ``processor(text=processor_text(prompt), images=...)`` gives the same ids (without ``<s>``).
 
 Training rows: ``<s>`` + prompt ids + ids of ``" " + answer`` + ``</s>``; the loss covers the answer and ``</s>``
-only. Images are stored as palette indices (4 bits per pixel, ``scenes.PALETTE``, zlib-compressed: the images
-are mostly white) and normalised at training time exactly as the saved image processor does (rescale 1/255,
+only. Caption rows (``caption_train`` / ``caption_heldout``, for the captioner of caption drafting C): every
+distinct image of the split once, ``USER: <image>\nDescribe the image. ASSISTANT:`` (``CAPTION_QUESTION``) and
+its ground-truth short caption (``scenes.render_caption``) as the answer; held-out caption rows are the test
+images that no training row uses.
+
+Images are stored as palette indices (4 bits per pixel, ``scenes.PALETTE``, zlib-compressed: the images are
+mostly white) and normalised at training time exactly as the saved image processor does (rescale 1/255,
 then ``(x - scenes.IMAGE_MEAN) / scenes.IMAGE_STD``, no resize at 64 x 64). That normalisation maps the white
 background to 0; the CLIP mean / std used before made the background a large constant input, the vision
 features collapsed to a constant during the first steps and the trained models ignored their images (see
@@ -33,6 +38,7 @@ IMAGE_TOKEN_TEXT = "-------+"
 IMAGE_TOKENS = scenes.PATCHES_PER_IMAGE  # 16 per 64 x 64 image
 DATA = dict(train_per_scenario=1000, heldout_per_scenario=30, seed=0)
 DATA_FORMAT = 2  # 2: zlib-compressed images, processor normalisation scenes.IMAGE_MEAN / IMAGE_STD
+CAPTION_QUESTION = "Describe the image."  # the captioner's prompt (``drafting.draft_captioner``'s default)
 
 
 # ------------------------------------------------------------------------------------------------- encoding
@@ -158,6 +164,7 @@ def build_data(
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     image_rows: list = []
     image_index: dict[str, int] = {}
+    image_captions: list[str] = []
 
     def split_tensors(rows):
         ids, offsets, prompt_len, image_ids, image_offsets = [], [0], [], [], [0]
@@ -166,11 +173,12 @@ def build_data(
             ids += row_ids
             offsets.append(len(ids))
             prompt_len.append(n_prompt)
-            for image in row["images"]:
+            for image, caption in zip(row["images"], row["caption"]):
                 key = scenes.image_key(image)
                 if key not in image_index:
                     image_index[key] = len(image_rows)
                     image_rows.append(scenes.palette_indices(image))
+                    image_captions.append(caption)
                 image_ids.append(image_index[key])
             image_offsets.append(len(image_ids))
         return {
@@ -191,6 +199,10 @@ def build_data(
         "train": split_tensors(scenes.scenario_suite("train", train_per_scenario, seed, scenarios)),
         "heldout": split_tensors(scenes.scenario_suite("test", heldout_per_scenario, seed, scenarios)),
     }
+    train_images = sorted(set(data["train"]["image_ids"].tolist()))
+    test_images = sorted(set(data["heldout"]["image_ids"].tolist()) - set(train_images))
+    data["caption_train"] = caption_split(tokenizer, train_images, image_captions)
+    data["caption_heldout"] = caption_split(tokenizer, test_images, image_captions)
     indices = torch.from_numpy(numpy.stack(image_rows))
     data["images_zlib"] = compress_images(pack_images(indices))
     data["n_images"] = len(image_rows)
@@ -205,3 +217,24 @@ def build_data(
         "scenarios": [list(s) for s in scenes.SCENARIOS],
     }
     return data
+
+
+def caption_split(tokenizer, image_ids: list[int], captions: list[str]) -> dict:
+    """A split of caption rows in the layout of ``build_data``'s splits (scenario ``caption``, turn 1): one row
+    per image id, ``USER: <image>\nDescribe the image. ASSISTANT:`` answered by ``captions[image id]``."""
+    prompt = scenes.chat_prompt([(f"{scenes.IMAGE_PLACEHOLDER}\n{CAPTION_QUESTION}", None)])
+    ids, offsets, prompt_len = [], [0], []
+    for image in image_ids:
+        row_ids, n_prompt = encode_example(tokenizer, prompt, captions[image], 1)
+        ids += row_ids
+        offsets.append(len(ids))
+        prompt_len.append(n_prompt)
+    return {
+        "input_ids": torch.tensor(ids, dtype=torch.int16),
+        "offsets": torch.tensor(offsets),
+        "prompt_len": torch.tensor(prompt_len, dtype=torch.int32),
+        "image_ids": torch.tensor(image_ids, dtype=torch.int32),
+        "image_offsets": torch.arange(len(image_ids) + 1),
+        "scenario": ["caption"] * len(image_ids),
+        "turn": torch.ones(len(image_ids), dtype=torch.int8),
+    }

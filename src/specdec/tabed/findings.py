@@ -346,9 +346,9 @@ def findings(frame: pd.DataFrame, window_frame: pd.DataFrame | None = None, **bo
 
 def findings_from_results(profile: str = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
     """``findings`` on the committed ``results/<profile>/tabed_runs.csv`` with the notebooks' default settings
-    (γ = 5, h = ALL, criterion KL, the draft as captioner); T5 on the MT* runs at every window in ``windows``.
+    (γ = 5, h = ALL, criterion KL, ``tabed_bench.CAPTIONER``); T5 on the MT* runs at every window in ``windows``.
     ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
     stored = results.ResultStore(profile, "tabed_runs", KEY, root=root).frame()
-    frame = runs(stored, gamma=5, window="ALL", criterion="kl", captioner="draft")
-    by_window = pd.concat([runs(stored, gamma=5, window=h, criterion="kl", captioner="draft") for h in windows])
+    frame = runs(stored, gamma=5, window="ALL", criterion="kl")
+    by_window = pd.concat([runs(stored, gamma=5, window=h, criterion="kl") for h in windows])
     return findings(frame, by_window[by_window.method == "MT*"])

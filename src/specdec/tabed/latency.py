@@ -328,7 +328,7 @@ def paper_tau(methods) -> pd.Series:
 
 def block_efficiencies(profile: str, methods, compute_fallback) -> tuple[pd.Series, str]:
     """``(τ per method, where it came from)``: from notebooks 10-13's ``tabed_runs`` table (default setting:
-    γ = 5, window ALL, criterion kl, draft captioner) when it holds every method on benchmark rows, else
+    γ = 5, window ALL, criterion kl, ``tabed_bench.CAPTIONER``) when it holds every method on benchmark rows, else
     ``compute_fallback()``, which must return a frame of ``tabed_bench.run`` rows (e.g. a small subset stored
     in a table of this notebook's own)."""
     store = tabed_bench.store(profile)
@@ -372,15 +372,17 @@ def verdict_caption(captions: pd.DataFrame, components: pd.DataFrame | None, dev
     ours = captions.loc["caption / prefill"]
     paper = paper_caption_table()
     hides = bool((ours <= 1).all())
+    name = [r for r in captions.index if r.startswith("caption (")]
+    name = name[0].removeprefix("caption (").removesuffix(")") if name else "draft LLaVA"
     text = (
-        f"**Table 4 premise {'holds' if hides else 'does not hold'} here** ({device}): the tiny draft-LLaVA "
-        f"captioner takes {_span(ours)}x the tiny target's prefill for {_images(ours.index)} images "
+        f"**Table 4 premise {'holds' if hides else 'does not hold'} here** ({device}): the tiny captioner "
+        f"({name}) takes {_span(ours)}x the tiny target's prefill for {_images(ours.index)} images "
         f"(paper, GPU: BLIP {_span(paper.loc['BLIP / prefill'])}x, Florence-2 "
         f"{_span(paper.loc['Florence-2 / prefill'])}x of LLaVA-1.5 7B's prefill)."
     )
     if not hides:
         text += (
-            " Our captioner is a decode loop of the draft (up to 24 tokens) per image, one image after "
+            " Our captioner is a decode loop of a tiny LLaVA (up to 24 tokens) per image, one image after "
             "another, while the tiny target's prefill is one short call; the paper's captioners are "
             "dedicated models racing a 7B prefill."
         )

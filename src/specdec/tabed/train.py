@@ -12,8 +12,12 @@ Models (``TABED_ZOO``): ``LlavaForConditionalGeneration`` with a CLIP vision tow
 16 patches, CLS dropped, last layer's features), a 2-layer GELU projector and a Llama text model on the
 foundation tokenizer (``data/models/tokenizer``, 4096 ids, nothing added). ``tabed-target`` has the text size of
 ``zoo.TINY_ZOO["tiny-target"]``; ``tabed-draft`` a ~10x smaller text model and a vision tower of the same size.
-The target trains on every scenario (1, 2 and 5 images, second turns, text-only turns); the draft only on rows
-with at most two images (``max_images``), so the five-image stories (PSV / VIST) are out of distribution for it.
+The target trains on every scenario (1, 2 and 5 images, second turns, text-only turns); the draft, like the
+paper's drafts (LLaVA single-image data), only on rows with at most one image (``max_images``), so the
+two-image edit tasks and above all the five-image stories (PSV / VIST: 80 visual tokens, 5x any the draft saw)
+are out of distribution for it. ``tabed-captioner`` (the captioner of caption drafting C, in the role of the
+paper's Florence-2) is an even smaller LLaVA trained only on the caption rows (``rows="caption"``: every
+distinct training image once with its short caption, ``specdec.tabed.data.caption_split``).
 
 Encoding and the data file (the image token, training rows, image storage and normalisation) are in
 ``specdec.tabed.data``; ``train`` refuses a data file whose processor uses another normalisation. Every model
@@ -73,9 +77,19 @@ TABED_ZOO: dict[str, dict] = {
             hidden_size=48, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4
         ),
         vision=VISION,
-        max_images=2,
+        max_images=1,  # single-image and text-only rows, as the paper's drafts (LLaVA single-image data)
         seed=1,
         train=dict(TABED_TRAIN, steps=1500, weight_decay=0.3),
+    ),
+    "tabed-captioner": dict(
+        text=dict(
+            hidden_size=32, intermediate_size=96, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2
+        ),
+        vision=VISION,
+        max_images=1,
+        seed=2,
+        rows="caption",  # caption rows only (data["caption_train"] / ["caption_heldout"])
+        train=dict(TABED_TRAIN, steps=1500, weight_decay=0.1),
     ),
 }
 
@@ -140,6 +154,15 @@ class _Images:
         return self.palette[idx].permute(0, 3, 1, 2).contiguous()  # [n, 3, H, W]
 
 
+def splits_of(data: dict, rows: str = "chat", device="cpu") -> tuple[_Split, _Split, _Images]:
+    """``(train, held-out, images)`` of the data file for ``rows``: ``"chat"`` (the scenario rows) or
+    ``"caption"`` (the captioner's rows; ``ValueError`` for a data file built before they existed)."""
+    prefix = {"chat": "", "caption": "caption_"}[rows]
+    if f"{prefix}train" not in data:
+        raise ValueError("the data file has no caption rows: rebuild it with `python -m specdec.tabed.train data`")
+    return _Split(data[f"{prefix}train"], device), _Split(data[f"{prefix}heldout"], device), _Images(data, device)
+
+
 def _batch(split: _Split, images: _Images, rows: torch.Tensor, blank: bool = False) -> dict:
     """Model inputs and labels (answer tokens only) for ``rows`` (a CPU LongTensor of example indices)."""
     length = int(split.lengths_cpu[rows].max())
@@ -155,18 +178,22 @@ def _batch(split: _Split, images: _Images, rows: torch.Tensor, blank: bool = Fal
 
 
 def _token_losses(model, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-position cross-entropy, correctness of the argmax, and the loss mask (answer tokens)."""
-    logits = (
-        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], pixel_values=batch["pixel_values"])
-        .logits[:, :-1]
-        .float()
-    )
+    """Per-position cross-entropy, correctness of the argmax, and the loss mask (answer tokens), ``[B, L-1]``.
+
+    The LM head runs only at the answer positions (the loss covers nothing else): with a 4096-entry vocabulary
+    and a tiny text model, logits and their softmax at every position were most of a training step on a CPU.
+    Same loss as the head at every position; positions outside the mask get loss 0 and ``correct`` False."""
     labels = batch["labels"][:, 1:]
     mask = labels != -100
-    loss = torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="none"
-    ).view_as(labels)
-    correct = (logits.argmax(-1) == labels) & mask
+    hidden = model.model(
+        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], pixel_values=batch["pixel_values"]
+    ).last_hidden_state[:, :-1]
+    logits = model.lm_head(hidden[mask]).float()  # [N answer tokens, V]
+    wanted = labels[mask]
+    loss = torch.zeros(labels.shape, dtype=logits.dtype, device=logits.device)
+    loss[mask] = torch.nn.functional.cross_entropy(logits, wanted, reduction="none")
+    correct = torch.zeros_like(mask)
+    correct[mask] = logits.argmax(-1) == wanted
     return loss, correct, mask
 
 
@@ -239,11 +266,7 @@ def train_model(
     cfg = train_settings(name, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
     steps, batch_size = cfg["steps"], cfg["batch_size"]
     log_every = log_every or max(1, steps // 20)
-    train, heldout, images = splits or (
-        _Split(data["train"], device),
-        _Split(data["heldout"], device),
-        _Images(data, device),
-    )
+    train, heldout, images = splits or splits_of(data, spec.get("rows", "chat"), device)
     allowed = torch.nonzero(_select(train, spec["max_images"], scenarios)).squeeze(1)
     held_rows = torch.nonzero(_select(heldout, spec["max_images"], scenarios, held_out=True)).squeeze(1)
     torch.manual_seed(spec["seed"])
@@ -313,9 +336,13 @@ def train_all(
     if str(device).startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    splits = (_Split(data["train"], device), _Split(data["heldout"], device), _Images(data, device))
+    by_rows: dict[str, tuple] = {}
     rows = []
     for name in names:
+        kind = TABED_ZOO[name].get("rows", "chat")
+        if kind not in by_rows:
+            by_rows[kind] = splits_of(data, kind, device)
+        splits = by_rows[kind]
         cfg = train_settings(name, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
         t0 = time.perf_counter()
         model, log = train_model(name, data, device=device, splits=splits, scenarios=scenarios, **cfg)
@@ -344,6 +371,7 @@ def train_all(
             **cfg,
             "scenarios": scenarios,
             "max_images": TABED_ZOO[name]["max_images"],
+            "rows": TABED_ZOO[name].get("rows", "chat"),
             "device": device_name(device),
             "seconds": round(seconds, 1),
             "train_sample": train_eval,
