@@ -37,7 +37,7 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed lab clean-results
+.PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd lab clean-results
 
 help:
 	@echo "Targets:"
@@ -49,6 +49,7 @@ help:
 	@echo "  ci-clean       CI=true bash .ci/run on a fresh clone of HEAD (recorded for the pre-push hook)"
 	@echo "  models         retrain the tiny model zoo (slow)"
 	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
+	@echo "  models-aasd    retrain the AASD zoo (second target, baselines, modules; CPU ~2 h on a shared machine)"
 	@echo "  lab            start JupyterLab in notebooks/"
 	@echo "  clean-results  rm -rf results/\$$PROFILE"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
@@ -116,6 +117,9 @@ models-multilingual: install
 
 models-tabed: install
 	$(VENV)/bin/python -m specdec.tabed.train all --out data/models
+
+models-aasd: install
+	$(VENV)/bin/python -m specdec.aasd.train all --out data/models
 
 lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from specdec import results, zoo
-from specdec.aasd import baselines
+from specdec import hub, results, zoo
+from specdec.aasd import baselines, zoo_specs
 from specdec.aasd.drafter import AASDDrafter
 from specdec.aasd.module import load_module
 from specdec.aasd.train import module_name
@@ -51,14 +51,38 @@ ABLATIONS = {
 }
 
 
-def load_requests(n_per_task: int, seed: int = 0) -> list[dict]:
-    """Held-out requests: ``n_per_task`` per task (split evenly over a task's sub-tasks), with ``task``/``subtask``."""
+def load_requests(n_per_task: int, seed: int = 0, profile: str = "tiny") -> list[dict]:
+    """Held-out requests: ``n_per_task`` per task (split evenly over a task's sub-tasks), with ``task``/``subtask``;
+    other profiles: ``paper_requests``."""
+    if profile != "tiny":
+        return paper_requests(profile, n_per_task)
     out = []
     for task, parts in TASKS.items():
         per = max(1, n_per_task // len(parts))
         for scenario, turn, subtask in parts:
             for row in scenes.scenario_suite("test", per, seed=seed, scenarios=[(scenario, turn)]):
                 out.append({**row, "task": task, "subtask": subtask})
+    return out
+
+
+def profile_targets(profile: str) -> list[str]:
+    """The targets of a profile: tiny ``zoo_specs.TARGETS``; otherwise the ``aasd.targets`` of its yaml."""
+    return list(zoo_specs.TARGETS) if profile == "tiny" else list(models.load_profile(profile)["aasd"]["targets"])
+
+
+def paper_requests(profile: str, n_per_task: int) -> list[dict]:
+    """The first ``n_per_task`` rows of each paper dataset (``aasd.tasks`` of the profile) as requests with one
+    image and the LLaVA-1.5 chat prompt; ``hub.DatasetNotAvailableError`` (naming the ``hf download``) offline."""
+    out = []
+    for task, spec in models.load_profile(profile)["aasd"]["tasks"].items():
+        data = hub.load_dataset(spec["dataset"], spec.get("config"), spec["split"], n_per_task)
+        for i, row in enumerate(data):
+            question = row.get("question") or "Please describe the image briefly."
+            if row.get("choices"):
+                question += "\nOptions: " + " ".join(f"({chr(65 + k)}) {c}" for k, c in enumerate(row["choices"]))
+            prompt = scenes.chat_prompt([(f"{scenes.IMAGE_PLACEHOLDER}\n{question}", None)])
+            out.append({"id": f"{task}-{i:04d}", "task": task, "subtask": task, "scenario": task, "turn": 1,
+                        "prompt": prompt, "images": [row["image"]]})  # fmt: skip
     return out
 
 

@@ -57,7 +57,8 @@ MODULE_VARIANTS = {
 
 
 def module_name(target: str, variant: str = "") -> str:
-    return f"aasd-module-{target}" + (f"-{variant}" if variant else "")
+    """The zoo folder of a target's module (``target``: a zoo name or a hub id)."""
+    return f"aasd-module-{target.split('/')[-1]}" + (f"-{variant}" if variant else "")
 
 
 # ------------------------------------------------------------------------------------------------ modules
