@@ -222,3 +222,14 @@ def test_drafter_needs_the_target_cache():
 def test_text_rows_replace_each_image_by_newline():
     prompt = torch.tensor([1] + [4093] * 16 + [7, 8] + [4093] * 16 + [9])
     assert baselines.replace_images(prompt, [198]).tolist() == [1, 198, 7, 8, 198, 9]
+
+
+def test_cached_llava_target_stops_at_its_generation_config_eos():
+    """``generate`` with a ``CachedLM`` target (as AASD needs) reads EOS from the wrapped model's generation config."""
+    target = tiny_llava(layers=2, seed=6)
+    prompt, pixels = request(1, seed=3)
+    free = autoregressive(target, prompt, max_new_tokens=12, eos_token_id=[], target_inputs=pixels).output_ids
+    target.generation_config.eos_token_id = free[4]
+    lm = CachedLM(target)
+    res = generate(lm, prompt, AASDDrafter(random_module(target), lm), gamma=3, max_new_tokens=12, target_inputs=pixels)
+    assert res.output_ids == free[: free.index(free[4]) + 1] and res.stop_reason == "eos"
