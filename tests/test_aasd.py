@@ -14,6 +14,7 @@ from specdec.aasd.tda import answer_window, naive_attention, tda_attention
 from specdec.cache import CachedLM
 from specdec.engine import autoregressive, generate
 from specdec.sampling import SamplingConfig, logits_to_probs
+from specdec.tabed.data import IMAGE_TOKEN_ID, IMAGE_TOKENS, build_data
 
 IMAGE = 63  # image token id; a 32 x 32 image with 16 x 16 patches gives 4 image tokens
 
@@ -233,3 +234,12 @@ def test_cached_llava_target_stops_at_its_generation_config_eos():
     lm = CachedLM(target)
     res = generate(lm, prompt, AASDDrafter(random_module(target), lm), gamma=3, max_new_tokens=12, target_inputs=pixels)
     assert res.output_ids == free[: free.index(free[4]) + 1] and res.stop_reason == "eos"
+
+
+def test_text_only_data_keeps_the_answers_and_drops_the_images():
+    data = build_data(2, 1, scenarios=["describe", "nq"])
+    text = baselines.text_only(data, [198])
+    for before, after in zip(baselines.split_rows(data["train"]), baselines.split_rows(text["train"])):
+        (ids, n_prompt, images), (ids2, n_prompt2, images2) = before, after
+        assert ids[n_prompt:] == ids2[n_prompt2:] and images2 == []
+        assert IMAGE_TOKEN_ID not in ids2 and n_prompt - n_prompt2 == len(images) * (IMAGE_TOKENS - 1)

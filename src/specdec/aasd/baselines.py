@@ -44,7 +44,7 @@ def text_drafter(model, tokenizer) -> ModelDrafter:
     return ModelDrafter(model, make_rows=text_rows(tokenizer(NEWLINE, add_special_tokens=False)["input_ids"]))
 
 
-def _rows_of(split: dict) -> list[tuple[list[int], int, list[int]]]:
+def split_rows(split: dict) -> list[tuple[list[int], int, list[int]]]:
     """``(ids, prompt_len, image_ids)`` per row of a data-file split."""
     off, img = split["offsets"], split["image_offsets"]
     flat = split["input_ids"].long()
@@ -59,7 +59,7 @@ def _rows_of(split: dict) -> list[tuple[list[int], int, list[int]]]:
 
 
 def pack_split(rows, scenario: list[str], turn) -> dict:
-    """The inverse of ``_rows_of``: a data-file split from ``(ids, prompt_len, image_ids)`` rows."""
+    """The inverse of ``split_rows``: a data-file split from ``(ids, prompt_len, image_ids)`` rows."""
     ids, offsets, images, image_offsets = [], [0], [], [0]
     for row_ids, _, row_images in rows:
         ids += row_ids
@@ -83,7 +83,7 @@ def text_only(data: dict, newline_ids: list[int]) -> dict:
     for name in ("train", "heldout"):
         split = data[name]
         rows = []
-        for ids, prompt_len, _ in _rows_of(split):
+        for ids, prompt_len, _ in split_rows(split):
             prompt = replace_images(torch.tensor(ids[:prompt_len]), newline_ids).tolist()
             rows.append((prompt + ids[prompt_len:], len(prompt), []))
         out[name] = pack_split(rows, split["scenario"], split["turn"])
@@ -100,7 +100,7 @@ def distilled(data: dict, target, rows: torch.Tensor, max_new_tokens: int, eos_t
     """A copy of the data file whose train split is ``rows`` with the answers replaced by ``target``'s greedy
     output (EOS kept; an answer cut at ``max_new_tokens`` gets none)."""
     train, _, images = tabed_train.load_splits(data)
-    packed = _rows_of(data["train"])
+    packed = split_rows(data["train"])
     out_rows = []
     for r in rows.tolist():
         batch = tabed_train.batch_inputs(train, images, torch.tensor([r]))
