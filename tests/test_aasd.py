@@ -243,3 +243,11 @@ def test_text_only_data_keeps_the_answers_and_drops_the_images():
         (ids, n_prompt, images), (ids2, n_prompt2, images2) = before, after
         assert ids[n_prompt:] == ids2[n_prompt2:] and images2 == []
         assert IMAGE_TOKEN_ID not in ids2 and n_prompt - n_prompt2 == len(images) * (IMAGE_TOKENS - 1)
+
+
+def test_own_cache_training_window_covers_the_prompt():
+    """Target cache off, the module reads its own k'/v' of every position at inference, so training must too."""
+    ids = torch.tensor([[1, 7, 8, 9, 20, 21, 2, 0]])
+    labels = torch.tensor([[-100, -100, -100, -100, 20, 21, 2, -100]])
+    win, pos, valid = answer_window({"input_ids": ids, "labels": labels}, from_start=True)
+    assert pos[0].tolist() == list(range(6)) and valid[0].tolist() == [False] * 3 + [True] * 3

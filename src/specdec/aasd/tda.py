@@ -91,17 +91,20 @@ def batch_context(module: SpeculatingModule, input_ids, keys, values):
     return k_ctx, v_ctx, ctx_pos
 
 
-def answer_window(batch: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def answer_window(batch: dict, from_start: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(ids [B, A], positions [B, A], valid [B, A])``: each row from its last prompt token to its end, right-padded
-    (the only positions a block can start at or reach). ``valid[b, j]``: the next token is an answer token."""
+    (the only positions a block can start at or reach; ``from_start``: from position 0, for a module whose own keys
+    cover the prompt too). ``valid[b, j]``: the next token is an answer token."""
     labels = batch["labels"]
     answer = labels[:, 1:] != -100  # position t predicts an answer token
     first = answer.float().argmax(1)  # the last prompt position
     ends = answer.sum(1) + first  # one past the last predicting position
+    if from_start:
+        first = torch.zeros_like(first)
     width = int((ends - first).max())
     j = torch.arange(width, device=labels.device)
     positions = first[:, None] + j[None, :]
-    valid = positions < ends[:, None]
+    valid = (positions < ends[:, None]) & answer.gather(1, positions.clamp(max=answer.shape[1] - 1))
     positions = positions.clamp(max=batch["input_ids"].shape[1] - 1)
     return batch["input_ids"].gather(1, positions), positions, valid
 
@@ -115,7 +118,8 @@ def tda_loss(module: SpeculatingModule, batch: dict, target, depths, max_positio
         inputs = {k: v for k, v in batch.items() if k != "labels"}
         out = target.model(**inputs, use_cache=True)
     cache = out.past_key_values.layers[-1]
-    ids, q_pos, valid = answer_window(batch)
+    own_only = module.config.context == "own"
+    ids, q_pos, valid = answer_window(batch, from_start=own_only)
     h, q, k, v = module.qkv(ids, q_pos)
     k_ctx, v_ctx, ctx_pos = batch_context(module, batch["input_ids"], cache.keys, cache.values)
     rep = module.n_rep()
@@ -128,7 +132,7 @@ def tda_loss(module: SpeculatingModule, batch: dict, target, depths, max_positio
         ctx_pos,
         q_pos,
         depths,
-        own_only=module.config.context == "own",
+        own_only=own_only,
     )  # [G, B, H, A, d]
     g, b, heads, a, d = attn.shape
     attn = attn.permute(0, 1, 3, 2, 4).reshape(g, b, a, heads * d)
