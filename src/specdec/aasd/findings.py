@@ -38,8 +38,8 @@ def combine(name: str, claim: str, parts: list[tuple[str, tuple]], paper: str = 
     statuses = [decide(low, high) for _, (_, low, high, _) in parts]
     status = FAILS if FAILS in statuses else HOLDS if all(s == HOLDS for s in statuses) else INCONCLUSIVE
     label, (est, low, high, n) = min(parts, key=lambda p: p[1][0])
-    held = sum(s == HOLDS for s in statuses)
-    detail = f"{held} of {len(parts)} comparisons hold; weakest: {label}."
+    held, failed = sum(s == HOLDS for s in statuses), sum(s == FAILS for s in statuses)
+    detail = f"Of {len(parts)} comparisons {held} hold and {failed} do not; weakest: {label}."
     return Verdict(name, claim, est, low, high, n, status, paper, detail)
 
 
