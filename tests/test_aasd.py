@@ -8,11 +8,13 @@ from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForCon
 
 from conftest import chi2_pvalue
 from specdec.aasd import baselines
+from specdec.aasd import bench as aasd_bench
 from specdec.aasd.drafter import AASDDrafter
 from specdec.aasd.module import NEVER, KVProjector, SpeculatingModule, config_for, rope_tables, rotate
 from specdec.aasd.tda import answer_window, naive_attention, tda_attention
 from specdec.cache import CachedLM
 from specdec.engine import autoregressive, generate
+from specdec.hub import DatasetNotAvailableError
 from specdec.sampling import SamplingConfig, logits_to_probs
 from specdec.tabed.data import IMAGE_TOKEN_ID, IMAGE_TOKENS, build_data
 
@@ -251,3 +253,11 @@ def test_own_cache_training_window_covers_the_prompt():
     labels = torch.tensor([[-100, -100, -100, -100, 20, 21, 2, -100]])
     win, pos, valid = answer_window({"input_ids": ids, "labels": labels}, from_start=True)
     assert pos[0].tolist() == list(range(6)) and valid[0].tolist() == [False] * 3 + [True] * 3
+
+
+def test_paper_profile_fails_fast_offline(monkeypatch):
+    """The paper profile names the paper's datasets; offline, loading them fails at once with the fix to run."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    assert aasd_bench.profile_targets("paper") == ["llava-hf/llava-1.5-7b-hf", "llava-hf/llava-1.5-13b-hf"]
+    with pytest.raises(DatasetNotAvailableError, match="hf download"):
+        aasd_bench.load_requests(2, profile="paper")

@@ -15,8 +15,11 @@ model trains with ``specdec.zoo.training.train`` (LLaVA models through ``tabed.t
 - ``aasd-ft-llama`` / ``aasd-dt-llama-<target>``: a text-only Llama of the same text size on the same rows with
   every image replaced by ``"\\n"`` (what TABED's text-only drafting row does at inference);
 - ``aasd-module-<target>[-<variant>]``: the speculating module (``specdec.aasd.module``) trained by Target-Draft
-  Attention (``specdec.aasd.tda``) against the frozen target's next-token distribution; variants (tabed-target
-  only): projector off, other ``k``, target cache off, image KV off, text KV off (``MODULE_VARIANTS``).
+  Attention (``specdec.aasd.tda``) against the frozen target's next-token distribution; ablation variants
+  (tabed-target only, ``MODULE_VARIANTS``): projector off, ``k = 1``, target cache off. Image KV off / text KV off
+  are inference-time ablations of the main module (``specdec.aasd.bench.ABLATIONS``).
+
+Module training at paper scale is not wired to ``accelerate``: ``train_module`` is a plain single-device loop.
 """
 
 from __future__ import annotations
