@@ -41,8 +41,8 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed lab clean-results \
-	standin-hub paper-smoke download
+.PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
+	lab clean-results standin-hub paper-smoke download
 
 help:
 	@echo "Targets:"
@@ -57,6 +57,7 @@ help:
 	@echo "  download       prefetch every model and dataset of PROFILE into HF_HOME (needs internet; PROFILE=paper)"
 	@echo "  models         retrain the tiny model zoo (slow)"
 	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
+	@echo "  models-aasd    retrain the AASD zoo (second target, baselines, modules; CPU ~2 h on a shared machine)"
 	@echo "  lab            start JupyterLab in notebooks/"
 	@echo "  clean-results  rm -rf results/\$$PROFILE"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
@@ -124,6 +125,9 @@ models-multilingual: install
 
 models-tabed: install
 	$(VENV)/bin/python -m specdec.tabed.train all --out data/models
+
+models-aasd: install
+	$(VENV)/bin/python -m specdec.aasd.train all --out data/models
 
 lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

@@ -94,11 +94,11 @@ TABED_ZOO: dict[str, dict] = {
 }
 
 
-def llava_config(name: str):
-    """The ``LlavaConfig`` of a ``TABED_ZOO`` model."""
+def llava_config(name: str, spec: dict | None = None):
+    """The ``LlavaConfig`` of a ``TABED_ZOO`` model (or of ``spec``, a dict shaped like its entries)."""
     from transformers import CLIPVisionConfig, LlavaConfig
 
-    spec = TABED_ZOO[name]
+    spec = spec or TABED_ZOO[name]
     text = zoo.llama_config(spec["text"])
     vision = CLIPVisionConfig(**spec["vision"])
     return LlavaConfig(
@@ -177,6 +177,18 @@ def _batch(split: _Split, images: _Images, rows: torch.Tensor, blank: bool = Fal
     return {"input_ids": ids, "attention_mask": mask.long(), "pixel_values": pixel_values, "labels": labels}
 
 
+def load_splits(data: dict, device="cpu") -> tuple:
+    """``(train, heldout, images)`` of a data file on ``device``: what ``train_model`` reads (``batch_inputs`` takes
+    them; other zoos built on this data, e.g. ``specdec.aasd``, train from them)."""
+    return _Split(data["train"], device), _Split(data["heldout"], device), _Images(data, device)
+
+
+def batch_inputs(split, images, rows: torch.Tensor, blank: bool = False) -> dict:
+    """``input_ids``, ``attention_mask``, ``pixel_values``, ``labels`` (answer tokens; -100 elsewhere) of ``rows``
+    (CPU LongTensor of example indices of ``split``, from ``load_splits``)."""
+    return _batch(split, images, rows, blank)
+
+
 def _token_losses(model, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-position cross-entropy, correctness of the argmax, and the loss mask (answer tokens), ``[B, L-1]``.
 
@@ -236,9 +248,11 @@ def evaluate(
     }
 
 
-def train_settings(name: str, **overrides) -> dict:
-    """``TABED_ZOO[name]["train"]`` with the non-``None`` ``overrides`` (steps, batch_size, lr, weight_decay)."""
-    return {**TABED_TRAIN, **TABED_ZOO[name].get("train", {}), **{k: v for k, v in overrides.items() if v is not None}}
+def train_settings(name: str, spec: dict | None = None, **overrides) -> dict:
+    """``TABED_ZOO[name]["train"]`` (or ``spec["train"]``) with the non-``None`` ``overrides`` (steps, batch_size,
+    lr, weight_decay)."""
+    spec = spec or TABED_ZOO[name]
+    return {**TABED_TRAIN, **spec.get("train", {}), **{k: v for k, v in overrides.items() if v is not None}}
 
 
 def train_model(
@@ -252,8 +266,10 @@ def train_model(
     log_every: int | None = None,
     splits=None,
     scenarios=None,
+    spec: dict | None = None,
 ):
-    """Train one ``TABED_ZOO`` model from scratch with ``specdec.zoo.training.train``; returns ``(model, log rows)``.
+    """Train one ``TABED_ZOO`` model (or a model described by ``spec``, shaped like a ``TABED_ZOO`` entry) from scratch
+    with ``specdec.zoo.training.train``; returns ``(model, log rows)``.
 
     Settings default to ``train_settings(name)``. ``scenarios``: train (and log held-out losses) only on rows of
     these ``scenario-tN`` keys or scenario names (for quick checks). Batches (``batch_size`` rows drawn with
@@ -262,15 +278,15 @@ def train_model(
     and the learning rate."""
     from transformers import LlavaForConditionalGeneration
 
-    spec = TABED_ZOO[name]
-    cfg = train_settings(name, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
+    spec = spec or TABED_ZOO[name]
+    cfg = train_settings(name, spec, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
     steps, batch_size = cfg["steps"], cfg["batch_size"]
     log_every = log_every or max(1, steps // 20)
     train, heldout, images = splits or splits_of(data, spec.get("rows", "chat"), device)
     allowed = torch.nonzero(_select(train, spec["max_images"], scenarios)).squeeze(1)
     held_rows = torch.nonzero(_select(heldout, spec["max_images"], scenarios, held_out=True)).squeeze(1)
     torch.manual_seed(spec["seed"])
-    model = LlavaForConditionalGeneration(llava_config(name)).to(device)
+    model = LlavaForConditionalGeneration(llava_config(name, spec)).to(device)
 
     def loss_fn(m, rows):
         loss_tok, _, mask = _token_losses(m, _batch(train, images, rows))
@@ -328,10 +344,13 @@ def train_all(
     lr: float | None = None,
     weight_decay: float | None = None,
     scenarios=None,
+    specs: dict | None = None,
 ) -> list[dict]:
-    """Train ``names`` of ``TABED_ZOO``, save each under ``out_dir/<name>``; returns summary rows.
+    """Train ``names`` of ``TABED_ZOO`` (or of ``specs``, ``{name: spec}`` shaped like its entries), save each under
+    ``out_dir/<name>``; returns summary rows.
 
     ``steps`` / ``batch_size`` / ``lr`` / ``weight_decay``: ``None`` takes each model's ``train_settings``."""
+    specs = specs or TABED_ZOO
 
     if str(device).startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -339,20 +358,21 @@ def train_all(
     by_rows: dict[str, tuple] = {}
     rows = []
     for name in names:
-        kind = TABED_ZOO[name].get("rows", "chat")
+        spec = specs[name]
+        kind = spec.get("rows", "chat")
         if kind not in by_rows:
             by_rows[kind] = splits_of(data, kind, device)
         splits = by_rows[kind]
-        cfg = train_settings(name, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
+        cfg = train_settings(name, spec, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
         t0 = time.perf_counter()
-        model, log = train_model(name, data, device=device, splits=splits, scenarios=scenarios, **cfg)
+        model, log = train_model(name, data, device=device, splits=splits, scenarios=scenarios, spec=spec, **cfg)
         seconds = time.perf_counter() - t0
-        groups = {"in_distribution": in_distribution(splits[1], TABED_ZOO[name]["max_images"])}
+        groups = {"in_distribution": in_distribution(splits[1], spec["max_images"])}
         heldout = evaluate(model, splits[1], splits[2], groups=groups)
         blank = evaluate(model, splits[1], splits[2], blank=True, groups=groups)
         for key, val in heldout.items():
             val["loss_blank_images"] = blank[key]["loss"]
-        train_rows = torch.nonzero(_select(splits[0], TABED_ZOO[name]["max_images"], scenarios)).squeeze(1)
+        train_rows = torch.nonzero(_select(splits[0], spec["max_images"], scenarios)).squeeze(1)
         sample = train_rows[torch.randperm(len(train_rows), generator=torch.Generator().manual_seed(0))[:2000]]
         train_eval = evaluate(
             model,
@@ -360,7 +380,7 @@ def train_all(
             splits[2],
             per_scenario=False,
             rows=sample,
-            groups={"in_distribution": in_distribution(splits[0], TABED_ZOO[name]["max_images"])},
+            groups={"in_distribution": in_distribution(splits[0], spec["max_images"])},
         )
         save_model(model.cpu(), data, out_dir / name)
         text_params = sum(p.numel() for n, p in model.named_parameters() if "language_model" in n or "lm_head" in n)
@@ -370,8 +390,8 @@ def train_all(
             "text_parameters": text_params,
             **cfg,
             "scenarios": scenarios,
-            "max_images": TABED_ZOO[name]["max_images"],
-            "rows": TABED_ZOO[name].get("rows", "chat"),
+            "max_images": spec["max_images"],
+            "rows": spec.get("rows", "chat"),
             "device": device_name(device),
             "seconds": round(seconds, 1),
             "train_sample": train_eval,

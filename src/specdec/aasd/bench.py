@@ -1,0 +1,244 @@
+"""AASD runs and tables (notebooks 40-41): every draft against plain decoding on the tiny task analogues.
+
+Tasks (``TASKS``, the project's mapping of the paper's three benchmarks onto held-out rows of
+``specdec.tabed.scenes``): LLaVA-Bench in-the-wild -> POPE-style conversation (``pope`` turn 1), detail (the
+``describe`` follow-up, turn 2), complex reasoning (the ``mmvet`` follow-up, turn 2); COCO captioning ->
+``describe`` turn 1 (describe a scene or a document); ScienceQA chain-of-thought -> ``mmvet`` turn 1 (counting,
+reading and adding with the reasoning spelled out). A table cell is the mean of the three tasks, as in the paper.
+
+One stored row per (table, target, draft, γ, max_new_tokens, device, request) in ``results/<profile>/aasd_runs.csv``;
+draft ``AR`` (γ = 0) is plain decoding, the reference of ``lossless`` and of the walltime speedup ω.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import torch
+
+from specdec import hub, results, zoo
+from specdec.aasd import baselines, zoo_specs
+from specdec.aasd.drafter import AASDDrafter
+from specdec.aasd.module import load_module
+from specdec.aasd.train import module_name
+from specdec.bench import expected_speedup
+from specdec.cache import CachedLM
+from specdec.drafters import ModelDrafter
+from specdec.engine import generate
+from specdec.tabed import scenes
+from specdec.tabed.bench import encode
+from specdec.zoo import models
+
+TASKS: dict[str, list[tuple[str, int, str]]] = {
+    "LLaVA-Bench": [("pope", 1, "conversation"), ("describe", 2, "detail"), ("mmvet", 2, "complex reasoning")],
+    "COCO Caption": [("describe", 1, "caption")],
+    "ScienceQA CoT": [("mmvet", 1, "reasoning")],
+}
+KEY = ["table", "target", "draft", "gamma", "max_new_tokens", "device", "row"]
+PAPER_TARGET = {"tabed-target": "LLaVA-13B", "aasd-target-s": "LLaVA-7B"}  # the larger tiny target plays 13B
+MAIN_DRAFTS = ("FT-LLaMA", "DT-LLaMA", "FT-LLaVA", "DT-LLaVA", "AASD")
+# draft name -> (module variant trained, context at inference)
+ABLATIONS = {
+    "AASD": ("", None),
+    "AASD w/o projector": ("noproj", None),
+    "AASD k=1": ("k1", None),
+    "AASD own cache only": ("own", None),
+    "AASD w/o image KV": ("", "no_image"),
+    "AASD w/o text KV": ("", "no_text"),
+}
+
+
+def load_requests(n_per_task: int, seed: int = 0, profile: str = "tiny") -> list[dict]:
+    """Held-out requests: ``n_per_task`` per task (split evenly over a task's sub-tasks), with ``task``/``subtask``;
+    other profiles: ``paper_requests``."""
+    if profile != "tiny":
+        return paper_requests(profile, n_per_task)
+    out = []
+    for task, parts in TASKS.items():
+        per = max(1, n_per_task // len(parts))
+        for scenario, turn, subtask in parts:
+            for row in scenes.scenario_suite("test", per, seed=seed, scenarios=[(scenario, turn)]):
+                out.append({**row, "task": task, "subtask": subtask})
+    return out
+
+
+def profile_targets(profile: str) -> list[str]:
+    """The targets of a profile: tiny ``zoo_specs.TARGETS``; otherwise the ``aasd.targets`` of its yaml."""
+    return list(zoo_specs.TARGETS) if profile == "tiny" else list(models.load_profile(profile)["aasd"]["targets"])
+
+
+def paper_requests(profile: str, n_per_task: int) -> list[dict]:
+    """The first ``n_per_task`` rows of each paper dataset (``aasd.tasks`` of the profile) as requests with one
+    image and the LLaVA-1.5 chat prompt; ``hub.DatasetNotAvailableError`` (naming the ``hf download``) offline."""
+    out = []
+    for task, spec in models.load_profile(profile)["aasd"]["tasks"].items():
+        data = hub.load_dataset(spec["dataset"], spec.get("config"), spec["split"], n_per_task)
+        for i, row in enumerate(data):
+            question = row.get("question") or "Please describe the image briefly."
+            if row.get("choices"):
+                question += "\nOptions: " + " ".join(f"({chr(65 + k)}) {c}" for k, c in enumerate(row["choices"]))
+            prompt = scenes.chat_prompt([(f"{scenes.IMAGE_PLACEHOLDER}\n{question}", None)])
+            out.append({"id": f"{task}-{i:04d}", "task": task, "subtask": task, "scenario": task, "turn": 1,
+                        "prompt": prompt, "images": [row["image"]]})  # fmt: skip
+    return out
+
+
+def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor):
+    """``(drafter, uses_images)`` for a draft name of ``MAIN_DRAFTS`` or ``ABLATIONS``."""
+    if name.startswith("AASD"):
+        variant, context = ABLATIONS[name]
+        module = load_module(zoo.MODELS / module_name(target_name, variant), target)
+        if context:
+            module.config = dataclasses.replace(module.config, context=context)
+        return AASDDrafter(module, lm), False
+    kind, family = name.split("-")
+    folder = f"aasd-{kind.lower()}-{family.lower()}" + (f"-{target_name}" if kind == "DT" else "")
+    if family == "LLaMA":
+        model, _ = models.load(folder, with_tokenizer=False)
+        return baselines.text_drafter(model, processor.tokenizer), False
+    model, _ = models.load(folder, kind="llava", with_tokenizer=False)
+    return ModelDrafter(model), True
+
+
+def run(store, table: str, target_name: str, requests, drafts, gammas, max_new_tokens: int) -> None:
+    """Decode every request with plain decoding (``AR``) and every draft at every γ; one stored row each."""
+    torch.set_num_threads(1)
+    target, processor = models.load(target_name, kind="llava")
+    store.provenance.update(results.model_provenance(target=target))
+    eos = processor.tokenizer.eos_token_id
+    by_id = {r["id"]: r for r in requests}
+    encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in by_id.items()}
+    setting = dict(table=table, target=target_name, max_new_tokens=max_new_tokens, device="cpu")
+    drafters: dict = {}
+
+    def compute(draft, gamma, row, **_):
+        ids, inputs = encoded[row]
+        lm = CachedLM(target)
+        if draft == "AR":
+            res = generate(lm, ids, None, max_new_tokens=max_new_tokens, eos_token_id=eos, target_inputs=inputs)
+            return _row(by_id[row], res, res.output_ids)
+        if draft not in drafters:
+            drafters[draft] = make_drafter(draft, target_name, target, lm, processor)
+        drafter, uses_images = drafters[draft]
+        if isinstance(drafter, AASDDrafter):
+            drafter.target_lm = lm
+        reference = json.loads(store.get(**setting, draft="AR", gamma=0, row=row)["output"])
+        res = generate(lm, ids, drafter, gamma=gamma, max_new_tokens=max_new_tokens, eos_token_id=eos,
+                       target_inputs=inputs, draft_inputs=inputs if uses_images else {})  # fmt: skip
+        return _row(by_id[row], res, reference)
+
+    store.run([dict(setting, draft="AR", gamma=0, row=rid) for rid in by_id], compute, desc=f"{table} AR")
+    keys = [dict(setting, draft=d, gamma=g, row=rid) for d in drafts for g in gammas for rid in by_id]
+    store.run(keys, compute, desc=f"{table} {target_name}")
+
+
+def _row(request: dict, res, reference_ids) -> dict:
+    return dict(
+        task=request["task"],
+        subtask=request["subtask"],
+        scenario=request["scenario"],
+        new_tokens=res.new_tokens,
+        target_calls=res.target_calls,
+        drafted=sum(res.drafted_per_block),
+        accepted=sum(res.accepted_per_block),
+        block_efficiency=res.block_efficiency,
+        acceptance_rate=res.acceptance_rate,
+        lossless=res.output_ids == list(reference_ids),
+        seconds=res.total_time,
+        draft_seconds=res.draft_time,
+        verify_seconds=res.verify_time,
+        output=json.dumps(res.output_ids),
+    )
+
+
+def store(profile: str) -> results.ResultStore:
+    return results.ResultStore(profile, "aasd_runs", KEY)
+
+
+# ------------------------------------------------------------------------------------------------------ tables
+def runs(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    """The stored rows of one notebook ``table``, with ω per request (AR seconds / SD seconds, same request)."""
+    frame = frame[frame.table == table].copy()
+    for col in ("gamma", "new_tokens", "target_calls", "drafted", "accepted"):
+        frame[col] = frame[col].astype(int)
+    for col in ("block_efficiency", "acceptance_rate", "seconds", "draft_seconds", "verify_seconds"):
+        frame[col] = frame[col].astype(float)
+    frame["lossless"] = frame.lossless.astype(str) == "True"
+    ar = frame[frame.draft == "AR"].set_index(["target", "row"]).seconds
+    frame["speedup"] = frame.set_index(["target", "row"]).index.map(ar) / frame.seconds
+    return frame
+
+
+def cell_table(frame: pd.DataFrame, by=("target", "gamma", "draft")) -> pd.DataFrame:
+    """ω, α, τ, δ per cell and task (pooled over the task's requests: α = accepted / drafted, τ = tokens / target
+    calls, δ = tokens / seconds, ω = AR seconds / SD seconds), then the mean of the tasks, as the paper's cells."""
+    sd = frame[frame.draft != "AR"]
+    ar_seconds = frame[frame.draft == "AR"].groupby(["target", "task"]).seconds.sum()
+    rows = []
+    for key, g in sd.groupby([*by, "task"]):
+        cell = dict(zip([*by, "task"], key))
+        rows.append(
+            {
+                **cell,
+                "omega": ar_seconds[(cell["target"], cell["task"])] / g.seconds.sum(),
+                "alpha": g.accepted.sum() / g.drafted.sum(),
+                "tau": g.new_tokens.sum() / g.target_calls.sum(),
+                "delta": g.new_tokens.sum() / g.seconds.sum(),
+                "c": (g.draft_seconds.sum() / g.drafted.sum()) / (g.verify_seconds.sum() / g.target_calls.sum()),
+                "n": len(g),
+            }
+        )
+    per_task = pd.DataFrame(rows)
+    mean = per_task.groupby(list(by))[["omega", "alpha", "tau", "delta", "c"]].mean()
+    mean["n"] = per_task.groupby(list(by)).n.sum()
+    return mean, per_task.set_index([*by, "task"])
+
+
+def with_eq1(mean: pd.DataFrame) -> pd.DataFrame:
+    """Adds ω from Eq. (1), ``τ / (γ c + 1)``, with our measured ``c = T_q / T_p`` (``omega_eq1``) and with the
+    paper's implied cost for the same target and draft (``omega_eq1_paper_c``, ``c`` solved from its ω and τ)."""
+    out = mean.copy()
+    gammas = out.index.get_level_values("gamma")
+    out["omega_eq1"] = [expected_speedup(t, g, c) for t, g, c in zip(out.tau, gammas, out.c)]
+    implied = paper_table1().assign(c=lambda p: (p.tau / p.omega - 1) / p.gamma)
+    paper_c = implied.groupby(["draft", "gamma"]).c.mean()
+    out["omega_eq1_paper_c"] = [
+        expected_speedup(t, g, paper_c.get((d if d in MAIN_DRAFTS else "Ours", g), np.nan))
+        for t, g, d in zip(out.tau, gammas, out.index.get_level_values("draft"))
+    ]
+    return out
+
+
+def paper_table1() -> pd.DataFrame:
+    """The paper's Table 1 (``data/paper/aasd_table1.csv``): target, gamma, draft, omega, alpha, tau, delta."""
+    p = results.paper_numbers("aasd_table1")
+    p = p.rename(
+        columns={"draft_model": "draft", "walltime_speedup": "omega", "acceptance_rate": "alpha",
+                 "block_efficiency": "tau", "tokens_per_s": "delta"}
+    )  # fmt: skip
+    p["draft"] = p.draft.replace({"Ours": "AASD"})
+    p = p[["target", "gamma", "draft", "omega", "alpha", "tau", "delta"]].copy()
+    p["gamma"] = p.gamma.astype(int)
+    return p.astype({c: float for c in ("omega", "alpha", "tau", "delta")})
+
+
+def side_by_side(mean: pd.DataFrame) -> pd.DataFrame:
+    """Our cells beside the paper's (``paper_*`` columns) for the same γ and draft, the tiny targets mapped by
+    ``PAPER_TARGET``."""
+    ours = mean.reset_index()
+    ours["paper_target"] = ours.target.map(PAPER_TARGET)
+    p = paper_table1().rename(columns={c: f"paper_{c}" for c in ("omega", "alpha", "tau", "delta")})
+    merged = ours.merge(
+        p, left_on=["paper_target", "gamma", "draft"], right_on=["target", "gamma", "draft"], how="left"
+    )
+    merged = merged.drop(columns=["target_y"]).rename(columns={"target_x": "target"})
+    return merged.set_index(["target", "gamma", "draft"])
+
+
+def lossless_summary(frame: pd.DataFrame) -> str:
+    sd = frame[frame.draft != "AR"]
+    same = int(sd.lossless.sum())
+    return f"{len(sd)} speculative runs on {sd.row.nunique()} requests: {same} identical to the target's greedy output"

@@ -1,0 +1,83 @@
+"""AASD findings A1-A5 on hand-built run frames: a case that holds, one that does not, one that is inconclusive."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specdec.aasd import findings as af
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
+
+
+def frame(taus: dict, n=12, noise=0.05, seed=0, targets=("tabed-target",), gammas=(3, 5), alpha_from_tau=True):
+    """Runs with τ per draft = ``taus[draft]`` + noise per request (α = τ / 10, ω = τ / 2). ``noise=None``: draft
+    ``k`` alternates ±0.5 (k + 1) around its τ (paired differences of mean zero, wide intervals: inconclusive)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for target in targets:
+        for gamma in gammas:
+            for i in range(n):
+                for k, (draft, tau) in enumerate(taus.items()):
+                    if noise is None:
+                        t = tau + 0.5 * (k + 1) * (-1) ** i
+                    else:
+                        t = tau + noise * rng.standard_normal()
+                    rows.append(
+                        dict(target=target, gamma=gamma, draft=draft, row=f"r{i}", block_efficiency=t,
+                             acceptance_rate=t / 10 if alpha_from_tau else 0.5, speedup=t / 2)
+                    )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+BASE = {"FT-LLaMA": 2.0, "DT-LLaMA": 2.0, "FT-LLaVA": 1.8, "DT-LLaVA": 1.8}
+
+
+@pytest.mark.parametrize(
+    "aasd, expected", [(3.0, HOLDS), (1.5, FAILS), (2.0, INCONCLUSIVE)], ids=["holds", "fails", "inconclusive"]
+)
+def test_a1(aasd, expected):
+    f = frame({"AASD": aasd, **BASE}, noise=0.05 if expected != INCONCLUSIVE else None)
+    for metric in ("tau", "alpha", "omega"):
+        assert af.verdict_a1(f, metric).status == expected
+
+
+def test_a1_needs_every_part():
+    """Beating three baselines is not enough: one lost comparison makes A1 not hold."""
+    f = frame({**BASE, "DT-LLaMA": 3.5, "AASD": 3.0})
+    v = af.verdict_a1(f, "tau")
+    assert v.status == FAILS and "DT-LLaMA" in v.detail and v.estimate < 0
+
+
+@pytest.mark.parametrize(
+    "on, off, noise, expected",
+    [(3.0, 2.0, 0.05, HOLDS), (2.0, 3.0, 0.05, FAILS), (2.0, 2.0, None, INCONCLUSIVE)],
+    ids=["holds", "fails", "inconclusive"],
+)
+def test_a2_a3(on, off, noise, expected):
+    f = frame({"AASD": on, "AASD w/o projector": off, "AASD own cache only": off}, noise=noise)
+    assert af.verdict_a2(f).status == expected
+    assert af.verdict_a3(f).status == expected
+
+
+@pytest.mark.parametrize(
+    "no_image, no_text, noise, expected",
+    [(2.5, 1.2, 0.05, HOLDS), (1.2, 2.5, 0.05, FAILS), (2.0, 2.0, None, INCONCLUSIVE)],
+    ids=["holds", "fails", "inconclusive"],
+)
+def test_a4(no_image, no_text, noise, expected):
+    f = frame({"AASD w/o image KV": no_image, "AASD w/o text KV": no_text}, noise=noise)
+    assert af.verdict_a4(f).status == expected
+
+
+@pytest.mark.parametrize(
+    "llama, llava, noise, expected",
+    [(2.2, 1.8, 0.05, HOLDS), (1.8, 2.2, 0.05, FAILS), (2.0, 2.0, None, INCONCLUSIVE)],
+    ids=["holds", "fails", "inconclusive"],
+)
+def test_a5(llama, llava, noise, expected):
+    f = frame({"FT-LLaMA": llama, "DT-LLaMA": llama, "FT-LLaVA": llava, "DT-LLaVA": llava}, noise=noise)
+    v = af.verdict_a5(f)
+    assert v.status == expected and v.n == 12
+
+
+def test_no_runs_is_inconclusive():
+    assert af.verdict_a3(frame({"AASD": 2.0})).status == INCONCLUSIVE
