@@ -89,9 +89,12 @@ SMOKE: dict[str, dict] = {
 # Notebooks that only read other notebooks' tables (no model of their own): their rows carry no model ids.
 READERS = ("90_",)
 # Notebooks whose tables do not yet name their models, and why (checked for rows and a complete run only).
-UNLABELLED = {
-    "14_": "its latency tables (tabed.latency.stored) name no model until the notebook passes "
-    "models=dict(target=target, draft=draft) to its three tl.stored calls",
+UNLABELLED: dict[str, str] = {}
+# Notebooks the smoke run cannot run yet, and why (listed as skipped, never as passed).
+SKIPPED = {
+    "40_": "AASD's paper path needs a speculating module trained for llava-1.5 (none exists yet) and its evaluation "
+    "sets (lmms-lab/*) in the stand-in hub",
+    "41_": "as 40_",
 }
 
 
@@ -205,6 +208,10 @@ def main(argv=None) -> int:
             env |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         failures, start = {}, time.perf_counter()
         for nb in notebooks:
+            skip = next((why for prefix, why in SKIPPED.items() if nb.name.startswith(prefix)), None)
+            if skip:
+                print(f"skip {nb.name}: {skip}", flush=True)
+                continue
             params = out / f"{nb.stem}.params.yaml"
             params.write_text(yaml.safe_dump(parameters_for(nb, dev)))
             rows_before, prov_before = csv_rows(results), provenance_lines(results)
@@ -228,8 +235,9 @@ def main(argv=None) -> int:
             if problems:
                 failures["ray-sharding"] = problems
                 print("".join(f"     {p}\n" for p in problems), end="", flush=True)
-        passed = len([nb for nb in notebooks if nb.name not in failures])
-        print(f"paper smoke on {dev}: {passed}/{len(notebooks)} notebooks passed "
+        skipped = [nb for nb in notebooks if nb.name.startswith(tuple(SKIPPED))]
+        passed = len([nb for nb in notebooks if nb.name not in failures and nb not in skipped])
+        print(f"paper smoke on {dev}: {passed}/{len(notebooks)} notebooks passed, {len(skipped)} skipped "
               f"in {time.perf_counter() - start:.0f} s (outputs in {out})")  # fmt: skip
     return 1 if failures else 0
 

@@ -26,6 +26,7 @@ import csv
 import datetime
 import fcntl
 import functools
+import hashlib
 import io
 import json
 import math
@@ -280,6 +281,16 @@ def model_provenance(**models) -> dict:
                 name = str(pathlib.Path(name).resolve().relative_to(zoo.ROOT))
         out[f"{role}_model"] = name
     return out
+
+
+def model_fingerprint(model) -> str:
+    """``<name>@<12 hex digits of a SHA-256 over the parameters>``: a result key that changes when a model is
+    retrained under the same name (a name alone let timings of old weights pass as the new ones')."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().float().contiguous().numpy().tobytes())
+    return f"{model_provenance(model=model)['model_model']}@{digest.hexdigest()[:12]}"
 
 
 @functools.cache
