@@ -1,10 +1,11 @@
 """Results store (resume, no duplicates), latency helpers and the papers' formulas."""
 
 import pytest
+import torch
 
 from conftest import random_llama
 from specdec import bench, paper
-from specdec.results import ResultStore, stale_rows, stratified_sample
+from specdec.results import ResultStore, model_fingerprint, stale_rows, stratified_sample
 
 
 def test_store_skips_finished_keys_and_survives_restart(tmp_path):
@@ -170,3 +171,15 @@ def test_accepted_over_drafted_falls_with_gamma_at_a_constant_per_token_rate():
     assert all(bench.iid_acceptance(bench.expected_block_efficiency(beta, g), g) == pytest.approx(beta) for g in (1, 8))
     with pytest.raises(ValueError, match="block efficiency must lie"):
         bench.iid_acceptance(0.5, 3)
+
+
+def test_model_fingerprint_changes_with_the_weights_not_with_a_reload():
+    model = random_llama(seed=0)
+    same = random_llama(seed=0)
+    first = model_fingerprint(model)
+    assert first == model_fingerprint(same)  # same name, same weights: same key
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] += 1e-3  # a retrain under the same name
+    changed = model_fingerprint(model)
+    assert changed != first
+    assert changed.split("@")[0] == first.split("@")[0]
