@@ -4,7 +4,8 @@ Each notebook of ``notebooks/[0-9]*.ipynb`` (a glob: new notebooks join by thems
 ``scripts/run_notebooks.py`` with the paper profile and small parameters (``SMOKE``; a notebook not listed there
 gets only ``COMMON``), on CUDA when torch sees a GPU and on CPU otherwise, with results, figures and executed
 notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committed ones. Checks per notebook:
-it ran to the end, it appended rows to ``results/paper/``, and the provenance of those rows names the paper's
+it ran to the end (after ``PREPARE``, the models no hub holds, trained at smoke settings), it appended rows to
+``results/paper/``, and the provenance of those rows names the paper's
 model ids (the ids of ``paper.yaml``, or the multilingual drafters' folder), not the tiny zoo.
 Last, one sweep (the CoS grid) runs serially and as 2 Ray shards on a local cluster: the rows must match.
 
@@ -86,16 +87,21 @@ SMOKE: dict[str, dict] = {
     "33_": {"n_prompts": 1, "max_new_tokens": 8, "seeds": [0]},
     "34_": {"pairs": ["de"], "n_prompts": 1, "max_new_tokens": 8},
 }
+SMOKE["40_"] = {"n_per_task": 1, "max_new_tokens": 6, "gammas": [3]}
+SMOKE["41_"] = {"n_per_task": 1, "max_new_tokens": 6, "gammas": [3]}
+# Models a notebook needs that no hub holds, trained before it runs by the paper-scale recipe at smoke settings
+# (once per prefix; ``{device}``: the smoke device). AASD: modules and distilled baselines into $SPECDEC_AASD_ZOO.
+PREPARE: dict[str, list[str]] = {
+    "40_": ["-m", "specdec.aasd.train", "paper", "--steps", "2", "--n", "2", "--max-new-tokens", "4",
+            "--batch-size", "2", "--device", "{device}"],
+}  # fmt: skip
+PREPARE["41_"] = PREPARE["40_"]
 # Notebooks that only read other notebooks' tables (no model of their own): their rows carry no model ids.
 READERS = ("90_",)
 # Notebooks whose tables do not yet name their models, and why (checked for rows and a complete run only).
 UNLABELLED: dict[str, str] = {}
 # Notebooks the smoke run cannot run yet, and why (listed as skipped, never as passed).
-SKIPPED = {
-    "40_": "AASD's paper path needs a speculating module trained for llava-1.5 (none exists yet) and its evaluation "
-    "sets (lmms-lab/*) in the stand-in hub",
-    "41_": "as 40_",
-}
+SKIPPED: dict[str, str] = {}
 
 
 def device() -> str:
@@ -203,7 +209,13 @@ def main(argv=None) -> int:
         out = args.keep or pathlib.Path(tmp)
         results = out / "results" / "paper"
         results.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "SPECDEC_OUTPUT_DIR": str(out), "MPLBACKEND": "agg"}
+        env = {
+            **os.environ,
+            "SPECDEC_OUTPUT_DIR": str(out),
+            "MPLBACKEND": "agg",
+            "SPECDEC_AASD_ZOO": str(out / "aasd-zoo"),
+        }
+        prepared: set[str] = set()
         if dev == "cpu":  # tiny models on a shared machine: one thread each is several times faster
             env |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         failures, start = {}, time.perf_counter()
@@ -212,6 +224,17 @@ def main(argv=None) -> int:
             if skip:
                 print(f"skip {nb.name}: {skip}", flush=True)
                 continue
+            prepare = next((cmd for prefix, cmd in PREPARE.items() if nb.name.startswith(prefix)), None)
+            if prepare and tuple(prepare) not in prepared:
+                prepared.add(tuple(prepare))
+                t0 = time.perf_counter()
+                cmd = [sys.executable, *[c.format(device=dev) for c in prepare]]
+                run = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+                print(f"{'ok  ' if not run.returncode else 'FAIL'} prepare {' '.join(prepare[1:4])} "
+                      f"({time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
+                if run.returncode:
+                    failures[f"prepare {nb.name}"] = [f"{run.stdout[-1500:]}{run.stderr[-1500:]}"]
+                    print(f"     {run.stderr[-1500:]}", flush=True)
             params = out / f"{nb.stem}.params.yaml"
             params.write_text(yaml.safe_dump(parameters_for(nb, dev)))
             rows_before, prov_before = csv_rows(results), provenance_lines(results)

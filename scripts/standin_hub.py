@@ -138,8 +138,12 @@ def build_tokenizer(vocab: str):
     """A ``tokenizers.Tokenizer`` of the family: sentencepiece-like BPE (Llama-2, LLaVA) or byte-level BPE."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+    if vocab == "llava":  # LLaVA-1.5's tokenizer is Llama's with <image> and <pad> appended (32000, 32001)
+        tok = build_tokenizer("llama2")
+        tok.add_special_tokens(SPECIALS["llava"][len(SPECIALS["llama2"]) :])
+        return tok
     specials = SPECIALS[vocab]
-    if vocab in ("llama2", "llava"):
+    if vocab == "llama2":
         tok = Tokenizer(models.BPE(unk_token="<unk>"))
         tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
         tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.Strip(" ", 1, 0)])
@@ -357,6 +361,25 @@ def dataset_rows(dataset_id: str, config: str | None, n: int = 3):
             {"id": [str(i) for i in range(n)], "question_id": [str(i) for i in range(n)],
              "question": [f"Is there a square in the image {i}?" for i in range(n)], "answer": ["yes"] * n,
              "image_source": ["coco"] * n, "image": [picture(i) for i in range(n)], "category": ["adversarial"] * n},
+        ),
+        "lmms-lab/COCO-Caption2017": (
+            {"question_id": s, "image": img, "question": s, "answer": Sequence(s), "id": Value("int64"),
+             "license": Value("int8"), "file_name": s, "coco_url": s, "height": Value("int32"),
+             "width": Value("int32"), "date_captured": s},
+            {"question_id": [f"{i:012d}.jpg" for i in range(n)], "image": [picture(i) for i in range(n)],
+             "question": ["Provide a one-sentence caption for the provided image."] * n,
+             "answer": [["a coloured square"]] * n, "id": list(range(n)), "license": [1] * n,
+             "file_name": [f"{i:012d}.jpg" for i in range(n)], "coco_url": ["x"] * n, "height": [28] * n,
+             "width": [28] * n, "date_captured": ["2013-11-14 16:28:13"] * n},
+        ),
+        "lmms-lab/ScienceQA": (
+            {"image": img, "question": s, "choices": Sequence(s), "answer": Value("int8"), "hint": s, "task": s,
+             "grade": s, "subject": s, "topic": s, "category": s, "skill": s, "lecture": s, "solution": s},
+            {"image": [picture(i) for i in range(n)], "question": [f"Which colour is square {i}?" for i in range(n)],
+             "choices": [["red", "blue"]] * n, "answer": [0] * n, "hint": [""] * n, "task": ["closed choice"] * n,
+             "grade": ["grade2"] * n, "subject": ["natural science"] * n, "topic": ["colours"] * n,
+             "category": ["colours"] * n, "skill": ["identify colours"] * n, "lecture": ["Colours."] * n,
+             "solution": ["The square is red."] * n},
         ),
         "lmms-lab/MMVet": (
             {"question_id": s, "image": img, "question": s, "answer": s, "image_source": s, "capability": Sequence(s)},

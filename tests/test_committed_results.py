@@ -98,3 +98,20 @@ def test_a_sample_of_committed_tabed_runs_recomputes_exactly_at_another_vector_w
         assert len(old_w) == len(new_w) and all(
             abs(a - b) <= tol for wa, wb in zip(old_w, new_w) for a, b in zip(wa, wb)
         ), where
+
+
+def aasd_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """The committed AASD runs to recompute: one seeded random run of every (table, target, draft, γ, task)."""
+    runs = committed[committed.draft != "AR"]
+    return results.stratified_sample(runs, ["table", "target", "draft", "gamma", "task"], n=1, seed=seed)
+
+
+def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_width():
+    from specdec.aasd import bench as ab
+
+    committed = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs.csv", dtype=str)
+    sample = aasd_sample(committed)
+    assert sample.draft.nunique() == 10 and len(sample) < len(committed) / 10
+    fresh = recompute_elsewhere("specdec.aasd.bench", sample[ab.KEY].to_dict("records"))
+    exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
+    assert results.stale_rows(sample, fresh, ab.KEY, exact, {"block_efficiency": 1e-6}) == []

@@ -23,25 +23,65 @@ from specdec.tabed.drafting import image_runs
 NEWLINE = "\n"
 
 
-def replace_images(ids: torch.Tensor, newline_ids: list[int]) -> torch.Tensor:
-    """``ids`` with each run of ``IMAGE_TOKENS`` image tokens replaced by ``newline_ids``."""
-    starts = image_runs(ids.cpu(), IMAGE_TOKEN_ID, IMAGE_TOKENS)
+def replace_images(
+    ids: torch.Tensor, newline_ids: list[int], image_token_id: int = IMAGE_TOKEN_ID, image_tokens: int = IMAGE_TOKENS
+) -> torch.Tensor:
+    """``ids`` with each run of ``image_tokens`` image tokens replaced by ``newline_ids`` (defaults: the tiny
+    proxy's; LLaVA-1.5: its ``image_token_id`` and 576)."""
+    starts = image_runs(ids.cpu(), image_token_id, image_tokens)
     out, previous, flat = [], 0, ids.tolist()
     for start in starts:
         out += flat[previous:start] + list(newline_ids)
-        previous = start + IMAGE_TOKENS
+        previous = start + image_tokens
     out += flat[previous:]
     return torch.tensor(out, dtype=torch.long, device=ids.device)
 
 
-def text_rows(newline_ids: list[int]):
+def text_rows(newline_ids: list[int], image_token_id: int = IMAGE_TOKEN_ID, image_tokens: int = IMAGE_TOKENS):
     """``make_rows`` for a text-only draft: the prompt with every image replaced by ``newline_ids``."""
-    return lambda prompt_ids, **_: [replace_images(prompt_ids, newline_ids)]
+    return lambda prompt_ids, **_: [replace_images(prompt_ids, newline_ids, image_token_id, image_tokens)]
 
 
-def text_drafter(model, tokenizer) -> ModelDrafter:
-    """A text-only Llama draft as a drafter for LLaVA requests (pass no ``draft_inputs``)."""
-    return ModelDrafter(model, make_rows=text_rows(tokenizer(NEWLINE, add_special_tokens=False)["input_ids"]))
+class PrefixVocabularyDrafter(ModelDrafter):
+    """A draft whose vocabulary is the first ``V'`` ids of the target's ``V`` (LLaVA-1.5's tokenizer is Llama's
+    32000 entries plus ``<image>`` and ``<pad>``; a Llama draft has the 32000): its distributions are padded with
+    zeros to ``V``, so verification sees the target's vocabulary and nothing changes for the shared ids."""
+
+    def __init__(self, model, vocab_size: int, make_rows=None):
+        rows = make_rows or (lambda prompt_ids, **_: [prompt_ids])
+        super().__init__(model, make_rows=lambda prompt_ids, **kw: [self._known(r) for r in rows(prompt_ids, **kw)])
+        if vocab_size < self.lm.vocab_size:
+            raise ValueError(f"target vocabulary {vocab_size} is smaller than the draft's {self.lm.vocab_size}")
+        self._vocab_size = vocab_size
+
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    def _known(self, ids):
+        """Target ids the draft has no entry for (``<image>``, ``<pad>``) read as id 0 (``<unk>``)."""
+        if isinstance(ids, torch.Tensor):
+            return ids.masked_fill(ids >= self.lm.vocab_size, 0)
+        return [t if t < self.lm.vocab_size else 0 for t in ids]
+
+    def propose(self, generated, gamma, sampling, generator=None):
+        tokens, probs = super().propose(self._known(generated), gamma, sampling, generator)
+        return tokens, torch.nn.functional.pad(probs, (0, self._vocab_size - probs.shape[-1]))
+
+    def rollback(self, generated) -> None:
+        super().rollback(self._known(generated))
+
+
+def text_drafter(
+    model, tokenizer, vocab_size: int | None = None, image_token_id: int = IMAGE_TOKEN_ID,
+    image_tokens: int = IMAGE_TOKENS,
+) -> ModelDrafter:  # fmt: skip
+    """A text-only Llama draft as a drafter for LLaVA requests (pass no ``draft_inputs``); ``vocab_size``: the
+    target's, when the draft's vocabulary is a prefix of it (``PrefixVocabularyDrafter``)."""
+    rows = text_rows(tokenizer(NEWLINE, add_special_tokens=False)["input_ids"], image_token_id, image_tokens)
+    if vocab_size is not None and vocab_size != model.config.vocab_size:
+        return PrefixVocabularyDrafter(model, vocab_size, make_rows=rows)
+    return ModelDrafter(model, make_rows=rows)
 
 
 def split_rows(split: dict) -> list[tuple[list[int], int, list[int]]]:
@@ -119,6 +159,15 @@ def distilled(data: dict, target, rows: torch.Tensor, max_new_tokens: int, eos_t
         out_rows, [data["train"]["scenario"][r] for r in rows.tolist()], data["train"]["turn"][rows]
     )
     return out
+
+
+def answer_loss(model, batch: dict) -> torch.Tensor:
+    """Mean answer-token cross-entropy of a draft (text-only Llama, or a LLaVA when the batch has pixels)."""
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "pixel_values") if batch.get(k) is not None}
+    logits = model(**inputs).logits[:, :-1].float()
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), batch["labels"][:, 1:].reshape(-1), ignore_index=-100
+    )
 
 
 def text_loss(model, batch: dict) -> torch.Tensor:

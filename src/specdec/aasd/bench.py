@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pathlib
 
 import numpy as np
 import pandas as pd
 import torch
 
 from specdec import hub, results, zoo
-from specdec.aasd import baselines, zoo_specs
+from specdec.aasd import baselines, paper_zoo, zoo_specs
 from specdec.aasd.drafter import AASDDrafter
-from specdec.aasd.module import load_module
-from specdec.aasd.train import module_name
+from specdec.aasd.module import config_for, load_module
+from specdec.aasd.zoo_specs import module_name
 from specdec.bench import expected_speedup
 from specdec.cache import CachedLM
 from specdec.drafters import ModelDrafter
@@ -38,7 +39,12 @@ TASKS: dict[str, list[tuple[str, int, str]]] = {
     "ScienceQA CoT": [("mmvet", 1, "reasoning")],
 }
 KEY = ["table", "target", "draft", "gamma", "max_new_tokens", "device", "row"]
-PAPER_TARGET = {"tabed-target": "LLaVA-13B", "aasd-target-s": "LLaVA-7B"}  # the larger tiny target plays 13B
+PAPER_TARGET = {  # the larger tiny target plays 13B
+    "tabed-target": "LLaVA-13B",
+    "aasd-target-s": "LLaVA-7B",
+    "llava-hf/llava-1.5-7b-hf": "LLaVA-7B",
+    "llava-hf/llava-1.5-13b-hf": "LLaVA-13B",
+}
 MAIN_DRAFTS = ("FT-LLaMA", "DT-LLaMA", "FT-LLaVA", "DT-LLaVA", "AASD")
 # draft name -> (module variant trained, context at inference)
 ABLATIONS = {
@@ -71,47 +77,87 @@ def profile_targets(profile: str) -> list[str]:
 
 
 def paper_requests(profile: str, n_per_task: int) -> list[dict]:
-    """The first ``n_per_task`` rows of each paper dataset (``aasd.tasks`` of the profile) as requests with one
-    image and the LLaVA-1.5 chat prompt; ``hub.DatasetNotAvailableError`` (naming the ``hf download``) offline."""
+    """The first ``n_per_task`` rows with an image of each paper dataset (``aasd.tasks`` of the profile) as
+    requests with the LLaVA-1.5 chat prompt; ``hub.DatasetNotAvailableError`` (naming the ``hf download``)
+    offline."""
     out = []
     for task, spec in models.load_profile(profile)["aasd"]["tasks"].items():
-        data = hub.load_dataset(spec["dataset"], spec.get("config"), spec["split"], n_per_task)
-        for i, row in enumerate(data):
-            question = row.get("question") or "Please describe the image briefly."
-            if row.get("choices"):
-                question += "\nOptions: " + " ".join(f"({chr(65 + k)}) {c}" for k, c in enumerate(row["choices"]))
-            prompt = scenes.chat_prompt([(f"{scenes.IMAGE_PLACEHOLDER}\n{question}", None)])
-            out.append({"id": f"{task}-{i:04d}", "task": task, "subtask": task, "scenario": task, "turn": 1,
-                        "prompt": prompt, "images": [row["image"]]})  # fmt: skip
+        data = hub.load_dataset(spec["dataset"], spec.get("config"), spec["split"])
+        rows = paper_zoo.image_requests(data, task, "Please describe the image briefly.", n_per_task)
+        out += [{**r, "task": task, "subtask": task, "scenario": task, "turn": 1} for r in rows]
     return out
 
 
-def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor):
-    """``(drafter, uses_images)`` for a draft name of ``MAIN_DRAFTS`` or ``ABLATIONS``."""
+def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, profile: str = "tiny"):
+    """``(drafter, uses_images)`` for a draft name of ``MAIN_DRAFTS`` or ``ABLATIONS``: the tiny zoo's, or on
+    another profile the paper-scale zoo (``paper_zoo.zoo_dir()``) and the public drafts of ``aasd.drafts``."""
+    zoo_dir = zoo.MODELS if profile == "tiny" else paper_zoo.zoo_dir()
     if name.startswith("AASD"):
         variant, context = ABLATIONS[name]
-        module = load_module(zoo.MODELS / module_name(target_name, variant), target)
+        folder = zoo_dir / module_name(target_name, variant)
+        if not (folder / "module.safetensors").exists():
+            raise paper_zoo.missing(folder, f"AASD module ({name})", target_name)
+        module = load_module(folder, target)
         if context:
             module.config = dataclasses.replace(module.config, context=context)
         return AASDDrafter(module, lm), False
-    kind, family = name.split("-")
-    folder = f"aasd-{kind.lower()}-{family.lower()}" + (f"-{target_name}" if kind == "DT" else "")
-    if family == "LLaMA":
-        model, _ = models.load(folder, with_tokenizer=False)
-        return baselines.text_drafter(model, processor.tokenizer), False
-    model, _ = models.load(folder, kind="llava", with_tokenizer=False)
-    return ModelDrafter(model), True
+    if profile == "tiny":
+        kind, family = name.split("-")
+        folder = f"aasd-{kind.lower()}-{family.lower()}" + (f"-{target_name}" if kind == "DT" else "")
+        if family == "LLaMA":
+            model, _ = models.load(folder, with_tokenizer=False)
+            return baselines.text_drafter(model, processor.tokenizer), False
+        model, _ = models.load(folder, kind="llava", with_tokenizer=False)
+        return ModelDrafter(model), True
+    spec = models.load_profile(profile)
+    draft = spec["aasd"]["drafts"][name]
+    source = draft.get("model") or zoo_dir / paper_zoo.distilled_name(name, target_name)
+    if "model" not in draft and not (pathlib.Path(source) / "config.json").exists():
+        raise paper_zoo.missing(pathlib.Path(source), f"distilled baseline ({name})", target_name)
+    device, dtype = next(target.parameters()).device, target.dtype
+    revision = models.revision_of(spec, draft["model"]) if "model" in draft else None
+    if draft["kind"] == "llava":
+        model, _ = models.load(
+            source, kind="llava", device=device, dtype=dtype, revision=revision, with_tokenizer=False
+        )
+        return ModelDrafter(model), True
+    model, tokenizer = models.load(source, device=device, dtype=dtype, revision=revision)
+    models.check_vocabulary_prefix(processor.tokenizer, tokenizer)
+    drafter = baselines.text_drafter(
+        model, tokenizer, lm.vocab_size, target.config.image_token_id, config_for(target).image_tokens
+    )
+    return drafter, False
 
 
-def run(store, table: str, target_name: str, requests, drafts, gammas, max_new_tokens: int) -> None:
+def load_target(target_name: str, profile: str = "tiny", device: str | None = None):
+    """``(target, processor, device)``: a tiny zoo target on the CPU, or a paper target on the profile's device
+    and dtype (``device`` overrides it) at its pinned revision."""
+    if profile == "tiny":
+        target, processor = models.load(target_name, kind="llava")
+        return target, processor, "cpu"
+    spec = models.load_profile(profile)
+    dev, dtype = models.profile_device(spec, device)
+    target, processor = models.load(
+        target_name, kind="llava", device=dev, dtype=dtype, revision=models.revision_of(spec, target_name)
+    )
+    return target, processor, str(dev)
+
+
+def run(
+    store, table: str, target_name: str, requests, drafts, gammas, max_new_tokens: int, profile: str = "tiny",
+    device: str | None = None,
+) -> None:  # fmt: skip
     """Decode every request with plain decoding (``AR``) and every draft at every γ; one stored row each."""
     torch.set_num_threads(1)
-    target, processor = models.load(target_name, kind="llava")
+    target, processor, device = load_target(target_name, profile, device)
     store.provenance.update(results.model_provenance(target=target))
     eos = processor.tokenizer.eos_token_id
     by_id = {r["id"]: r for r in requests}
-    encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in by_id.items()}
-    setting = dict(table=table, target=target_name, max_new_tokens=max_new_tokens, device="cpu")
+    encoded = {}
+    for rid, r in by_id.items():
+        ids, inputs = encode(processor, r["prompt"], r["images"])
+        encoded[rid] = ids.to(device), {k: v.to(device=device, dtype=target.dtype) for k, v in inputs.items()}
+    setting = dict(table=table, target=target_name, max_new_tokens=max_new_tokens, device=device)
     drafters: dict = {}
 
     def compute(draft, gamma, row, **_):
@@ -121,7 +167,7 @@ def run(store, table: str, target_name: str, requests, drafts, gammas, max_new_t
             res = generate(lm, ids, None, max_new_tokens=max_new_tokens, eos_token_id=eos, target_inputs=inputs)
             return _row(by_id[row], res, res.output_ids)
         if draft not in drafters:
-            drafters[draft] = make_drafter(draft, target_name, target, lm, processor)
+            drafters[draft] = make_drafter(draft, target_name, target, lm, processor, profile)
         drafter, uses_images = drafters[draft]
         if isinstance(drafter, AASDDrafter):
             drafter.target_lm = lm
@@ -155,7 +201,35 @@ def _row(request: dict, res, reference_ids) -> dict:
 
 
 def store(profile: str) -> results.ResultStore:
-    return results.ResultStore(profile, "aasd_runs", KEY)
+    """The runs table; it stands on the committed one (``results.COMMITTED``, read-only), so under ``make test``
+    notebooks 40-41 read the committed runs (``tests/test_committed_results.py`` recomputes a seeded sample of
+    them and demands them back) and an empty output folder recomputes only what the committed table lacks."""
+    return results.ResultStore(profile, "aasd_runs", KEY, base=results.COMMITTED)
+
+
+def recompute(keys: list[dict], *, profile: str = "tiny") -> pd.DataFrame:
+    """Decode the stored runs of ``keys`` (rows of ``KEY`` columns) again into a temporary store (with their
+    plain-decoding references, which ``lossless`` compares with) and return the fresh rows in the order of
+    ``keys``. The tests run this at another CPU vector width and demand the committed rows back."""
+    import tempfile
+
+    # the first requests of a task do not depend on n_per_task: the largest index among the keys is enough
+    per = 1 + max(int(str(k["row"]).rsplit("-", 1)[1]) for k in keys)
+    n_per_task = per * max(len(parts) for parts in TASKS.values())
+    requests = {r["id"]: r for r in load_requests(n_per_task, profile=profile)}
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = results.ResultStore(profile, "recomputed", KEY, root=pathlib.Path(tmp))
+        groups: dict[tuple, list[dict]] = {}
+        for key in keys:
+            setting = (key["table"], key["target"], int(key["max_new_tokens"]), key["draft"], int(key["gamma"]))
+            groups.setdefault(setting, []).append(key)
+        for (table, target, max_new_tokens, draft, gamma), group in groups.items():
+            rows = [requests[k["row"]] for k in group]
+            drafts = [] if draft == "AR" else [draft]
+            run(fresh, table, target, rows, drafts, [gamma], max_new_tokens)
+        frame = fresh.frame().astype({c: str for c in KEY})
+    order = pd.DataFrame([{c: str(k[c]) for c in KEY} for k in keys])
+    return order.merge(frame, on=KEY, how="left")
 
 
 # ------------------------------------------------------------------------------------------------------ tables

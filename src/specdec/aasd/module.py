@@ -172,7 +172,7 @@ class SpeculatingModule(nn.Module):
         """``(h, q [B, H, T, d], k [B, Hkv, T, d], v [B, Hkv, T, d])`` of ``tokens [B, T]`` at absolute
         ``positions [B, T]`` (or ``[T]``); ``h`` the embedded tokens (the residual stream)."""
         c = self.config
-        h = self.embed(tokens)
+        h = self.embed(tokens).to(self.q_proj.weight.dtype)  # the target's embedding may be half precision
         x = self.input_norm(h)
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, c.num_heads, c.head_dim).transpose(1, 2)
@@ -186,7 +186,7 @@ class SpeculatingModule(nn.Module):
         h = h + self.o_proj(attn)
         x = self.post_norm(h)
         h = h + self.down(nn.functional.silu(self.gate(x)) * self.up(x))
-        return self.head(self.final_norm(h)).float()
+        return self.head(self.final_norm(h).to(self.head.weight.dtype)).float()
 
     def n_rep(self) -> int:
         return self.config.num_heads // self.config.num_kv_heads
@@ -223,10 +223,10 @@ def save_module(module: SpeculatingModule, path, info: dict) -> None:
 
 
 def load_module(path, target) -> SpeculatingModule:
-    """A saved module (float32) attached to ``target`` (the LLaVA whose cache it reads)."""
+    """A saved module attached to ``target`` (the LLaVA whose cache it reads), on its device and in its dtype."""
     path = pathlib.Path(path)
     meta = json.loads((path / "config.json").read_text())
     module = SpeculatingModule(ModuleConfig(**meta["module"]))
     module.load_state_dict({k: v.float() for k, v in load_file(path / "module.safetensors").items()})
     device = next(target.parameters()).device
-    return module.to(device).eval().attach(target)
+    return module.to(device=device, dtype=next(target.parameters()).dtype).eval().attach(target)

@@ -21,6 +21,7 @@ always visible, e.g. a projected image slot; ``module.NEVER``: padding).
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from specdec.aasd.module import NEVER, SpeculatingModule, image_context, repeat_kv, split_context
 
@@ -109,43 +110,66 @@ def answer_window(batch: dict, from_start: bool = False) -> tuple[torch.Tensor, 
     return batch["input_ids"].gather(1, positions), positions, valid
 
 
-def tda_loss(module: SpeculatingModule, batch: dict, target, depths, max_positions: int, generator):
+class TDAObjective(nn.Module):
+    """A speculating module under Target-Draft Attention as one ``nn.Module`` whose ``forward`` runs every
+    trainable part (own q/k/v, the projector, the layer's output): what ``accelerate`` / DDP / FSDP wrap, so that
+    gradients are synchronised through the wrapper's forward (calling the module's methods directly would bypass
+    it). Its parameters are the module's."""
+
+    def __init__(self, module: SpeculatingModule):
+        super().__init__()
+        self.module = module
+
+    def forward(self, input_ids, keys, values, ids, q_pos, depths, triples) -> torch.Tensor:
+        """Logits ``[N, V]`` at the ``N`` (depth index, row, window position) ``triples`` of the answer window
+        (``ids`` / ``q_pos [B, A]``), the context read from the target's last-layer ``keys`` / ``values``
+        ``[B, Hkv, T, d]`` of the prompt-and-answer ``input_ids [B, T]``."""
+        m = self.module
+        h, q, k, v = m.qkv(ids, q_pos)
+        k_ctx, v_ctx, ctx_pos = batch_context(m, input_ids, keys, values)
+        rep = m.n_rep()
+        attn = tda_attention(
+            q,
+            repeat_kv(k, rep),
+            repeat_kv(v, rep),
+            repeat_kv(k_ctx, rep),
+            repeat_kv(v_ctx, rep),
+            ctx_pos,
+            q_pos,
+            depths,
+            own_only=m.config.context == "own",
+        )  # [G, B, H, A, d]
+        g, b, heads, a, d = attn.shape
+        attn = attn.permute(0, 1, 3, 2, 4).reshape(g, b, a, heads * d)
+        gi, bi, ji = triples.unbind(1)
+        return m.finish(h[bi, ji], attn[gi, bi, ji])
+
+
+def tda_loss(model, batch: dict, target, depths, max_positions: int, generator):
     """Mean cross-entropy of the module's next-token distribution against the frozen ``target``'s (soft labels: its
     softmax at the same position) over answer positions at every depth of ``depths`` whose block starts at or
     after the last prompt token; at most ``max_positions`` (depth, row, position) triples, drawn with
-    ``generator``, go through the output head. One target forward (no gradient) gives the cache and the labels."""
+    ``generator``, go through the output head. One target forward (no gradient) gives the cache and the labels.
+    ``model``: a ``SpeculatingModule``, or its ``TDAObjective`` (possibly wrapped by ``accelerate``)."""
+    objective = TDAObjective(model) if isinstance(model, SpeculatingModule) else model
+    module = next(m for m in objective.modules() if isinstance(m, SpeculatingModule))
     with torch.no_grad():
         inputs = {k: v for k, v in batch.items() if k != "labels"}
         out = target.model(**inputs, use_cache=True)
     cache = out.past_key_values.layers[-1]
-    own_only = module.config.context == "own"
-    ids, q_pos, valid = answer_window(batch, from_start=own_only)
-    h, q, k, v = module.qkv(ids, q_pos)
-    k_ctx, v_ctx, ctx_pos = batch_context(module, batch["input_ids"], cache.keys, cache.values)
-    rep = module.n_rep()
-    attn = tda_attention(
-        q,
-        repeat_kv(k, rep),
-        repeat_kv(v, rep),
-        repeat_kv(k_ctx, rep),
-        repeat_kv(v_ctx, rep),
-        ctx_pos,
-        q_pos,
-        depths,
-        own_only=own_only,
-    )  # [G, B, H, A, d]
-    g, b, heads, a, d = attn.shape
-    attn = attn.permute(0, 1, 3, 2, 4).reshape(g, b, a, heads * d)
+    ids, q_pos, valid = answer_window(batch, from_start=module.config.context == "own")
     triples = torch.cat(
         [
-            torch.nn.functional.pad(valid[:, depth:].nonzero(), (1, 0), value=gi) + torch.tensor([0, 0, depth])
+            torch.nn.functional.pad(valid[:, depth:].nonzero(), (1, 0), value=gi)
+            + torch.tensor([0, 0, depth], device=valid.device)
             for gi, depth in enumerate(depths)
         ]
     )  # (depth index, row, window position j >= depth)
     if len(triples) > max_positions:
-        triples = triples[torch.randperm(len(triples), generator=generator)[:max_positions]]
-    gi, bi, ji = triples.unbind(1)
-    logits = module.finish(h[bi, ji], attn[gi, bi, ji])
+        triples = triples[torch.randperm(len(triples), generator=generator)[:max_positions].to(triples.device)]
+    dtype = next(module.parameters()).dtype  # a float32 module may train on a half-precision target's cache
+    logits = objective(batch["input_ids"], cache.keys.to(dtype), cache.values.to(dtype), ids, q_pos, depths, triples)
+    _, bi, ji = triples.unbind(1)
     with torch.no_grad():
         soft = target.lm_head(out.last_hidden_state[bi, q_pos[bi, ji]]).float().softmax(-1)
     return -(soft * logits.log_softmax(-1)).sum(-1).mean()

@@ -4,6 +4,8 @@
     python -m specdec.aasd.train target       # the second target only (``zoo_specs.SECOND_TARGET``)
     python -m specdec.aasd.train baselines    # FT/DT-LLaMA (text-only Llama), FT/DT-LLaVA (small LLaVA)
     python -m specdec.aasd.train modules      # the AASD modules of both targets and the ablation modules
+    python -m specdec.aasd.train paper --target llava-hf/llava-1.5-7b-hf   # paper scale (specdec.aasd.paper_zoo)
+    accelerate launch --config_file configs/accelerate/ddp.yaml -m specdec.aasd.train paper --target ...
 
 Data: the TABED data file (``specdec.tabed.train data``; same rows, images and split as the TABED zoo). Every
 model trains with ``specdec.zoo.training.train`` (LLaVA models through ``tabed.train.train_all``):
@@ -19,7 +21,9 @@ model trains with ``specdec.zoo.training.train`` (LLaVA models through ``tabed.t
   (tabed-target only, ``MODULE_VARIANTS``): projector off, ``k = 1``, target cache off. Image KV off / text KV off
   are inference-time ablations of the main module (``specdec.aasd.bench.ABLATIONS``).
 
-Module training at paper scale is not wired to ``accelerate``: ``train_module`` is a plain single-device loop.
+At paper scale (``paper``: a hub target of the paper profile) ``specdec.aasd.paper_zoo`` trains the module, its
+ablation variants and the distilled baselines on the target's own answers, through the same loop, under
+``accelerate launch`` when started that way (``--accelerate``, implied by ``accelerate launch``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from specdec import zoo
 from specdec.aasd import baselines, zoo_specs
 from specdec.aasd.module import SpeculatingModule, config_for, save_module
 from specdec.aasd.tda import tda_loss
+from specdec.aasd.zoo_specs import MODULE_VARIANTS, module_name
 from specdec.tabed import train as tabed_train
 from specdec.tabed.data import build_data
 from specdec.zoo import training
@@ -51,17 +56,6 @@ BASELINE_TEXT = dict(  # one LM size for the four baselines: tabed-draft's text 
 BASELINE_TRAIN = dict(steps=200, batch_size=32, lr=2e-3, weight_decay=0.1)
 MODULE_TRAIN = dict(steps=100, batch_size=16, lr=2e-3, weight_decay=0.0, depths=(0, 1, 2, 3, 4), max_positions=384)
 MODULE_SIZE = dict(intermediate_size=256, projector_k=4, context="target")
-# ablation variants (trained on tabed-target): name suffix -> module settings
-MODULE_VARIANTS = {
-    "noproj": dict(projector_k=None),
-    "k1": dict(projector_k=1),
-    "own": dict(context="own"),
-}
-
-
-def module_name(target: str, variant: str = "") -> str:
-    """The zoo folder of a target's module (``target``: a zoo name or a hub id)."""
-    return f"aasd-module-{target.split('/')[-1]}" + (f"-{variant}" if variant else "")
 
 
 # ------------------------------------------------------------------------------------------------ modules
@@ -206,12 +200,26 @@ def train_baselines(data: dict, out_dir: pathlib.Path, targets=zoo_specs.TARGETS
 # ---------------------------------------------------------------------------------------------------- main
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("step", nargs="?", choices=["all", "target", "baselines", "modules"], default="all")
+    parser.add_argument("step", nargs="?", choices=["all", "target", "baselines", "modules", "paper"], default="all")
     parser.add_argument("--data", type=pathlib.Path, default=DATA_FILE, help="the TABED data file (built if missing)")
     parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
     parser.add_argument("--threads", type=int, default=1)
+    paper = parser.add_argument_group("paper (python -m specdec.aasd.train paper --target ID)")
+    paper.add_argument("--target", action="append", help="hub target (repeatable; default: aasd.targets)")
+    paper.add_argument("--profile", default="paper")
+    paper.add_argument("--zoo", type=pathlib.Path, default=None, help="default: $SPECDEC_AASD_ZOO or $HF_HOME/...")
+    paper.add_argument("--device", default=None, help="default: the profile's device")
+    paper.add_argument("--steps", type=int, default=None, help="override the profile's steps (smoke runs)")
+    paper.add_argument("--n", type=int, default=None, help="training prompts per dataset (default: the profile's)")
+    paper.add_argument("--max-new-tokens", type=int, default=None, help="answer length (default: the profile's)")
+    paper.add_argument("--batch-size", type=int, default=None)
+    paper.add_argument("--variants", nargs="*", default=["", "noproj", "k1", "own"], help="'' is the main module")
+    paper.add_argument("--no-baselines", action="store_true", help="modules only")
+    paper.add_argument("--accelerate", action="store_true", help="train through accelerate (set by accelerate launch)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.step == "paper":
+        return train_paper(args)
     if not args.data.exists():
         args.data.parent.mkdir(parents=True, exist_ok=True)
         torch.save(build_data(), args.data)
@@ -222,6 +230,28 @@ def main(argv=None):
         train_baselines(data, args.out)
     if args.step in ("all", "modules"):
         train_modules(data, args.out)
+
+
+def train_paper(args) -> None:
+    """``specdec.aasd.paper_zoo.run`` for each target, under ``accelerate`` when launched by it."""
+    import os
+
+    from specdec.aasd import paper_zoo
+
+    accelerator = None
+    if args.accelerate or "ACCELERATE_MIXED_PRECISION" in os.environ or int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from accelerate import Accelerator
+
+        accelerator = Accelerator()
+    targets = args.target or paper_zoo.settings(args.profile)["targets"]
+    for target in targets:
+        saved = paper_zoo.run(
+            target, profile=args.profile, out=args.zoo, steps=args.steps, n=args.n, max_new_tokens=args.max_new_tokens,
+            batch_size=args.batch_size, variants=tuple(args.variants), baselines_too=not args.no_baselines,
+            device=args.device, accelerator=accelerator,
+        )  # fmt: skip
+        for name, folder in saved.items():
+            print(f"saved {name}: {folder}", flush=True)
 
 
 if __name__ == "__main__":

@@ -22,3 +22,14 @@ TARGET_SPECS: dict[str, dict] = {
     ),
 }
 TARGETS = ("tabed-target", SECOND_TARGET)
+# ablation variants of the module (tiny: trained on tabed-target): name suffix -> module settings
+MODULE_VARIANTS = {
+    "noproj": dict(projector_k=None),
+    "k1": dict(projector_k=1),
+    "own": dict(context="own"),
+}
+
+
+def module_name(target: str, variant: str = "") -> str:
+    """The zoo folder of a target's module (``target``: a zoo name or a hub id)."""
+    return f"aasd-module-{target.split('/')[-1]}" + (f"-{variant}" if variant else "")

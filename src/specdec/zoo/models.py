@@ -142,6 +142,18 @@ def check_same_vocabulary(target_tokenizer, draft_tokenizer) -> None:
         )
 
 
+def check_vocabulary_prefix(target_tokenizer, draft_tokenizer) -> None:
+    """Raise ``ValueError`` unless every entry of the draft's vocabulary has the same id in the target's (the
+    target may have more, at the end: LLaVA-1.5 is Llama's vocabulary plus ``<image>`` and ``<pad>``)."""
+    tv, dv = target_tokenizer.get_vocab(), draft_tokenizer.get_vocab()
+    differ = [t for t, i in dv.items() if tv.get(t) != i]
+    if differ or len(dv) > len(tv):
+        raise ValueError(
+            f"the draft's vocabulary ({len(dv)} entries) is not a prefix of the target's ({len(tv)}): {len(differ)} "
+            f"entries differ, e.g. {differ[:3]}. Pick a draft trained with the target's tokenizer."
+        )
+
+
 def load_profile(name: str) -> dict:
     """Read ``data/profiles/<name>.yaml`` (``tiny`` or ``paper``): which models each paper uses."""
     import yaml
