@@ -80,6 +80,34 @@ def test_the_paper_recipe_trains_resumes_and_every_draft_is_lossless(hf_home, tm
     assert out["tasks"] == ["COCO Caption", "LLaVA-Bench", "ScienceQA CoT"] and out["device"] == ["cpu"]
 
 
+def test_accelerate_launch_trains_the_paper_recipe_on_two_processes(hf_home, tmp_path):
+    """DDP over two CPU processes (gloo): the TDA objective and both distilled baselines train and save once."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from test_accelerate import CONFIGS, _free_port
+
+    from specdec import zoo
+
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CONFIGS / "ddp.yaml")]
+    launch += ["--num_processes", "2", "--main_process_port", str(_free_port()), "-m", "specdec.aasd.train", "paper"]
+    launch += ["--target", TARGET, "--steps", "2", "--n", "2", "--max-new-tokens", "4", "--batch-size", "2"]
+    launch += ["--device", "cpu", "--variants", "", "own", "--zoo", str(tmp_path)]
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1", "HF_HOME": str(hf_home)}
+    env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env["PYTHONPATH"] = str(zoo.ROOT / "src")
+    done = subprocess.run(launch, env=env, capture_output=True, text=True, timeout=300, cwd=zoo.ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    saved = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert saved == ["aasd-dt-llama-llava-1.5-7b-hf", "aasd-dt-llava-llava-1.5-7b-hf", "aasd-module-llava-1.5-7b-hf",
+                     "aasd-module-llava-1.5-7b-hf-own"]  # fmt: skip
+    info = json.loads((tmp_path / "aasd-module-llava-1.5-7b-hf" / "config.json").read_text())
+    assert info["training"]["processes"] == 2 and len(info["log"]) >= 1
+    assert done.stdout.count("saved aasd-module-llava-1.5-7b-hf:") == 1  # the main process alone saves
+
+
 def paper_zoo_drafts():
     from specdec.aasd import bench
 

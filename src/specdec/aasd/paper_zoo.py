@@ -187,6 +187,8 @@ def train_module(target, processor, requests, answers, cfg: dict, variant: dict,
     target.requires_grad_(False).eval()
     device = next(target.parameters()).device
     size = {k: variant.get(k, cfg[k]) for k in ("intermediate_size", "projector_k", "context")}
+    if size["context"] == "own":  # it never reads the image cache: no projector (DDP refuses unused parameters)
+        size["projector_k"] = None
     torch.manual_seed(seed)
     module = SpeculatingModule(config_for(target, **size)).to(device).attach(target)
     encoded = [encode(processor, r["prompt"], r["images"]) for r in requests]
@@ -259,7 +261,9 @@ def run(
                                    accelerator)  # fmt: skip
         name = module_name(target_id, variant)
         if main:
+            processes = accelerator.num_processes if accelerator is not None else 1
             training_info = {"requests": len(requests), "answers": path.name, **module_cfg, "device": str(dev),
+                             "processes": processes,
                              "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
             info = {"target": target_id, "revision": revision, "variant": variant or "main", "profile": profile,
                     "training": training_info, "log": log}  # fmt: skip
@@ -284,6 +288,9 @@ def _distilled_baselines(target_id, target, processor, requests, answers, spec, 
         kind = "llava" if draft["kind"] == "llava" else "causal_lm"
         model, tokenizer = models.load(draft["init"], kind=kind, device=dev, dtype=torch.float32,
                                        revision=models.revision_of(spec, draft["init"]))  # fmt: skip
+        for param_name, param in model.named_parameters():  # the vision encoder stays frozen, as in LLaVA's finetuning
+            if "vision_tower" in param_name:  # (and DDP refuses its last layer, which the features skip, untrained)
+                param.requires_grad_(False)
         tok = tokenizer.tokenizer if kind == "llava" else tokenizer
         newline = tok(baselines.NEWLINE, add_special_tokens=False)["input_ids"]
 
