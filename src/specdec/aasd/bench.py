@@ -74,8 +74,10 @@ def paper_requests(profile: str, n_per_task: int) -> list[dict]:
     """The first ``n_per_task`` rows of each paper dataset (``aasd.tasks`` of the profile) as requests with one
     image and the LLaVA-1.5 chat prompt; ``hub.DatasetNotAvailableError`` (naming the ``hf download``) offline."""
     out = []
-    for task, spec in models.load_profile(profile)["aasd"]["tasks"].items():
-        data = hub.load_dataset(spec["dataset"], spec.get("config"), spec["split"], n_per_task)
+    profile_spec = models.load_profile(profile)
+    for task, spec in profile_spec["aasd"]["tasks"].items():
+        revision = hub.pinned_revision(profile_spec, spec["dataset"])
+        data = hub.load_dataset(spec["dataset"], spec.get("config"), spec["split"], n_per_task, revision=revision)
         for i, row in enumerate(data):
             question = row.get("question") or "Please describe the image briefly."
             if row.get("choices"):
