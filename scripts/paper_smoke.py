@@ -115,7 +115,7 @@ def device() -> str:
 def paper_model_ids() -> set[str]:
     spec = yaml.safe_load(PROFILE_FILE.read_text())
     ids = {m for p in spec["pairs"].values() for m in (p["target"], p["draft"])}
-    return ids | {m for c in spec["collab"].values() for m in c["models"]} | set(spec.get("revisions") or {})
+    return ids | {m for c in spec["collab"].values() for m in c["models"]}
 
 
 def parameters_for(notebook: pathlib.Path, dev: str) -> dict:

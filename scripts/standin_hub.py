@@ -7,7 +7,8 @@ share one here). For each dataset id: a few rows with the real schema (configs, 
 in the layout the hub client leaves behind, under ``$HF_HOME``:
 
 - models: ``hub/models--org--name/snapshots/<revision>/`` + ``refs/main`` (what ``hf download`` writes), so
-  ``from_pretrained(id)`` resolves them offline;
+  ``from_pretrained(id)`` and ``from_pretrained(id, revision=pin)`` resolve them offline (``<revision>``: the full
+  commit ``paper.yaml`` pins; for an id it leaves unpinned, a fixed 40-hex name derived from the id);
 - datasets: ``hub/datasets--org--name/snapshots/<revision>/<config>/<split>-*.parquet`` (what ``hf download
   --repo-type dataset`` writes) *and* the prepared Arrow cache ``datasets/org___name/<config>/0.0.0/<revision>/``
   (what ``datasets.load_dataset(id, config)`` leaves after its first online load). datasets 5.2 offline reads only

@@ -73,7 +73,8 @@ def test_the_paper_recipe_trains_resumes_and_every_draft_is_lossless(hf_home, tm
         ]
     )
     # the answers are keyed by the pinned revision and their length; 2 prompts from each training set
-    assert out["answers"] == ["distill-llava-1.5-7b-hf@a272c74-4.jsonl"] and out["lines"] == out["after"] == 4
+    pin = models.revision_of(models.load_profile("paper"), TARGET)
+    assert out["answers"] == [f"distill-llava-1.5-7b-hf@{pin}-4.jsonl"] and out["lines"] == out["after"] == 4
     assert out["again"] == ["aasd-module-llava-1.5-7b-hf"]
     assert out["drafts"] == sorted(set(paper_zoo_drafts()))
     assert out["runs"] == out["lossless"] == 3 * 10 * 2  # 3 tasks x 1 request, 10 drafts, 2 gammas

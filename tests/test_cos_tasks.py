@@ -280,7 +280,8 @@ def test_paper_rows_have_the_tiny_rows_shape(monkeypatch):
     }
     calls = []
 
-    def fake_load(path, name=None, split=None):
+    def fake_load(path, name=None, split=None, revision=None):
+        assert revision == hub.paper_revision(path) and len(revision) == 40  # the commit paper.yaml pins
         calls.append((path, name, split))
         return datasets.Dataset.from_list(records[path] * 5)
 

@@ -97,17 +97,22 @@ def test_download_lists_what_it_fetched_and_what_needs_a_token(monkeypatch, tmp_
         monkeypatch.delenv(flag, raising=False)
     monkeypatch.setattr(hub, "hub_reachable", lambda timeout=2.0: True)
 
+    spec = load_profile("paper")
+    fetched_at = {}
+
     def snapshot_download(repo_id, revision=None, ignore_patterns=()):
         assert "original/*" in ignore_patterns  # Meta's consolidated checkpoints are not fetched
+        fetched_at[repo_id] = revision
         if repo_id.startswith("meta-llama/"):
             request = httpx.Request("GET", f"https://huggingface.co/{repo_id}")
             raise GatedRepoError(f"{repo_id} is gated", response=httpx.Response(401, request=request))
         return str(tmp_path / "snapshots" / "0123abcd")
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
-    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: [1, 2, 3])
-    spec = load_profile("paper")
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: fetched_at.update({a[0]: k["revision"]}) or [1, 2, 3])
     report = hub.download(spec, log=lambda *_: None)
+    assert fetched_at == {i: spec["revisions"][i] for i in fetched_at}  # every fetch at the commit paper.yaml pins
+    assert fetched_at["llava-hf/llava-1.5-7b-hf"].startswith("a272c74") and fetched_at["cais/mmlu"]
     gated = sorted(m for m in hub.profile_models(spec) if m.startswith("meta-llama/"))
     assert report["needs_token"] == gated and len(gated) == 3
     assert len(report["fetched"]) == len(hub.profile_models(spec)) - 3 + len(hub.profile_datasets(spec))
@@ -123,6 +128,47 @@ def test_errors_name_the_hf_command(monkeypatch, tmp_path):
         hub.load_dataset("openai/gsm8k", "main", "test")
     assert "hf download --repo-type dataset openai/gsm8k" in str(info.value)
     assert "huggingface-cli" not in str(info.value)
+    with pytest.raises(hub.DatasetNotAvailableError, match="openai/gsm8k --revision 740312a"):
+        hub.load_dataset("openai/gsm8k", "main", "test", revision=hub.paper_revision("openai/gsm8k"))
+
+
+def test_load_dataset_reads_the_revision_it_is_given(monkeypatch):
+    import datasets
+
+    seen = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: seen.append((a, k)) or datasets.Dataset.from_dict({}))
+    hub.load_dataset("openai/gsm8k", "main", "test", revision="0" * 40)
+    assert seen == [(("openai/gsm8k", "main"), {"split": "test", "revision": "0" * 40})]
+
+
+def test_the_paper_path_loads_every_dataset_at_its_pinned_commit(monkeypatch):
+    """TABED, AASD and multilingual loaders pass paper.yaml's commit as ``revision`` (CoS: tests/test_cos_tasks)."""
+    import datasets
+
+    from specdec.aasd import bench as aasd_bench
+    from specdec.tabed import bench as tb
+
+    asked = []
+
+    def fake_hub_load(dataset_id, config, split, n=None, revision=None):
+        asked.append((dataset_id, revision))
+        return datasets.Dataset.from_dict({"sub_task": []})
+
+    monkeypatch.setattr(tb, "load_dataset", fake_hub_load)
+    monkeypatch.setattr(hub, "load_dataset", fake_hub_load)
+    monkeypatch.setattr(
+        datasets, "load_dataset", lambda path, name, split, revision: fake_hub_load(path, name, split, None, revision)
+    )
+    tb.paper_rows("pope", 1)
+    tb.paper_rows("spot", 1)  # an LLaVA-Interleave sub-task
+    aasd_bench.paper_requests("paper", 1)
+    ml_bench.load_paper_prompts("de", "en", 1)
+    ml_bench.load_paper_prompts("de", "en", 1, generalization=True)
+    spec = load_profile("paper")
+    ids = {"lmms-lab/POPE", "lmms-lab/LLaVA-NeXT-Interleave-Bench", "lmms-lab/COCO-Caption2017", "wmt/wmt16"}
+    assert ids <= {i for i, _ in asked}
+    assert all(revision == spec["revisions"][i] for i, revision in asked), asked
+    assert sum(revision is None for _, revision in asked) == 1  # IWSLT/iwslt2017: unpinned, says why
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -62,13 +63,25 @@ def test_every_paper_id_has_a_stand_in():
         assert set(rows) == set(features), d["id"]
 
 
-def test_paper_profile_lists_every_id_with_a_revision_entry():
+def test_every_paper_id_is_pinned_or_says_why_not():
+    """Issue 13: every model and dataset id of paper.yaml (AASD tasks and baseline data included) is in
+    ``revisions``, pinned to a full 40-hex commit, or null with a reason under ``unpinned`` (and nothing else)."""
     spec = load_profile("paper")
-    ids = set(hub.profile_models(spec)) | {d["id"] for d in hub.profile_datasets(spec)}
-    assert ids - set(spec["revisions"]) == {d["id"] for d in hub.profile_datasets(spec)}  # datasets: main
+    ids = set(hub.profile_ids(spec))
+    assert {"lmms-lab/COCO-Caption2017", "laion/OIG", "wmt/wmt16"} <= ids and "JParaCrawl-v3.0" not in ids
+    assert set(spec["revisions"]) == ids
+    unpinned = {i for i in ids if spec["revisions"][i] is None}
+    assert set(spec["unpinned"]) == unpinned
+    assert all(isinstance(why, str) and len(why) > 20 for why in spec["unpinned"].values())
+    bad = {i: r for i, r in spec["revisions"].items() if r is not None and not re.fullmatch(r"[0-9a-f]{40}", r)}
+    assert not bad, f"pins must be full commit hashes (short ones do not resolve offline as snapshots): {bad}"
+    assert len(unpinned) <= 4, sorted(unpinned)  # mjbooo/*, wmt/wmt19, IWSLT/iwslt2017 (see the yaml)
+    # the TABED authors' short revision a272c74, as its full hash
+    assert spec["revisions"]["llava-hf/llava-1.5-7b-hf"].startswith("a272c74")
     assert spec["pairs"]["llava-7b-160m"]["draft"] == "mjbooo/lvlm160m-bf16"  # the authors' code's id
-    assert spec["revisions"]["llava-hf/llava-1.5-7b-hf"] == "a272c74"  # the one pin a source gives (TABED code)
     assert {"we", "we3", "cd"} <= set(spec["collab"])  # the set names notebooks 20-22 use
+    assert hub.paper_revision("cais/mmlu") == spec["revisions"]["cais/mmlu"]
+    assert set(hub.profile_models(spec)).isdisjoint(hub.profile_dataset_ids(spec))
 
 
 def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
@@ -79,6 +92,7 @@ def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
         """
         import json, torch
         from specdec.engine import autoregressive, generate
+        from specdec import hub
         from specdec.hub import load_dataset
         from specdec.tabed import bench as tb
         from specdec.zoo import tasks
@@ -95,8 +109,16 @@ def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
         out["qwen"] = [type(models[0]).__name__, type(tok).__name__, tok.eos_token, "im_start" in tok.chat_template, kind]
         models, tok, kind = load_collab("paper", "cd-opt", device="cpu")
         out["opt"] = [type(models[1]).__name__, type(tok).__name__, tok.bos_token, tok("a").input_ids[0] == tok.bos_token_id]
-        data = load_dataset("openai/gsm8k", "main", "test", 2)
+        data = load_dataset("openai/gsm8k", "main", "test", 2, revision=hub.paper_revision("openai/gsm8k"))
         out["gsm8k"] = [len(data), sorted(data.column_names)]
+        from transformers import AutoConfig
+        pin = hub.paper_revision("facebook/opt-125m")
+        out["pinned"] = AutoConfig.from_pretrained("facebook/opt-125m", revision=pin).model_type
+        try:
+            AutoConfig.from_pretrained("facebook/opt-125m", revision="f" * 40)
+            out["other"] = "loaded"
+        except OSError:
+            out["other"] = "absent"
         print(json.dumps(out))
         """,  # noqa: E501
     )
@@ -105,6 +127,9 @@ def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
     assert got["qwen"] == ["Qwen2ForCausalLM", "Qwen2Tokenizer", "<|im_end|>", True, "we"]
     assert got["opt"] == ["OPTForCausalLM", "GPT2Tokenizer", "</s>", True]
     assert got["gsm8k"] == [2, ["answer", "question"]]
+    assert got["pinned"] == "opt" and got["other"] == "absent"  # the stand-in sits at the pinned commit only
+    pin = hub.paper_revision("facebook/opt-125m")
+    assert (hf_home / "hub" / "models--facebook--opt-125m" / "refs" / "main").read_text() == pin
 
 
 def test_datasets_offline_reads_the_prepared_cache_not_the_parquet_repo(hf_home, tmp_path):
@@ -114,6 +139,9 @@ def test_datasets_offline_reads_the_prepared_cache_not_the_parquet_repo(hf_home,
     import shutil
 
     assert (hf_home / "hub" / "datasets--openai--gsm8k" / "refs" / "main").exists()
+    pin = hub.paper_revision("openai/gsm8k")  # both written under the pinned commit
+    assert (hf_home / "hub" / "datasets--openai--gsm8k" / "snapshots" / pin / "main").is_dir()
+    assert (hf_home / "datasets" / "openai___gsm8k" / "main" / "0.0.0" / pin / "dataset_info.json").exists()
     only_repo = tmp_path / "hf"
     shutil.copytree(hf_home / "hub", only_repo / "hub")
     got = run_offline(

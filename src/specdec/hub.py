@@ -82,9 +82,12 @@ def datasets_offline_if_unreachable():
             setattr(obj, attr, value)
 
 
-def load_dataset(dataset_id: str, config: str | None, split: str, n: int | None = None):
-    """``datasets.load_dataset(dataset_id, config, split=split)`` (its first ``n`` rows) from the hub or the local
-    cache; anything that keeps it from loading raises one ``DatasetNotAvailableError`` naming the fix."""
+def load_dataset(dataset_id: str, config: str | None, split: str, n: int | None = None, revision: str | None = None):
+    """``datasets.load_dataset(dataset_id, config, split=split, revision=revision)`` (its first ``n`` rows) from the
+    hub or the local cache; anything that keeps it from loading raises one ``DatasetNotAvailableError`` naming the
+    fix. ``revision``: the hub commit to read (``paper_revision(dataset_id)`` on the paper path; None: main).
+    Offline, ``datasets`` 5.2 reads the prepared cache whatever the revision: ``make download`` prepares it at the
+    pinned one."""
     try:
         import datasets
     except ImportError:
@@ -93,14 +96,15 @@ def load_dataset(dataset_id: str, config: str | None, split: str, n: int | None 
         ) from None
     try:
         with datasets_offline_if_unreachable():
-            data = datasets.load_dataset(dataset_id, config, split=split)
+            data = datasets.load_dataset(dataset_id, config, split=split, revision=revision)
     except Exception as err:  # ConnectionError, FileNotFoundError, DatasetNotFoundError, ... all mean "not here"
         cache = os.environ.get("HF_HOME", "~/.cache/huggingface")
         raise DatasetNotAvailableError(
             f"cannot load dataset {dataset_id!r} (config {config!r}, split {split!r}): "
             f"{type(err).__name__}: {str(err)[:200]}. This machine does not download from the Hugging Face hub. "
             f"On a machine with internet run `make download PROFILE=paper` (or `{HF_CLI} download --repo-type "
-            f"dataset {dataset_id}` and load it once with datasets.load_dataset), then copy the cache "
+            f"dataset {dataset_id}{f' --revision {revision}' if revision else ''}` and load it once with "
+            "datasets.load_dataset), then copy the cache "
             f"(HF_HOME={cache}) here; or use profile='tiny'."
         ) from err
     if n is not None:
@@ -113,7 +117,8 @@ def profile_models(spec: dict) -> list[str]:
     """Every model id a profile names (pairs, collaborative sets, pinned revisions), sorted, each once."""
     ids = {m for p in (spec.get("pairs") or {}).values() for m in (p["target"], p["draft"])}
     ids |= {m for c in (spec.get("collab") or {}).values() for m in c["models"]}
-    ids |= {k for k in (spec.get("revisions") or {}) if not _is_dataset(spec, k)}
+    datasets = set(profile_dataset_ids(spec))
+    ids |= {k for k in (spec.get("revisions") or {}) if k not in datasets}
     return sorted(ids)
 
 
@@ -122,16 +127,45 @@ def profile_datasets(spec: dict) -> list[dict]:
     return [dict(d) for d in spec.get("datasets") or []]
 
 
-def _is_dataset(spec: dict, repo_id: str) -> bool:
-    return any(d["id"] == repo_id for d in spec.get("datasets") or [])
+def profile_dataset_ids(spec: dict) -> list[str]:
+    """Every hub dataset id a profile names, sorted, each once: its ``datasets`` list, the multilingual sets, the
+    AASD tasks and the AASD baselines' training data (``aasd.baseline_training``, named but never loaded). Names
+    that are not hub ids (no ``org/``: JParaCrawl) are left out."""
+    ids = {d["id"] for d in spec.get("datasets") or []}
+    multilingual = spec.get("multilingual") or {}
+    sets = list((multilingual.get("datasets") or {}).values()) + [multilingual.get("generalization") or [None]]
+    ids |= {entry[0] for entry in sets if entry and entry[0]}
+    aasd = spec.get("aasd") or {}
+    ids |= {task["dataset"] for task in (aasd.get("tasks") or {}).values()}
+    ids |= set(aasd.get("baseline_training") or [])
+    return sorted(i for i in ids if "/" in i)
+
+
+def profile_ids(spec: dict) -> list[str]:
+    """Every hub id (models and datasets) a profile names: what its ``revisions`` must list, sorted."""
+    return sorted(set(profile_models(spec)) | set(profile_dataset_ids(spec)))
+
+
+def pinned_revision(spec: dict, repo_id: str) -> str | None:
+    """The hub commit (40 hex digits) a profile's ``revisions`` pins for a model or dataset id; None: no pin
+    (the main branch; ``unpinned`` in the yaml says why) or not a hub id."""
+    return (spec.get("revisions") or {}).get(repo_id)
+
+
+def paper_revision(repo_id: str) -> str | None:
+    """``pinned_revision`` of the paper profile (``data/profiles/paper.yaml``): what the paper path loads."""
+    from specdec.zoo.models import load_profile
+
+    return pinned_revision(load_profile("paper"), repo_id)
 
 
 def snapshot_dir(
     hf_home: str | os.PathLike, repo_id: str, repo_type: str, revision: str, refs=("main",)
 ) -> pathlib.Path:
     """``$HF_HOME/hub/<models|datasets>--org--name/snapshots/<revision>/`` (created), with ``refs/<ref>`` naming
-    ``revision`` for each of ``refs`` (``main``, and a pinned short revision such as ``a272c74``): the layout
-    ``hf download`` leaves, which ``from_pretrained(id, revision=...)`` resolves offline."""
+    ``revision`` for each of ``refs`` (``main``; a branch or short hash given as a revision gets its own ref): the
+    layout ``hf download`` leaves, which ``from_pretrained(id, revision=...)`` resolves offline (a full commit hash
+    resolves to ``snapshots/<hash>`` directly)."""
     from huggingface_hub.constants import REPO_ID_SEPARATOR
 
     folder = REPO_ID_SEPARATOR.join([f"{repo_type}s", *repo_id.split("/")])
@@ -175,12 +209,11 @@ def download(spec: dict, *, only: list[str] | None = None, log=print) -> dict:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
-    revisions = spec.get("revisions") or {}
     report: dict = {"fetched": [], "needs_token": [], "failed": []}
     wanted = lambda repo_id: not only or repo_id in only  # noqa: E731
     for repo_id in filter(wanted, profile_models(spec)):
         try:
-            path = snapshot_download(repo_id, revision=revisions.get(repo_id), ignore_patterns=NOT_NEEDED)
+            path = snapshot_download(repo_id, revision=pinned_revision(spec, repo_id), ignore_patterns=NOT_NEEDED)
             report["fetched"].append(f"{repo_id} @ {pathlib.Path(path).name}")
         except GatedRepoError:
             report["needs_token"].append(repo_id)
@@ -190,7 +223,8 @@ def download(spec: dict, *, only: list[str] | None = None, log=print) -> dict:
     for d in filter(lambda d: wanted(d["id"]), profile_datasets(spec)):
         name = f"{d['id']} {d['config'] or ''} {d['split']}".replace("  ", " ")
         try:
-            data = datasets.load_dataset(d["id"], d["config"], split=d["split"], revision=revisions.get(d["id"]))
+            revision = pinned_revision(spec, d["id"])
+            data = datasets.load_dataset(d["id"], d["config"], split=d["split"], revision=revision)
             report["fetched"].append(f"{name} ({len(data)} rows)")
         except Exception as err:  # gated, renamed, script-based: report and go on with the others
             kind = "needs_token" if "gated" in str(err).lower() else "failed"

@@ -81,8 +81,10 @@ def paper_requests(profile: str, n_per_task: int) -> list[dict]:
     requests with the LLaVA-1.5 chat prompt; ``hub.DatasetNotAvailableError`` (naming the ``hf download``)
     offline."""
     out = []
-    for task, spec in models.load_profile(profile)["aasd"]["tasks"].items():
-        data = hub.load_dataset(spec["dataset"], spec.get("config"), spec["split"])
+    profile_spec = models.load_profile(profile)
+    for task, spec in profile_spec["aasd"]["tasks"].items():
+        revision = hub.pinned_revision(profile_spec, spec["dataset"])
+        data = hub.load_dataset(spec["dataset"], spec.get("config"), spec["split"], revision=revision)
         rows = paper_zoo.image_requests(data, task, "Please describe the image briefly.", n_per_task)
         out += [{**r, "task": task, "subtask": task, "scenario": task, "turn": 1} for r in rows]
     return out

@@ -92,9 +92,11 @@ def image_requests(rows, prefix: str, default_question: str, n: int) -> list[dic
 def training_requests(profile: str = "paper", n: int | None = None) -> list[dict]:
     """The training prompts of ``aasd.training`` (each entry's ``n`` rows with an image, or ``n`` to cap them)."""
     out = []
-    for entry in settings(profile)["training"]:
+    spec = models.load_profile(profile)
+    for entry in spec["aasd"]["training"]:
         wanted = n or entry["n"]
-        rows = hub.load_dataset(entry["dataset"], entry.get("config"), entry["split"])
+        revision = hub.pinned_revision(spec, entry["dataset"])
+        rows = hub.load_dataset(entry["dataset"], entry.get("config"), entry["split"], revision=revision)
         prefix = entry["dataset"].split("/")[-1]
         out += image_requests(rows, prefix, entry.get("question", "Describe the image briefly."), wanted)
     return out

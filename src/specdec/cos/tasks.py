@@ -242,7 +242,7 @@ def load_task(name: str, n: int | None, split: str = "test", profile: str = "tin
 
 def _load_paper(name: str, n: int | None, split: str) -> list[dict]:
     dataset_id, config = PAPER_DATASETS[name]
-    data = hub.load_dataset(dataset_id, config, split, n)
+    data = hub.load_dataset(dataset_id, config, split, n, revision=hub.paper_revision(dataset_id))
     return [_PAPER_ROWS[name](i, split, example) for i, example in enumerate(data)]
 
 

@@ -194,7 +194,9 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
         import datasets
 
         with datasets_offline_if_unreachable():
-            data = datasets.load_dataset(dataset_id, config, split=split)
+            data = datasets.load_dataset(
+                dataset_id, config, split=split, revision=revision_of(load_profile("paper"), dataset_id)
+            )
     except Exception as err:  # not cached / unreachable / datasets missing: all mean "not here"
         raise DatasetNotAvailableError(
             f"cannot load dataset {dataset_id!r} (config {config!r}, split {split!r}): {type(err).__name__}. " + how

@@ -137,7 +137,7 @@ def paper_rows(scenario: str, n: int, source: str | None = None) -> list[dict]:
     if scenario in INTERLEAVE_TASKS:
         return _interleave_rows(scenario, n, source)
     dataset_id, config, split, question, image = PAPER_DATASETS[scenario]
-    data = load_dataset(source or dataset_id, None if source else config, split, n)
+    data = load_dataset(source or dataset_id, None if source else config, split, n, _revision(dataset_id, source))
     rows = []
     for i, example in enumerate(data):
         images = [] if image is None else [example[image].convert("RGB")]
@@ -150,9 +150,14 @@ def paper_rows(scenario: str, n: int, source: str | None = None) -> list[dict]:
     return rows
 
 
+def _revision(dataset_id: str, source: str | None) -> str | None:
+    """The commit ``paper.yaml`` pins for a paper dataset; None for a local ``source`` standing in for it."""
+    return None if source else models.revision_of(models.load_profile("paper"), dataset_id)
+
+
 def _interleave_rows(scenario: str, n: int, source: str | None) -> list[dict]:
     dataset_id, config, split = INTERLEAVE
-    data = load_dataset(source or dataset_id, None if source else config, split)
+    data = load_dataset(source or dataset_id, None if source else config, split, revision=_revision(dataset_id, source))
     data = data.filter(lambda task: task == INTERLEAVE_TASKS[scenario], input_columns="sub_task")
     data = data.select(range(min(n, len(data))))
     columns = sorted((c for c in data.column_names if c.startswith("image_")), key=lambda c: int(c.split("_")[1]))
