@@ -6,6 +6,9 @@ gets only ``COMMON``), on CUDA when torch sees a GPU and on CPU otherwise, with 
 notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committed ones. Checks per notebook:
 it ran to the end, it appended rows to ``results/paper/``, and the provenance of those rows names the paper's
 model ids (the ids of ``paper.yaml``, or the multilingual drafters' folder), not the tiny zoo.
+Before the multilingual notebooks (30-34), the drafter recipe at paper scale (``specdec.multilingual.paper_recipe``:
+self-distillation from the paper target, P-F / F finetuning with the one training loop) runs with ``--smoke`` on
+the same hub and writes the drafters those notebooks read (``SPECDEC_ML_DRAFTERS``, in the output folder).
 Last, one sweep (the CoS grid) runs serially and as 2 Ray shards on a local cluster: the rows must match.
 
 Run it after ``make standin-hub`` (``HF_HOME`` must hold the stand-in cache, or the real one on a GPU machine):
@@ -96,6 +99,24 @@ SKIPPED = {
     "sets (lmms-lab/*) in the stand-in hub",
     "41_": "as 40_",
 }
+
+
+# Notebooks that read the multilingual drafters: the recipe trains them first (``train_ml_drafters``).
+ML_NOTEBOOKS = ("30_", "31_", "32_", "33_", "34_")
+
+
+def train_ml_drafters(env: dict, dev: str) -> list[str]:
+    """The paper-scale drafter recipe, smoke-sized, into ``env["SPECDEC_ML_DRAFTERS"]``: problems (empty: fine)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "specdec.multilingual.train", "--profile", "paper", "all", "--smoke",
+         "--device", dev, "--out", env["SPECDEC_ML_DRAFTERS"]],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if run.returncode:
+        return [f"the multilingual drafter recipe failed:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"]
+    if not (pathlib.Path(env["SPECDEC_ML_DRAFTERS"]) / "ml_training.csv").exists():
+        return ["the multilingual drafter recipe wrote no ml_training.csv"]
+    return []
 
 
 def device() -> str:
@@ -204,14 +225,23 @@ def main(argv=None) -> int:
         results = out / "results" / "paper"
         results.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "SPECDEC_OUTPUT_DIR": str(out), "MPLBACKEND": "agg"}
+        env["SPECDEC_ML_DRAFTERS"] = str(out / "specdec-ml-drafters")  # trained below, before notebooks 30-34
         if dev == "cpu":  # tiny models on a shared machine: one thread each is several times faster
             env |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        failures, start = {}, time.perf_counter()
+        failures, start, ml_trained = {}, time.perf_counter(), False
         for nb in notebooks:
             skip = next((why for prefix, why in SKIPPED.items() if nb.name.startswith(prefix)), None)
             if skip:
                 print(f"skip {nb.name}: {skip}", flush=True)
                 continue
+            if nb.name.startswith(ML_NOTEBOOKS) and not ml_trained:
+                t0, ml_trained = time.perf_counter(), True
+                problems = train_ml_drafters(env, dev)
+                took = time.perf_counter() - t0
+                print(f"{'ok  ' if not problems else 'FAIL'} multilingual drafter recipe, smoke-sized ({took:.0f} s)")
+                if problems:
+                    failures["ml-drafters"] = problems
+                    print("".join(f"     {p}\n" for p in problems), end="", flush=True)
             params = out / f"{nb.stem}.params.yaml"
             params.write_text(yaml.safe_dump(parameters_for(nb, dev)))
             rows_before, prov_before = csv_rows(results), provenance_lines(results)
