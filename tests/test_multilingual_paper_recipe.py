@@ -181,3 +181,33 @@ def test_settings_come_from_paper_yaml():
     assert paper_recipe.settings(smoke=True, lr=1e-3)["lr"] == 1e-3
     with pytest.raises(ValueError, match="unknown recipe settings"):
         paper_recipe.settings(learning_rate=1.0)
+
+
+def test_accelerate_launch_two_processes_runs_the_recipe(hf_home, tmp_path):
+    """``accelerate launch`` (DDP over gloo on 2 CPU processes) of ``scripts/train_accelerate.py
+    multilingual-paper``: the distillation files are dealt to the two processes, every drafter trains on both
+    and is saved once, loadable with ``from_pretrained``."""
+    import socket
+
+    from transformers import AutoModelForCausalLM
+
+    pytest.importorskip("accelerate")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "drafters"
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+              str(zoo.ROOT / "configs" / "accelerate" / "ddp.yaml"), "--num_processes", "2", "--main_process_port",
+              str(port), str(zoo.ROOT / "scripts" / "train_accelerate.py"), "multilingual-paper", "all", "--smoke",
+              "--langs", "de", "--no-large", "--out", str(out)]  # fmt: skip
+    env = offline_env(hf_home) | {"ACCELERATE_USE_CPU": "true"}
+    done = subprocess.run(launch, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    counts = [json.loads(x) for x in done.stdout.splitlines() if x.startswith('{"distil"')]
+    assert len(counts) == 1  # only the main process logs
+    cfg = paper_recipe.settings(smoke=True)
+    files = list((out / paper_recipe.DISTIL_DIR / "de").rglob("part-*.jsonl"))
+    assert len(files) == len(cfg["temperatures"]) * -(-cfg["prompts_per_pair"] // cfg["chunk_size"])
+    summary = {r["model"]: r for r in csv_rows(out / "ml_training.csv")}
+    assert summary["ml-draft-pf-de"]["processes"] == "2" and "ml-draft-large-pf-de" not in summary
+    assert AutoModelForCausalLM.from_pretrained(out / "ml-draft-pf-de").config.model_type == "llama"
