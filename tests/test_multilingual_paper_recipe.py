@@ -161,16 +161,20 @@ def test_pair_of_reads_both_schemas():
 
 
 def test_conversation_batches_mask_everything_but_the_answer():
-    conv = paper_recipe.Conversations([([1, 5, 6], [7, 2]), ([1, 8], [9, 10, 2])], max_length=4, pad_id=0)
+    conv = paper_recipe.Conversations.from_pairs([([1, 5, 6], [7, 2]), ([1, 8], [9, 10, 2])], max_length=4, pad_id=0)
     assert conv.answer_len.tolist() == [1, 2]  # truncated to 4 tokens: [1 5 6 7], [1 8 9 10]
     batch = conv.batch(torch.tensor([0, 1]), "cpu")
     assert batch["input_ids"].tolist() == [[1, 5, 6, 7], [1, 8, 9, 10]]
     assert batch["labels"].tolist() == [[-100, -100, -100, 7], [-100, -100, 9, 10]]
-    short = paper_recipe.Conversations([([1, 5], [2]), ([1, 8, 8], [9, 2])], max_length=16, pad_id=0)
+    short = paper_recipe.Conversations.from_pairs([([1, 5], [2]), ([1, 8, 8], [9, 2])], max_length=16, pad_id=0)
     batch = short.batch(torch.tensor([0, 1]), "cpu")
     assert batch["labels"].tolist() == [[-100, -100, 2, -100, -100], [-100, -100, -100, 9, 2]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]
     assert short.head(1).n == 1 and short.head(1).answer_len.tolist() == [1]
+    shuffled = paper_recipe.Conversations(short.tokens, short.offsets, short.prompt_len, 0, torch.tensor([1, 0]))
+    assert shuffled.answer_len.tolist() == [2, 1]
+    first = shuffled.head(1).batch(torch.tensor([0]), "cpu")
+    assert first["labels"].tolist() == [[-100, -100, -100, 9, 2]]
 
 
 def test_settings_come_from_paper_yaml():

@@ -47,7 +47,6 @@ import json
 import math
 import os
 import pathlib
-import random
 import time
 import zlib
 
@@ -165,52 +164,68 @@ def distil(target, tokenizer, cfg: dict, langs, out: pathlib.Path, *, rank: int 
     return counts
 
 
-def load_distilled(out: pathlib.Path, lang: str, cfg: dict) -> list[tuple[list[int], list[int]]]:
-    """``(prompt ids, answer ids)`` of every distilled conversation of ``lang`` (every temperature, empty answers
-    left out), in one seeded shuffle (the order the budgets take their first N from). Raises ``FileNotFoundError``
-    when the distillation of ``lang`` has no file (run ``distil`` first)."""
+def load_distilled(out: pathlib.Path, lang: str, max_length: int, pad_id: int) -> Conversations:
+    """Every distilled conversation of ``lang`` (every temperature; empty answers left out) as ``Conversations``,
+    ordered by one shuffle seeded by the language (the order the budgets take their first N from). Raises
+    ``FileNotFoundError`` when the distillation of ``lang`` has no file (run ``distil`` first)."""
     files = sorted((out / DISTIL_DIR / lang).glob("t*/part-*.jsonl"))
     if not files:
         raise FileNotFoundError(f"no self-distillation data for {lang} under {out / DISTIL_DIR}: run the distil step")
-    pairs = []
-    for path in files:
+    tokens, lengths, prompt_len = [], [], []
+    for path in files:  # one file at a time into flat int32 tensors (millions of conversations at paper scale)
+        flat = []
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if row["output_ids"]:
-                pairs.append((row["prompt_ids"], row["output_ids"]))
-    random.Random(f"conversations:{lang}").shuffle(pairs)
-    return pairs
+                seq = (row["prompt_ids"] + row["output_ids"])[:max_length]
+                flat += seq
+                lengths.append(len(seq))
+                prompt_len.append(min(len(row["prompt_ids"]), max_length))
+        tokens.append(torch.tensor(flat, dtype=torch.int32))
+    offsets = torch.cat([torch.zeros(1, dtype=torch.long), torch.tensor(lengths, dtype=torch.long).cumsum(0)])
+    order = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(zlib.crc32(lang.encode())))
+    return Conversations(torch.cat(tokens), offsets, torch.tensor(prompt_len), pad_id, order)
 
 
 # ----------------------------------------------------------------------------------------------- 2. finetune
 class Conversations:
-    """Distilled conversations on the CPU: ``n``, ``answer_len`` (``LongTensor[n]``, what ``EpochBatches``
-    counts) and ``batch(rows, device)``; each truncated to ``max_length`` tokens."""
+    """Distilled conversations (prompt + answer ids, each at most ``max_length``) on the CPU, stored flat:
+    ``tokens`` (``IntTensor[total]``), ``offsets`` (``LongTensor[N + 1]``), ``prompt_len`` (``LongTensor[N]``).
+    ``order`` (``LongTensor[n]``, default all in turn) is the sequence in which they are used: position ``i``
+    is conversation ``order[i]``; ``n``, ``answer_len`` (``LongTensor[n]``, by position: what ``EpochBatches``
+    counts), ``head(k)`` (the first ``k`` positions) and ``batch(positions, device)``."""
 
-    def __init__(self, pairs: list[tuple[list[int], list[int]]], max_length: int, pad_id: int):
-        self.seqs = [(p + a)[:max_length] for p, a in pairs]
-        self.prompt_len = [min(len(p), max_length) for p, _ in pairs]
-        self.n, self.pad_id = len(pairs), pad_id
-        self.answer_len = torch.tensor([len(s) - k for s, k in zip(self.seqs, self.prompt_len)])
+    def __init__(self, tokens, offsets, prompt_len, pad_id: int, order=None):
+        self.tokens, self.offsets, self.prompt_len, self.pad_id = tokens, offsets, prompt_len, pad_id
+        self.order = torch.arange(len(prompt_len)) if order is None else order
+        self.n = len(self.order)
+        self.answer_len = (offsets[1:] - offsets[:-1] - prompt_len)[self.order]
 
-    def head(self, n: int) -> Conversations:
-        """The first ``n`` conversations (the budgets of Fig. 4)."""
-        part = Conversations([], 1, self.pad_id)
-        part.seqs, part.prompt_len, part.n, part.answer_len = self.seqs[:n], self.prompt_len[:n], n, self.answer_len[:n]
-        return part
+    @classmethod
+    def from_pairs(cls, pairs: list[tuple[list[int], list[int]]], max_length: int, pad_id: int) -> Conversations:
+        """From ``(prompt ids, answer ids)`` pairs, in their order, each truncated to ``max_length`` tokens."""
+        seqs = [(p + a)[:max_length] for p, a in pairs]
+        offsets = torch.tensor([0] + [len(x) for x in seqs]).cumsum(0)
+        tokens = torch.tensor([t for x in seqs for t in x], dtype=torch.int32)
+        return cls(tokens, offsets, torch.tensor([min(len(p), max_length) for p, _ in pairs]), pad_id)
 
-    def batch(self, rows: torch.Tensor, device) -> dict:
-        """``{"input_ids", "attention_mask", "labels"}``, each ``LongTensor[len(rows), T]`` right-padded; labels
-        are the input ids on answer positions and -100 elsewhere (prompt, padding)."""
-        rows = rows.tolist()
-        width = max(len(self.seqs[r]) for r in rows)
+    def head(self, k: int) -> Conversations:
+        """The first ``k`` conversations of the order (the budgets of Fig. 4)."""
+        return Conversations(self.tokens, self.offsets, self.prompt_len, self.pad_id, self.order[:k])
+
+    def batch(self, positions: torch.Tensor, device) -> dict:
+        """``{"input_ids", "attention_mask", "labels"}``, each ``LongTensor[len(positions), T]`` right-padded;
+        labels are the input ids on answer positions and -100 elsewhere (prompt, padding)."""
+        rows = self.order[positions].tolist()
+        seqs = [self.tokens[self.offsets[r] : self.offsets[r + 1]].long() for r in rows]
+        width = max(len(x) for x in seqs)
         ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         labels = torch.full((len(rows), width), -100, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for k, r in enumerate(rows):
-            seq = torch.tensor(self.seqs[r])
+        for k, (r, seq) in enumerate(zip(rows, seqs)):
+            start = int(self.prompt_len[r])
             ids[k, : len(seq)], mask[k, : len(seq)] = seq, 1
-            labels[k, self.prompt_len[r] : len(seq)] = seq[self.prompt_len[r] :]
+            labels[k, start : len(seq)] = seq[start:]
         return {"input_ids": ids.to(device), "attention_mask": mask.to(device), "labels": labels.to(device)}
 
 
@@ -320,7 +335,7 @@ def finetune_all(cfg, langs, out, tokenizer, *, device, accelerator=None, large=
     rows = untrained_rows(cfg)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.unk_token_id or 0)
     for lang in langs:
-        conv = Conversations(load_distilled(out, lang, cfg), cfg["max_length"], pad)
+        conv = load_distilled(out, lang, cfg["max_length"], pad)
         log(json.dumps({"finetune": lang, "conversations": conv.n, "answer_tokens": int(conv.answer_len.sum())}))
         kw = dict(lang=lang, device=device, accelerator=accelerator, log=log)
         main = {r: finetune_drafter(f"ml-draft-{r.lower().replace('-', '')}-{lang}", r, conv, conv.n, cfg, out,
