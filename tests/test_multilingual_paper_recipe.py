@@ -117,7 +117,10 @@ def test_distillation_is_cached_and_an_interrupted_run_resumes(hf_home, trained)
     out, _ = trained
     files = sorted((out / paper_recipe.DISTIL_DIR).rglob("part-*.jsonl"))
     before = {f: f.stat().st_mtime_ns for f in files}
+    assert "/de/" in str(files[3])
     files[3].unlink()  # as if the run had stopped before this file
+    with pytest.raises(FileNotFoundError, match="incomplete"):
+        paper_recipe.load_distilled(out, "de", 512, 0)  # finetuning refuses a partial distillation
     lines = recipe(hf_home, out, "distil")
     counts = next(line["distil"] for line in lines if "distil" in line)
     assert counts == {"written": 1, "kept": len(files) - 1}

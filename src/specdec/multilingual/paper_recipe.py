@@ -56,7 +56,6 @@ from specdec.multilingual import hubdata, parallel
 from specdec.multilingual.recipe import EpochBatches, generate_batched, model_seed
 from specdec.zoo import training
 from specdec.zoo.models import load, load_profile, profile_device
-from specdec.zoo.tasks import encode
 
 DISTIL_DIR = "self-distillation"
 # --smoke: the recipe end to end in seconds on tiny stand-ins (scripts/paper_smoke.py, tests)
@@ -117,19 +116,23 @@ def part_path(out: pathlib.Path, lang: str, temperature: float, part: int) -> pa
 
 def distil(target, tokenizer, cfg: dict, langs, out: pathlib.Path, *, rank: int = 0, world: int = 1, log=print):
     """Step 1 (module docstring): write the missing distillation files of ``langs`` that fall to process
-    ``rank`` of ``world``; returns ``{"written": n, "kept": n}`` (files generated now / found from a previous
-    run)."""
+    ``rank`` of ``world`` (file ``k`` of the whole run goes to process ``k % world``); returns ``{"written": n,
+    "kept": n}`` (files generated now / found from a previous run). File ``part-NNNNN`` of a temperature holds
+    the prompts ``NNNNN * chunk_size`` up to the next chunk (those short enough), so what a file holds does not
+    depend on the others; ``manifest.json`` per pair says how many files make the pair complete."""
     counts, job = {"written": 0, "kept": 0}, 0
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.unk_token_id or 0)
-    limit = cfg["max_length"] - cfg["max_new_tokens"]
+    limit, chunk = cfg["max_length"] - cfg["max_new_tokens"], cfg["chunk_size"]
     for lang in langs:
         prompts = training_prompts(cfg, lang)
-        ids = [encode(tokenizer, p["prompt"]).tolist() for p in prompts]
-        keep = [i for i, x in enumerate(ids) if len(x) <= limit]
-        if not keep:
-            raise ValueError(f"{lang}: no training prompt of at most max_length - max_new_tokens = {limit} tokens")
+        parts = -(-len(prompts) // chunk)
+        manifest = {"prompts": len(prompts), "chunk_size": chunk, "parts": parts}
+        manifest |= {"temperatures": [float(t) for t in cfg["temperatures"]], "max_new_tokens": cfg["max_new_tokens"]}
+        if rank == 0:
+            (out / DISTIL_DIR / lang).mkdir(parents=True, exist_ok=True)
+            (out / DISTIL_DIR / lang / "manifest.json").write_text(json.dumps(manifest) + "\n")
         for temperature in cfg["temperatures"]:
-            for part, start in enumerate(range(0, len(keep), cfg["chunk_size"])):
+            for part in range(parts):
                 job += 1
                 path = part_path(out, lang, temperature, part)
                 if (job - 1) % world != rank:
@@ -137,15 +140,19 @@ def distil(target, tokenizer, cfg: dict, langs, out: pathlib.Path, *, rank: int 
                 if path.exists():
                     counts["kept"] += 1
                     continue
-                idx = keep[start : start + cfg["chunk_size"]]
+                chunk_prompts = prompts[part * chunk : (part + 1) * chunk]
+                texts = [p["prompt"] for p in chunk_prompts]
+                bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+                ids = [bos + x for x in tokenizer(texts, add_special_tokens=False)["input_ids"]]  # = zoo.tasks.encode
+                keep = [i for i, x in enumerate(ids) if len(x) <= limit]
                 seed = zlib.crc32(f"distil:{lang}:{float(temperature)}:{part}".encode()) % 1_000_000
                 outs = generate_batched(
-                    target, [ids[i] for i in idx], float(temperature), cfg["max_new_tokens"], cfg["gen_batch_size"],
+                    target, [ids[i] for i in keep], float(temperature), cfg["max_new_tokens"], cfg["gen_batch_size"],
                     seed, eos_id=tokenizer.eos_token_id, pad_id=pad,
                 )  # fmt: skip
                 rows = [
                     {
-                        "id": prompts[i]["id"],
+                        "id": chunk_prompts[i]["id"],
                         "lang": lang,
                         "temperature": float(temperature),
                         "prompt_ids": ids[i],
@@ -153,24 +160,33 @@ def distil(target, tokenizer, cfg: dict, langs, out: pathlib.Path, *, rank: int 
                         "stop": "eos" if o and o[-1] == tokenizer.eos_token_id else "max_new_tokens",
                         "output": tokenizer.decode(o, skip_special_tokens=True),
                     }
-                    for i, o in zip(idx, outs)
+                    for i, o in zip(keep, outs)
                 ]
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_suffix(f".tmp{rank}")
                 tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
                 os.replace(tmp, path)
                 counts["written"] += 1
-        log(json.dumps({"distilled": lang, "prompts": len(keep), "temperatures": list(cfg["temperatures"])}))
+        log(json.dumps({"distilled": lang, "prompts": len(prompts), "files": parts * len(cfg["temperatures"])}))
     return counts
 
 
 def load_distilled(out: pathlib.Path, lang: str, max_length: int, pad_id: int) -> Conversations:
     """Every distilled conversation of ``lang`` (every temperature; empty answers left out) as ``Conversations``,
     ordered by one shuffle seeded by the language (the order the budgets take their first N from). Raises
-    ``FileNotFoundError`` when the distillation of ``lang`` has no file (run ``distil`` first)."""
-    files = sorted((out / DISTIL_DIR / lang).glob("t*/part-*.jsonl"))
-    if not files:
+    ``FileNotFoundError`` when the distillation of ``lang`` is missing or incomplete (its ``manifest.json`` lists
+    more files than there are: run ``distil`` (again) first)."""
+    manifest_path = out / DISTIL_DIR / lang / "manifest.json"
+    if not manifest_path.exists():
         raise FileNotFoundError(f"no self-distillation data for {lang} under {out / DISTIL_DIR}: run the distil step")
+    manifest = json.loads(manifest_path.read_text())
+    files = [part_path(out, lang, t, k) for t in manifest["temperatures"] for k in range(manifest["parts"])]
+    missing = [f for f in files if not f.exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"the self-distillation of {lang} is incomplete ({len(missing)} of {len(files)} files missing, e.g. "
+            f"{missing[0]}): rerun the distil step, which generates only the missing files"
+        )
     tokens, lengths, prompt_len = [], [], []
     for path in files:  # one file at a time into flat int32 tensors (millions of conversations at paper scale)
         flat = []
@@ -336,6 +352,8 @@ def finetune_all(cfg, langs, out, tokenizer, *, device, accelerator=None, large=
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.unk_token_id or 0)
     for lang in langs:
         conv = load_distilled(out, lang, cfg["max_length"], pad)
+        if not conv.n:
+            raise ValueError(f"{lang}: no distilled conversation (prompts longer than max_length - max_new_tokens?)")
         log(json.dumps({"finetune": lang, "conversations": conv.n, "answer_tokens": int(conv.answer_len.sum())}))
         kw = dict(lang=lang, device=device, accelerator=accelerator, log=log)
         main = {r: finetune_drafter(f"ml-draft-{r.lower().replace('-', '')}-{lang}", r, conv, conv.n, cfg, out,
