@@ -7,6 +7,9 @@ notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committ
 it ran to the end (after ``PREPARE``, the models no hub holds, trained at smoke settings), it appended rows to
 ``results/paper/``, and the provenance of those rows names the paper's
 model ids (the ids of ``paper.yaml``, or the multilingual drafters' folder), not the tiny zoo.
+Before the multilingual notebooks (30-34), the drafter recipe at paper scale (``specdec.multilingual.paper_recipe``:
+self-distillation from the paper target, P-F / F finetuning with the one training loop) runs with ``--smoke`` on
+the same hub and writes the drafters those notebooks read (``SPECDEC_ML_DRAFTERS``, in the output folder).
 Last, one sweep (the CoS grid) runs serially and as 2 Ray shards on a local cluster: the rows must match.
 
 Run it after ``make standin-hub`` (``HF_HOME`` must hold the stand-in cache, or the real one on a GPU machine):
@@ -102,6 +105,24 @@ READERS = ("90_",)
 UNLABELLED: dict[str, str] = {}
 # Notebooks the smoke run cannot run yet, and why (listed as skipped, never as passed).
 SKIPPED: dict[str, str] = {}
+
+
+# Notebooks that read the multilingual drafters: the recipe trains them first (``train_ml_drafters``).
+ML_NOTEBOOKS = ("30_", "31_", "32_", "33_", "34_")
+
+
+def train_ml_drafters(env: dict, dev: str) -> list[str]:
+    """The paper-scale drafter recipe, smoke-sized, into ``env["SPECDEC_ML_DRAFTERS"]``: problems (empty: fine)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "specdec.multilingual.train", "--profile", "paper", "all", "--smoke",
+         "--device", dev, "--out", env["SPECDEC_ML_DRAFTERS"]],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if run.returncode:
+        return [f"the multilingual drafter recipe failed:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"]
+    if not (pathlib.Path(env["SPECDEC_ML_DRAFTERS"]) / "ml_training.csv").exists():
+        return ["the multilingual drafter recipe wrote no ml_training.csv"]
+    return []
 
 
 def device() -> str:
@@ -216,9 +237,10 @@ def main(argv=None) -> int:
             "SPECDEC_AASD_ZOO": str(out / "aasd-zoo"),
         }
         prepared: set[str] = set()
+        env["SPECDEC_ML_DRAFTERS"] = str(out / "specdec-ml-drafters")  # trained below, before notebooks 30-34
         if dev == "cpu":  # tiny models on a shared machine: one thread each is several times faster
             env |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        failures, start = {}, time.perf_counter()
+        failures, start, ml_trained = {}, time.perf_counter(), False
         for nb in notebooks:
             skip = next((why for prefix, why in SKIPPED.items() if nb.name.startswith(prefix)), None)
             if skip:
@@ -235,6 +257,14 @@ def main(argv=None) -> int:
                 if run.returncode:
                     failures[f"prepare {nb.name}"] = [f"{run.stdout[-1500:]}{run.stderr[-1500:]}"]
                     print(f"     {run.stderr[-1500:]}", flush=True)
+            if nb.name.startswith(ML_NOTEBOOKS) and not ml_trained:
+                t0, ml_trained = time.perf_counter(), True
+                problems = train_ml_drafters(env, dev)
+                took = time.perf_counter() - t0
+                print(f"{'ok  ' if not problems else 'FAIL'} multilingual drafter recipe, smoke-sized ({took:.0f} s)")
+                if problems:
+                    failures["ml-drafters"] = problems
+                    print("".join(f"     {p}\n" for p in problems), end="", flush=True)
             params = out / f"{nb.stem}.params.yaml"
             params.write_text(yaml.safe_dump(parameters_for(nb, dev)))
             rows_before, prov_before = csv_rows(results), provenance_lines(results)

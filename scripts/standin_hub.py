@@ -35,7 +35,6 @@ from datasets.utils.logging import disable_progress_bar
 from transformers.utils import logging as hf_logging
 
 from specdec import hub
-from specdec.multilingual import bench as ml_bench
 from specdec.zoo.models import load_profile
 
 # Model families: how each id is built (architecture class, tokenizer family, chat template, special tokens).
@@ -53,6 +52,7 @@ FAMILY = {
     "lmsys/vicuna-7b-v1.5": VICUNA,
     "double7/vicuna-68m": VICUNA,
     "JackFram/llama-68m": LLAMA2,
+    "Jiayi-Pan/Tiny-Vicuna-1B": VICUNA,
     "meta-llama/Llama-2-7b-hf": LLAMA2,
     "meta-llama/Llama-3.2-1B": LLAMA3_BASE,
     "meta-llama/Llama-3.1-8B-Instruct": LLAMA3_INSTRUCT,
@@ -105,6 +105,9 @@ TEXT = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_atten
 VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4, image_size=28)
 PATCH = 14
 VOCAB_SIZE = 400
+# JParaCrawl's columns: `japanese` / `english` (what the Multilingual authors' extract_question.py reads) and the
+# filter's verdicts `model1_accepted` / `model2_accepted` (its dataset card; read by public users' code).
+JPARACRAWL = "Verah/JParaCrawl-Filtered-English-Japanese-Parallel-Corpus"
 STANDIN_MARK = "standin-hub"  # written into every config, so a stand-in is never mistaken for real weights
 
 
@@ -277,25 +280,6 @@ def write_model(hf_home: pathlib.Path, repo_id: str, revision: str | None, raw_t
     return snapshot
 
 
-def write_ml_drafters(hf_home: pathlib.Path, raw_tokenizers: dict) -> list[str]:
-    """Stand-ins of the multilingual F / P-F drafters (``ml_bench.drafters_dir()``, default
-    ``$HF_HOME/specdec-ml-drafters``): no hub id, they are what a paper-scale run of the recipe would save there
-    (Llama drafters on the Vicuna tokenizer). One per drafter name of the tiny zoo's training summary."""
-    from tokenizers import Tokenizer
-
-    names = [m for m in ml_bench.training_summary().model if m not in ("ml-target", "ml-draft-generic")]
-    out = pathlib.Path(os.environ.get("SPECDEC_ML_DRAFTERS", hf_home / "specdec-ml-drafters"))
-    vicuna = "lmsys/vicuna-7b-v1.3"
-    if "llama2" not in raw_tokenizers:
-        raw_tokenizers["llama2"] = build_tokenizer("llama2").to_str()
-    tokenizer, cls = tokenizer_for(vicuna, Tokenizer.from_str(raw_tokenizers["llama2"]))
-    for name in names:
-        model = model_for(f"{vicuna}:{name}", tokenizer)
-        model.save_pretrained(out / name)
-        tokenizer.save_pretrained(out / name)
-    return names
-
-
 # ------------------------------------------------------------------------------------------------ datasets
 def picture(seed: int):
     """A small RGB picture (a coloured square on a plain background)."""
@@ -311,7 +295,7 @@ def picture(seed: int):
 def translation_rows(pair: str, n: int) -> dict:
     src, tgt = pair.split("-")
     text = {"de": "Das Haus ist klein.", "fr": "Le chat est sur la table.", "ru": "Кошка на столе.",
-            "zh": "猫在桌子上。", "en": "The house is small."}  # fmt: skip
+            "zh": "猫在桌子上。", "ja": "猫はテーブルの上にいます。", "en": "The house is small."}  # fmt: skip
     return {
         "translation": [{src: f"{text.get(src, 'Text')} {i}", tgt: f"{text.get(tgt, 'Text')} {i}"} for i in range(n)]
     }
@@ -342,6 +326,12 @@ def dataset_rows(dataset_id: str, config: str | None, n: int = 3):
     if dataset_id.startswith("wmt/") or dataset_id == "IWSLT/iwslt2017":
         pair = config.removeprefix("iwslt2017-")
         return Features({"translation": Translation(languages=pair.split("-"))}), translation_rows(pair, n)
+    if dataset_id == JPARACRAWL:  # one train split; its last 80 rows are the evaluation set, so 80 + n rows
+        rows = translation_rows("ja-en", 80 + n)["translation"]
+        return Features({"english": s, "japanese": s, "model1_accepted": Value("int64"),
+                         "model2_accepted": Value("int64")}), {
+            "english": [r["en"] for r in rows], "japanese": [r["ja"] for r in rows],
+            "model1_accepted": [1] * len(rows), "model2_accepted": [i % 2 for i in range(len(rows))]}  # fmt: skip
     table = {
         "lmms-lab/llava-bench-in-the-wild": (
             {"question_id": s, "question": s, "image": img, "caption": s, "gpt_answer": s, "category": s,
@@ -488,9 +478,6 @@ def build(hf_home: pathlib.Path, only: list[str] | None = None, log=print) -> di
         )
         built["datasets"].append(f"{dataset_id}:{config}")
         log(f"dataset {dataset_id} {config} {splits}")
-    if not only:
-        built["ml_drafters"] = write_ml_drafters(hf_home, raw_tokenizers)
-        log(f"multilingual drafters: {len(built['ml_drafters'])}")
     for dataset_id, entries in cards.items():
         snapshot = hub.snapshot_dir(hf_home, dataset_id, "dataset", revision_for(dataset_id, revisions.get(dataset_id)))
         (snapshot / "README.md").write_text(f"---\nconfigs:\n{entries}---\n# {STANDIN_MARK}: {dataset_id}\n")

@@ -1,4 +1,5 @@
-"""Train one zoo model on many devices with ``accelerate launch`` (the one loop, ``specdec.zoo.training.train``).
+"""Train on many devices with ``accelerate launch`` (the one loop, ``specdec.zoo.training.train``): one zoo model,
+or (first argument ``multilingual-paper``) the multilingual drafter recipe at paper scale.
 
 DDP or FSDP as the accelerate config says (``configs/accelerate/ddp.yaml``, ``fsdp.yaml``); every process draws
 the same global batch and trains on its slice, so the run follows the single-process loss curve::
@@ -7,6 +8,13 @@ the same global batch and trains on its slice, so the run follows the single-pro
         --model tiny-target --steps 1100 --out runs/tiny-target           # 8 GPUs, one process each
     accelerate launch --cpu --num_processes 2 scripts/train_accelerate.py --data random --steps 20 --out /tmp/a
     python scripts/train_accelerate.py --plain --data random --steps 20 --out /tmp/b   # no accelerate at all
+
+The multilingual drafter recipe (``specdec.multilingual.paper_recipe``; the arguments after ``multilingual-paper``
+are those of ``python -m specdec.multilingual.train --profile paper``): each process generates its share of the
+self-distillation files, then every drafter trains on all processes (DDP, or FSDP for the 1B drafter)::
+
+    accelerate launch --config_file configs/accelerate/ddp.yaml scripts/train_accelerate.py multilingual-paper \
+        all --out $SPECDEC_ML_DRAFTERS
 
 ``--data corpus`` trains on the embedded corpus (``make models``' data); ``random`` on seeded random tokens
 (a smoke test of the launch). The main process writes ``<out>/curve.json`` (the logged train losses, the sum of
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import sys
 
 import torch
 
@@ -43,6 +52,14 @@ def streams(data: str, seed: int = 0) -> tuple[dict, dict]:
 
 
 def main(argv=None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["multilingual-paper"]:
+        from accelerate import Accelerator
+
+        from specdec.multilingual import paper_recipe
+
+        paper_recipe.main(argv[1:], accelerator=Accelerator())
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="tiny-draft-xs", help="a zoo name (zoo.llama_config)")
     parser.add_argument("--steps", type=int, default=20)

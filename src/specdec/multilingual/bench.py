@@ -31,8 +31,8 @@ from tqdm.auto import tqdm
 from specdec import bench, results, zoo
 from specdec.drafters import PromptLookupDrafter
 from specdec.engine import generate
-from specdec.hub import DatasetNotAvailableError, ModelNotAvailableError, datasets_offline_if_unreachable
-from specdec.multilingual import parallel
+from specdec.hub import ModelNotAvailableError
+from specdec.multilingual import hubdata, parallel
 from specdec.sampling import SamplingConfig
 from specdec.zoo.models import load, load_profile, load_tokenizer, profile_device, revision_of
 from specdec.zoo.tasks import encode
@@ -55,7 +55,7 @@ NOT_BUILT = {
 KEYS = ["pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "device", "prompt", "method"]
 GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
 
-JPARACRAWL_URL = "https://www.kecl.ntt.co.jp/icl/lirg/jparacrawl/"
+TRAIN_COMMAND = "python -m specdec.multilingual.train --profile paper all --out $SPECDEC_ML_DRAFTERS"
 # Which models the zoo names (ml-target, ml-draft-*) stand for: set by ``use_profile`` (tiny by default).
 _PROFILE: dict = {"profile": "tiny", "device": "cpu", "dtype": None}
 
@@ -108,8 +108,8 @@ def model_source(name: str) -> str:
     if not (path / "config.json").exists():
         raise ModelNotAvailableError(
             f"paper profile: no drafter {name!r} at {path}. The F / P-F drafters are trained per language pair "
-            "for the Vicuna tokenizer (the recipe of specdec.multilingual.train, not yet run at paper scale here): "
-            "save them there with save_pretrained, or set SPECDEC_ML_DRAFTERS to their folder."
+            f"by the paper-scale recipe ({TRAIN_COMMAND}, README 'Paper profile'), which saves them there; or set "
+            "SPECDEC_ML_DRAFTERS to the folder that holds them."
         )
     return str(path)
 
@@ -172,38 +172,17 @@ def prompt_set(
 
 def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False) -> list[dict]:
     """The paper's evaluation prompts (X → En, or En → X from the same set, in Vicuna's chat template,
-    ``paper_setup()``); raises
-    ``DatasetNotAvailableError`` naming the dataset when it is neither reachable nor cached (this project
-    never downloads at run time)."""
+    ``paper_setup()``; the first ``n`` rows of the set, read by ``hubdata.parallel_rows``: Ja is JParaCrawl's
+    held-out tail ``train[-80:]``); raises ``DatasetNotAvailableError`` naming the dataset when it is neither
+    reachable nor cached (this project never downloads at run time)."""
     if "en" not in (src, tgt):
         raise ValueError(f"the paper's test sets are X-English; there is no {src}->{tgt} set")
     setup = paper_setup()
     lang = parallel.canonical_lang(src if tgt == "en" else tgt)
     dataset_id, config, split = setup["generalization"] if generalization else setup["datasets"][lang]
-    how = (
-        "On a machine with internet run `make download PROFILE=paper` (or `hf download --repo-type dataset "
-        f"{dataset_id}` and load it once with datasets.load_dataset), then copy the cache (HF_HOME) here; "
-        "or use profile='tiny'."
-    )
-    if config is None:
-        raise DatasetNotAvailableError(
-            f"dataset {dataset_id} is not on the Hugging Face hub (get it from "
-            f"{JPARACRAWL_URL}); profile 'paper' has no loader for it: use profile='tiny'."
-        )
-    try:
-        import datasets
-
-        with datasets_offline_if_unreachable():
-            data = datasets.load_dataset(
-                dataset_id, config, split=split, revision=revision_of(load_profile("paper"), dataset_id)
-            )
-    except Exception as err:  # not cached / unreachable / datasets missing: all mean "not here"
-        raise DatasetNotAvailableError(
-            f"cannot load dataset {dataset_id!r} (config {config!r}, split {split!r}): {type(err).__name__}. " + how
-        ) from err
+    data = hubdata.parallel_rows(dataset_id, config, split, n)  # DatasetNotAvailableError names `hf download`
     rows = []
-    for i, ex in enumerate(data.select(range(min(n, len(data))))):
-        pair = ex["translation"]
+    for i, pair in enumerate(data):
         text = setup["prompt"].format(
             src_name=parallel.language_name(src), tgt_name=parallel.language_name(tgt), text=pair[src]
         )
@@ -221,8 +200,14 @@ def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False)
 
 
 def training_summary() -> pd.DataFrame:
-    """``data/multilingual/ml_training.csv``: one row per trained model (parameters, device, seconds, …)."""
-    return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
+    """One row per trained model (parameters, device, seconds, …): tiny, ``data/multilingual/ml_training.csv``;
+    paper (``use_profile``), the ``ml_training.csv`` the paper-scale recipe wrote into ``drafters_dir()``."""
+    if _PROFILE["profile"] == "tiny":
+        return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
+    path = drafters_dir() / "ml_training.csv"
+    if not path.exists():
+        raise ModelNotAvailableError(f"paper profile: no {path}; train the drafters first ({TRAIN_COMMAND})")
+    return pd.read_csv(path)
 
 
 def budget_grid(lang: str = "de") -> pd.DataFrame:
@@ -531,7 +516,6 @@ def show(frame: pd.DataFrame, digits: int = 2) -> str:
 
 __all__ = [
     "GREEDY_SEED",
-    "JPARACRAWL_URL",
     "KEYS",
     "LANGS",
     "METHODS",

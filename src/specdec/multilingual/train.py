@@ -8,7 +8,9 @@ without Django, Sphinx or the corpus sources (e.g. a GPU box):
     python -m specdec.multilingual.train data --out .gpu/ml_data.pt        # here: tokenise text + prompts
     python -m specdec.multilingual.train train --data .gpu/ml_data.pt --device cuda --out data/models
 
-``python -m specdec.multilingual.train`` (step ``all``) does both on this machine.
+``python -m specdec.multilingual.train`` (step ``all``) does both on this machine. ``--profile paper`` runs the
+recipe at paper scale instead (Vicuna target, vicuna-68m drafters, the WMT / JParaCrawl training sets of
+``paper.yaml``): ``specdec.multilingual.paper_recipe``.
 
 **Data step** (``specdec.multilingual.data.build_data``; needs the corpus sources): token streams of general
 English and multilingual text (held-out pairs removed) and translation examples in both directions (see
@@ -61,6 +63,7 @@ import csv
 import json
 import math
 import pathlib
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -536,7 +539,15 @@ def _write_csv(path: pathlib.Path, rows: list[dict]) -> None:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    profile = argparse.ArgumentParser(add_help=False)
+    profile.add_argument("--profile", choices=["tiny", "paper"], default="tiny")
+    known, rest = profile.parse_known_args(argv)
+    if known.profile == "paper":  # the recipe at paper scale: specdec.multilingual.paper_recipe
+        from specdec.multilingual import paper_recipe
+
+        return paper_recipe.main(rest)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], parents=[profile])
     parser.add_argument("step", nargs="?", choices=["data", "train", "all"], default="all")
     parser.add_argument(
         "--data",
