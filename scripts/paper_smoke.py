@@ -4,8 +4,9 @@ Each notebook of ``notebooks/[0-9]*.ipynb`` (a glob: new notebooks join by thems
 ``scripts/run_notebooks.py`` with the paper profile and small parameters (``SMOKE``; a notebook not listed there
 gets only ``COMMON``), on CUDA when torch sees a GPU and on CPU otherwise, with results, figures and executed
 notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committed ones. Checks per notebook:
-it ran to the end, it appended rows to ``results/paper/``, and the provenance of those rows names the paper's
-model ids (the ids of ``paper.yaml``, or the multilingual drafters' folder), not the tiny zoo.
+it ran to the end, it appended rows to ``results/paper/`` (TABED 10-13: second turns among them), and the
+provenance of those rows names the paper's model ids (the ids of ``paper.yaml``, or the multilingual drafters'
+folder), not the tiny zoo.
 Last, one sweep (the CoS grid) runs serially and as 2 Ray shards on a local cluster: the rows must match.
 
 Run it after ``make standin-hub`` (``HF_HOME`` must hold the stand-in cache, or the real one on a GPU machine):
@@ -50,13 +51,18 @@ SMOKE: dict[str, dict] = {
     "12_": {
         "n_per_scenario": 1,
         "max_new_tokens": 6,
+        "n_sweeps": 1,
         "windows": [1, "ALL"],
         "criteria": ["hard"],
         "divergences": ["kl"],
         "gammas": [1, 3],
         "gamma_methods": ["M", "MT*"],
     },
-    "13_": {"n_per_scenario": 1, "max_new_tokens": 7, "examples": ["describe-t1-paper-00000", "psv-t1-paper-00000"]},
+    "13_": {
+        "n_per_scenario": 1,
+        "max_new_tokens": 7,
+        "examples": ["describe-t1-paper-00000", "psv-t1-paper-00000", "iedit-t2-paper-00000"],
+    },
     "14_": {
         "per_count": 1,
         "caption_repeats": 1,
@@ -86,6 +92,8 @@ SMOKE: dict[str, dict] = {
     "33_": {"n_prompts": 1, "max_new_tokens": 8, "seeds": [0]},
     "34_": {"pairs": ["de"], "n_prompts": 1, "max_new_tokens": 8},
 }
+# Notebooks whose TABED table must hold second-turn rows (turn 2 continues the target's own first answer), by table.
+SECOND_TURNS = {"10_": "tabed_runs", "11_": "tabed_runs", "12_": "tabed_runs", "13_": "tabed_runs"}
 # Notebooks that only read other notebooks' tables (no model of their own): their rows carry no model ids.
 READERS = ("90_",)
 # Notebooks whose tables do not yet name their models, and why (checked for rows and a complete run only).
@@ -141,12 +149,27 @@ def new_rows_text(results: pathlib.Path, before: dict) -> str:
     return "".join("".join(p.read_text().splitlines(True)[before.get(p, 0) :]) for p in results.glob("*.csv"))
 
 
+def new_turns(path: pathlib.Path, before: dict) -> set[str]:
+    """The ``turn`` values of the rows appended to ``path`` since ``before``."""
+    import csv
+
+    if not path.exists():
+        return set()
+    lines = path.read_text().splitlines(True)
+    new = list(csv.DictReader([lines[0], *lines[max(1, before.get(path, 0)) :]]))
+    return {row.get("turn", "") for row in new}
+
+
 def check(notebook: pathlib.Path, results: pathlib.Path, rows_before: dict, prov_before: dict) -> list[str]:
-    """Problems with what one notebook wrote (empty: fine): no new rows; rows whose provenance names models that
-    are not the paper's; neither the rows nor their provenance naming a paper.yaml id."""
+    """Problems with what one notebook wrote (empty: fine): no new rows; no second-turn rows where the paper has
+    them (``SECOND_TURNS``); rows whose provenance names models that are not the paper's; neither the rows nor
+    their provenance naming a paper.yaml id."""
     grown = [p.name for p, n in csv_rows(results).items() if n > rows_before.get(p, 0)]
     if not grown:
         return ["wrote no rows under results/paper/"]
+    table = next((t for prefix, t in SECOND_TURNS.items() if notebook.name.startswith(prefix)), None)
+    if table and "2" not in new_turns(results / f"{table}.csv", rows_before):
+        return [f"wrote no second-turn rows to {table}.csv"]
     if notebook.name.startswith(READERS + tuple(UNLABELLED)):
         return []
     names = named_models(results, prov_before)

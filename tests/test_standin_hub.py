@@ -133,7 +133,7 @@ def test_datasets_offline_reads_the_prepared_cache_not_the_parquet_repo(hf_home,
 
 def test_the_paper_suite_reads_multi_image_sets_from_the_interleave_bench(tmp_path):
     """TABED's multi-image scenarios load from the LLaVA-Interleave bench sub-tasks (images image_0..); single
-    images get the App. I instruction; second turns are refused (not built for the paper profile)."""
+    images get the App. I instruction; second turns are refused without the target that answers the first."""
     home = tmp_path / "hf"
     standin().build(home, only=["lmms-lab/LLaVA-NeXT-Interleave-Bench", "lmms-lab/POPE"], log=lambda *_: None)
     got = run_offline(
@@ -141,16 +141,69 @@ def test_the_paper_suite_reads_multi_image_sets_from_the_interleave_bench(tmp_pa
         """
         import json
         from specdec.tabed import bench as tb
-        rows = tb.load_suite("paper", n_per_scenario=1, scenarios=["spot", "psv", "pope"])
+        rows = tb.load_suite("paper", n_per_scenario=1, scenarios=["spot", "psv", "pope"], turns=(1,))
         try:
             tb.load_suite("paper", n_per_scenario=1, scenarios=[("pope", 2)])
             refused = False
-        except tb.DatasetNotAvailableError:
+        except ValueError:  # second turns need the target (its first answers)
             refused = True
         print(json.dumps({"n_images": [len(r["images"]) for r in rows], "placeholders": [r["prompt"].count("<image>")
-            for r in rows], "pope": rows[2]["prompt"], "refused": refused}))
+            for r in rows], "pope": rows[0]["prompt"], "refused": refused}))
         """,
     )
-    assert got["n_images"] == [2, 5, 1] and got["placeholders"] == [2, 5, 1]
+    assert got["n_images"] == [1, 2, 5] and got["placeholders"] == [1, 2, 5]  # in scenes.SCENARIOS order
     assert got["pope"].startswith(f"USER: <image>\n{'For the following question, provide a detailed'}")
     assert got["refused"] is True
+
+
+def test_paper_second_turns_continue_the_targets_cached_greedy_answers(tmp_path):
+    """Second turns on the paper profile: the first turn, the target's own greedy answer (computed once, cached
+    under target id + commit + max tokens, read back afterwards), then the authors' follow-up, in the
+    processor's chat template; NQ / GSM8K follow an image conversation."""
+    home = tmp_path / "hf"
+    ids = ["llava-hf/llava-1.5-7b-hf", "mjbooo/lvlm68m", "lmms-lab/POPE", "lmms-lab/llava-bench-in-the-wild"]
+    ids += ["lmms-lab/LMMs-Eval-Lite"]  # NQ request 1 follows DocVQA request 1
+    standin().build(home, only=ids + ["google-research-datasets/nq_open"], log=lambda *_: None)
+    got = run_offline(
+        home,
+        f"""
+        import json, os
+        os.environ["SPECDEC_OUTPUT_DIR"] = {str(tmp_path / "out")!r}
+        from specdec import engine
+        from specdec.tabed import bench as tb
+        target, draft, processor = tb.load_vlm_pair("paper", "llava-7b", device="cpu")
+        wanted = [("pope", 2), ("nq", 2)]
+        rows = {{r["id"]: r for r in tb.load_suite("paper", 2, scenarios=wanted, target=target, processor=processor,
+                                                  answer_tokens=5)}}
+        firsts = {{r["id"]: r for r in tb.load_suite("paper", 3, scenarios=["pope", "describe"], turns=(1,))}}
+        ids, inputs = tb.encode(processor, firsts["pope-t1-paper-00000"]["prompt"], firsts["pope-t1-paper-00000"]["images"])
+        greedy = engine.autoregressive(target, ids, max_new_tokens=5, eos_token_id=processor.tokenizer.eos_token_id,
+                                       target_inputs=inputs).output_ids
+        answer = processor.tokenizer.decode(greedy, skip_special_tokens=True).strip()
+        store = tb.answer_store("paper")
+        cached = store.frame()
+        engine.autoregressive = None  # a cached answer is read back, never recomputed
+        tb.autoregressive = None
+        again = tb.load_suite("paper", 2, scenarios=wanted, target=target, processor=processor, answer_tokens=5)
+        print(json.dumps({{
+            "ids": sorted(rows), "follow": [rows[i]["follow_up"] for i in sorted(rows)],
+            "n_images": [len(rows[i]["images"]) for i in sorted(rows)],
+            "pope0": rows["pope-t2-paper-00000"]["prompt"], "pope1": rows["pope-t2-paper-00001"]["prompt"],
+            "nq0": rows["nq-t2-paper-00000"]["prompt"],
+            "first_pope0": firsts["pope-t1-paper-00000"]["prompt"], "user_pope1": firsts["pope-t1-paper-00001"]["user"],
+            "first_describe0": firsts["describe-t1-paper-00000"]["prompt"], "answer": answer,
+            "cached": len(cached), "key": sorted(cached.columns[:5]), "target": sorted(set(cached.target)),
+            "again": [r["prompt"] for r in again] == [rows[r["id"]]["prompt"] for r in again],
+        }}))
+        """,  # noqa: E501
+    )
+    assert got["ids"] == ["nq-t2-paper-00000", "nq-t2-paper-00001", "pope-t2-paper-00000", "pope-t2-paper-00001"]
+    assert got["follow"] == ["nq", "nq", "qaorg", "captioning"]
+    assert got["n_images"] == [1, 1, 2, 1]
+    first = got["first_pope0"]  # "USER: <image>\n<App. I> <question> ASSISTANT:"
+    assert got["pope0"] == f"{first} {got['answer']} USER: {got['user_pope1']} ASSISTANT:"  # qaorg: next request
+    assert got["pope1"].endswith("USER: Provide a detailed caption for the provided image. ASSISTANT:")
+    assert got["nq0"].startswith(got["first_describe0"] + " ") and "Provide a comprehensive" in got["nq0"]
+    assert got["cached"] == 4 and got["target"] == ["llava-hf/llava-1.5-7b-hf"]  # pope 0, 1, describe 0, docvqa 1
+    assert got["key"] == sorted(["target", "revision", "max_new_tokens", "row", "prompt_sha"])
+    assert got["again"] is True

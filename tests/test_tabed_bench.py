@@ -91,6 +91,8 @@ def test_paper_profile_fails_offline_with_clear_errors(monkeypatch):
     with pytest.raises(ModelNotAvailableError, match="download"):
         tb.load_vlm_pair("paper")
     with pytest.raises(DatasetNotAvailableError, match="lmms-lab/POPE"):
+        tb.load_suite("paper", scenarios=[("pope", 1)])
+    with pytest.raises(ValueError, match="pass target= and processor="):  # second turns need the target's answers
         tb.load_suite("paper", scenarios=["pope"])
 
 
@@ -120,14 +122,14 @@ def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monk
     )
 
     rows = tb.load_suite(
-        "paper", n_per_scenario=5, scenarios=["pope", "nq"], sources={"pope": str(pope), "nq": str(nq)}
+        "paper", n_per_scenario=5, scenarios=["pope", "nq"], sources={"pope": str(pope), "nq": str(nq)}, turns=(1,)
     )
     assert [r["id"] for r in rows] == ["pope-t1-paper-00000", "pope-t1-paper-00001", "nq-t1-paper-00000"]
     assert rows[1]["prompt"] == scenes.chat_prompt([(f"<image>\n{tb.APP_I_INSTRUCTION} Is there a dog?", None)])
     nq = "Who wrote hamlet. Provide a comprehensive and detailed explanation, including the reasoning and background"
     assert rows[2]["prompt"].startswith(f"USER: {nq}") and rows[2]["images"] == []
     assert rows[0]["images"][0].size == (80, 60)
-    with pytest.raises(Exception, match="second turns"):
+    with pytest.raises(ValueError, match="report none for PSV"):
         tb.load_suite("paper", scenarios=[("psv", 2)])
 
 
