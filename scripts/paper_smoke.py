@@ -7,6 +7,7 @@ notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committ
 it ran to the end, it appended rows to ``results/paper/`` (TABED 10-13: second turns among them), and the
 provenance of those rows names the paper's model ids (the ids of ``paper.yaml``, or the multilingual drafters'
 folder), not the tiny zoo.
+``EXTRA_JOBS`` run a notebook again with other paper settings (notebook 10 with the LLaVA-NeXT pair of Table 11).
 Last, one sweep (the CoS grid) runs serially and as 2 Ray shards on a local cluster: the rows must match.
 
 Run it after ``make standin-hub`` (``HF_HOME`` must hold the stand-in cache, or the real one on a GPU machine):
@@ -94,6 +95,11 @@ SMOKE: dict[str, dict] = {
 }
 # Notebooks whose TABED table must hold second-turn rows (turn 2 continues the target's own first answer), by table.
 SECOND_TURNS = {"10_": "tabed_runs", "11_": "tabed_runs", "12_": "tabed_runs", "13_": "tabed_runs"}
+# Extra runs of a notebook with other paper settings, after its own run: (prefix, job name, parameters over its
+# SMOKE ones, model id its rows must name). The LLaVA-NeXT pair of Table 11 (any-resolution target, LLaVA draft).
+EXTRA_JOBS = [
+    ("10_", "llava-next", {"pair": "llava-next-7b", "methods": ["M", "MT*"]}, "llava-hf/llava-v1.6-vicuna-7b-hf"),
+]
 # Notebooks that only read other notebooks' tables (no model of their own): their rows carry no model ids.
 READERS = ("90_",)
 # Notebooks whose tables do not yet name their models, and why (checked for rows and a complete run only).
@@ -120,11 +126,17 @@ def paper_model_ids() -> set[str]:
     return ids | {m for c in spec["collab"].values() for m in c["models"]} | set(spec.get("revisions") or {})
 
 
-def parameters_for(notebook: pathlib.Path, dev: str) -> dict:
+def parameters_for(notebook: pathlib.Path, dev: str, extra: dict | None = None) -> dict:
+    """The notebook's smoke parameters (``COMMON``, its ``SMOKE`` entry, then ``extra``); a TABED ``pair`` brings
+    its paper numbers' ``setting`` from ``paper.yaml`` as ``paper_setting``."""
     params = {**COMMON, "device": dev}
-    for prefix, extra in SMOKE.items():
+    for prefix, more in SMOKE.items():
         if notebook.name.startswith(prefix):
-            params.update(extra)
+            params.update(more)
+    params.update(extra or {})
+    setting = yaml.safe_load(PROFILE_FILE.read_text())["pairs"].get(params.get("pair"), {}).get("setting")
+    if setting:
+        params["paper_setting"] = setting
     return params
 
 
@@ -168,8 +180,8 @@ def check(notebook: pathlib.Path, results: pathlib.Path, rows_before: dict, prov
     if not grown:
         return ["wrote no rows under results/paper/"]
     table = next((t for prefix, t in SECOND_TURNS.items() if notebook.name.startswith(prefix)), None)
-    if table and "2" not in new_turns(results / f"{table}.csv", rows_before):
-        return [f"wrote no second-turn rows to {table}.csv"]
+    if table and not any("2" in new_turns(p, rows_before) for p in results.glob(f"{table}*.csv")):
+        return [f"wrote no second-turn rows to {table}*.csv"]
     if notebook.name.startswith(READERS + tuple(UNLABELLED)):
         return []
     names = named_models(results, prov_before)
@@ -235,21 +247,28 @@ def main(argv=None) -> int:
             if skip:
                 print(f"skip {nb.name}: {skip}", flush=True)
                 continue
-            params = out / f"{nb.stem}.params.yaml"
-            params.write_text(yaml.safe_dump(parameters_for(nb, dev)))
-            rows_before, prov_before = csv_rows(results), provenance_lines(results)
-            t0 = time.perf_counter()
-            run = subprocess.run(
-                [sys.executable, str(ROOT / "scripts" / "run_notebooks.py"), "--only", nb.name, "-f", str(params),
-                 "--output-dir", str(out / "notebooks")],
-                env=env, capture_output=True, text=True,
-            )  # fmt: skip
-            problems = [f"did not run to the end:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"] if run.returncode else []
-            problems = problems or check(nb, results, rows_before, prov_before)
-            print(f"{'ok  ' if not problems else 'FAIL'} {nb.name} ({time.perf_counter() - t0:.0f} s)", flush=True)
-            if problems:
-                failures[nb.name] = problems
-                print("".join(f"     {p}\n" for p in problems), end="", flush=True)
+            jobs = [("", {}, None)] + [(n, x, m) for prefix, n, x, m in EXTRA_JOBS if nb.name.startswith(prefix)]
+            for job, extra, must_name in jobs:
+                label = f"{nb.name} [{job}]" if job else nb.name
+                params = out / f"{nb.stem}{'.' + job if job else ''}.params.yaml"
+                params.write_text(yaml.safe_dump(parameters_for(nb, dev, extra)))
+                rows_before, prov_before = csv_rows(results), provenance_lines(results)
+                t0 = time.perf_counter()
+                run = subprocess.run(
+                    [sys.executable, str(ROOT / "scripts" / "run_notebooks.py"), "--only", nb.name, "-f", str(params),
+                     "--output-dir", str(out / ("notebooks-" + job if job else "notebooks"))],
+                    env=env, capture_output=True, text=True,
+                )  # fmt: skip
+                problems = (
+                    [f"did not run to the end:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"] if run.returncode else []
+                )
+                problems = problems or check(nb, results, rows_before, prov_before)
+                if not problems and must_name and must_name not in named_models(results, prov_before):
+                    problems = [f"its rows' provenance does not name {must_name}"]
+                print(f"{'ok  ' if not problems else 'FAIL'} {label} ({time.perf_counter() - t0:.0f} s)", flush=True)
+                if problems:
+                    failures[label] = problems
+                    print("".join(f"     {p}\n" for p in problems), end="", flush=True)
         if not args.only and not args.no_ray:
             t0 = time.perf_counter()
             problems = ray_matches_serial(out, env)
@@ -259,7 +278,7 @@ def main(argv=None) -> int:
                 failures["ray-sharding"] = problems
                 print("".join(f"     {p}\n" for p in problems), end="", flush=True)
         skipped = [nb for nb in notebooks if nb.name.startswith(tuple(SKIPPED))]
-        passed = len([nb for nb in notebooks if nb.name not in failures and nb not in skipped])
+        passed = len([nb for nb in notebooks if not any(f.startswith(nb.name) for f in failures) and nb not in skipped])
         print(f"paper smoke on {dev}: {passed}/{len(notebooks)} notebooks passed, {len(skipped)} skipped "
               f"in {time.perf_counter() - start:.0f} s (outputs in {out})")  # fmt: skip
     return 1 if failures else 0

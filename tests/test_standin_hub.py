@@ -18,6 +18,7 @@ SCRIPT = zoo.ROOT / "scripts" / "standin_hub.py"
 ONE_OF_EACH = [
     "llava-hf/llava-1.5-7b-hf",  # LLaVA target with its processor
     "mjbooo/lvlm68m",  # LLaVA draft
+    "llava-hf/llava-v1.6-vicuna-7b-hf",  # LLaVA-NeXT target (any-resolution processor), Table 11
     "lmsys/vicuna-7b-v1.3",  # Llama (sentencepiece-style tokenizer)
     "double7/vicuna-68m",
     "Qwen/Qwen2.5-3B-Instruct",  # Qwen2 (ChatML template)
@@ -87,6 +88,9 @@ def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
         out = {}
         target, draft, processor = tb.load_vlm_pair("paper", "llava-7b", device="cpu")
         out["llava"] = [type(target).__name__, type(processor).__name__, processor.image_token, str(target.dtype)]
+        target, draft, processor = tb.load_vlm_pair("paper", "llava-next-7b", device="cpu")
+        out["next"] = [type(target).__name__, type(draft).__name__, type(processor).__name__,
+                       len(processor.image_processor.image_grid_pinpoints)]
         target, draft, tok = load_pair("paper", "default", device="cpu", dtype=torch.float32)
         ids = tasks.encode(tok, "Question: Tom has 3 boxes")
         sd = generate(target, ids, draft, gamma=3, max_new_tokens=12).output_ids
@@ -101,6 +105,8 @@ def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
         """,  # noqa: E501
     )
     assert got["llava"] == ["LlavaForConditionalGeneration", "LlavaProcessor", "<image>", "torch.float16"]
+    next_classes = ["LlavaNextForConditionalGeneration", "LlavaForConditionalGeneration", "LlavaNextProcessor"]
+    assert got["next"] == [*next_classes, 3]  # target, draft, processor, any-resolution grid
     assert got["llama"] == ["LlamaForCausalLM", "LlamaTokenizer", "<s>", True]
     assert got["qwen"] == ["Qwen2ForCausalLM", "Qwen2Tokenizer", "<|im_end|>", True, "we"]
     assert got["opt"] == ["OPTForCausalLM", "GPT2Tokenizer", "</s>", True]
@@ -193,6 +199,7 @@ def test_paper_second_turns_continue_the_targets_cached_greedy_answers(tmp_path)
             "first_pope0": firsts["pope-t1-paper-00000"]["prompt"], "user_pope1": firsts["pope-t1-paper-00001"]["user"],
             "first_describe0": firsts["describe-t1-paper-00000"]["prompt"], "answer": answer,
             "cached": len(cached), "key": sorted(cached.columns[:5]), "target": sorted(set(cached.target)),
+            "revision": sorted(set(cached.revision)),
             "again": [r["prompt"] for r in again] == [rows[r["id"]]["prompt"] for r in again],
         }}))
         """,  # noqa: E501
@@ -206,4 +213,6 @@ def test_paper_second_turns_continue_the_targets_cached_greedy_answers(tmp_path)
     assert got["nq0"].startswith(got["first_describe0"] + " ") and "Provide a comprehensive" in got["nq0"]
     assert got["cached"] == 4 and got["target"] == ["llava-hf/llava-1.5-7b-hf"]  # pope 0, 1, describe 0, docvqa 1
     assert got["key"] == sorted(["target", "revision", "max_new_tokens", "row", "prompt_sha"])
+    pinned = load_profile("paper")["revisions"]["llava-hf/llava-1.5-7b-hf"]  # a short ref: the key holds its commit
+    assert got["revision"] == [standin().revision_for("llava-hf/llava-1.5-7b-hf", pinned)]
     assert got["again"] is True

@@ -341,7 +341,9 @@ def first_turn_answers(
 
 
 def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
-    """``(prompt_ids [L], pixel inputs)`` of one request through the model's processor.
+    """``(prompt_ids [L], pixel inputs)`` of one request through the model's processor (``pixel_values``, and
+    ``image_sizes`` for LLaVA-NeXT, whose processor expands each ``<image>`` to its base view plus any-resolution
+    tiles, the target's count; the drafting rows re-expand each image for the draft: ``tabed.image_spans``).
 
     ``<image>`` placeholders must match the images one to one (else a ``ValueError`` naming the fix); images
     may be PIL images, paths or bytes (``tabed.load_images``). ``<s>`` is put in front if the processor does
@@ -359,7 +361,7 @@ def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
     text = prompt.replace(scenes.IMAGE_PLACEHOLDER, image_token)
     if images:
         out = processor(text=text, images=images, return_tensors="pt")
-        inputs = {"pixel_values": out["pixel_values"]}
+        inputs = {k: out[k] for k in ("pixel_values", "image_sizes") if k in out}  # image_sizes: LLaVA-NeXT tiles
     else:
         out = processor.tokenizer(text, return_tensors="pt")
         inputs = {}
@@ -397,7 +399,10 @@ def make_captioner(kind: str, draft, processor):
     if kind == "blip":
         return tabed.hf_captioner(device=str(draft.device))
     model = captioner_model(kind, draft)
-    to_pixels = lambda images: processor.image_processor(images, return_tensors="pt")["pixel_values"]  # noqa: E731
+
+    def to_pixels(images):  # the draft's view of each image (a LLaVA-NeXT processor's base tile)
+        return tabed.draft_pixels(processor.image_processor(images, return_tensors="pt")["pixel_values"])
+
     caption_one = tabed.draft_captioner(model, processor.tokenizer, to_pixels)
 
     captions: dict[str, str] = {}  # image_key -> caption
@@ -521,10 +526,14 @@ def _row(request: dict, res, reference_ids) -> dict:
     )
 
 
-def store(profile: str, table: str = "tabed_runs"):
+def store(profile: str, table: str = "tabed_runs", pair: str | None = None):
     """The runs table; it stands on the committed one (``results.COMMITTED``, read-only), so under ``make test``
     (an empty ``SPECDEC_OUTPUT_DIR``) the notebooks read the committed 20-per-cell runs and compute only keys
-    that are not there. ``tests/test_committed_results.py`` recomputes a sample of them."""
+    that are not there. ``tests/test_committed_results.py`` recomputes a sample of them. ``pair``: a LLaVA pair of
+    the profile other than its default gets its own table ``<table>_<pair>`` (``KEY`` names no model, so two pairs
+    must never share one)."""
+    if pair:
+        table = f"{table}_{pair}"
     return results.ResultStore(profile, table, KEY, base=results.COMMITTED)
 
 
