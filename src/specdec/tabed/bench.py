@@ -312,10 +312,11 @@ def first_turn_answers(
     target, processor, rows, max_new_tokens: int = ANSWER_TOKENS, store=None, revision: str | None = None
 ) -> dict[str, str]:
     """``{row id: the target's greedy answer}`` to the first-turn requests ``rows`` (text of at most
-    ``max_new_tokens`` tokens, special tokens dropped, stripped), cached in ``store`` (default
-    ``answer_store()``) under ``ANSWER_KEY``: the target's id, the commit of the cached snapshot its weights come
-    from (``hub.cached_commit`` of ``revision``, the profile's pin; else ``revision``; ``-`` for a local folder),
-    ``max_new_tokens``, the row id and ``request_digest``. A cached answer is read back, never recomputed."""
+    ``max_new_tokens`` tokens, special tokens and any literal ``<image>`` dropped, stripped), cached in ``store``
+    (default ``answer_store()``) under ``ANSWER_KEY``: the target's id, the commit of the cached snapshot its
+    weights come from (``hub.cached_commit`` of ``revision``, the profile's pin; else ``revision``; ``-`` for a
+    local folder), ``max_new_tokens``, the row id and ``request_digest``. A cached answer is read back, never
+    recomputed."""
     store = store if store is not None else answer_store()
     name = results.model_provenance(model=target)["model_model"]
     revision = cached_commit(name, revision) or revision or "-"
@@ -331,7 +332,8 @@ def first_turn_answers(
         res = autoregressive(
             target, ids, max_new_tokens=max_new_tokens, eos_token_id=tokenizer.eos_token_id, target_inputs=inputs
         )
-        answer = tokenizer.decode(res.output_ids, skip_special_tokens=True).strip()
+        answer = tokenizer.decode(res.output_ids, skip_special_tokens=True)
+        answer = answer.replace(scenes.IMAGE_PLACEHOLDER, "").strip()  # the text "<image>" would claim an image
         return dict(scenario=requests[row]["scenario"], answer=answer, output=json.dumps(res.output_ids))
 
     store.provenance.update(results.model_provenance(target=target))
