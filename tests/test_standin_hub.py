@@ -91,6 +91,15 @@ def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
         target, draft, processor = tb.load_vlm_pair("paper", "llava-next-7b", device="cpu")
         out["next"] = [type(target).__name__, type(draft).__name__, type(processor).__name__,
                        len(processor.image_processor.image_grid_pinpoints)]
+        target, draft, processor = tb.load_vlm_pair("paper", "llava-next-7b-as-authors", device="cpu", dtype=torch.float32)
+        from PIL import Image
+        from specdec.tabed import drafting
+        ids, inputs = tb.encode(processor, "USER: <image>\\nWhat is it? ASSISTANT:", [Image.new("RGB", (50, 30), (9, 99, 199))])
+        ar = autoregressive(target, ids, max_new_tokens=10, eos_token_id=[], target_inputs=inputs).output_ids
+        sd = generate(target, ids, drafting.make_drafter(draft, "MT*", processor.tokenizer), gamma=3, max_new_tokens=10,
+                      eos_token_id=[], target_inputs=inputs, draft_inputs=inputs).output_ids
+        out["authors"] = [type(target).__name__, type(processor).__name__, target.name_or_path, sd == ar,
+                          int((ids == target.config.image_token_id).sum())]
         target, draft, tok = load_pair("paper", "default", device="cpu", dtype=torch.float32)
         ids = tasks.encode(tok, "Question: Tom has 3 boxes")
         sd = generate(target, ids, draft, gamma=3, max_new_tokens=12).output_ids
@@ -107,6 +116,14 @@ def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
     assert got["llava"] == ["LlavaForConditionalGeneration", "LlavaProcessor", "<image>", "torch.float16"]
     next_classes = ["LlavaNextForConditionalGeneration", "LlavaForConditionalGeneration", "LlavaNextProcessor"]
     assert got["next"] == [*next_classes, 3]  # target, draft, processor, any-resolution grid
+    # the authors' way: the NeXT checkpoint through the LLaVA-1.5 class on the draft's processor (4 = 28/14 squared)
+    assert got["authors"] == [
+        "LlavaForConditionalGeneration",
+        "LlavaProcessor",
+        "llava-hf/llava-v1.6-vicuna-7b-hf",
+        True,
+        4,
+    ]
     assert got["llama"] == ["LlamaForCausalLM", "LlamaTokenizer", "<s>", True]
     assert got["qwen"] == ["Qwen2ForCausalLM", "Qwen2Tokenizer", "<|im_end|>", True, "we"]
     assert got["opt"] == ["OPTForCausalLM", "GPT2Tokenizer", "</s>", True]

@@ -95,8 +95,10 @@ ANSWER_KEY = ["target", "revision", "max_new_tokens", "row", "prompt_sha"]
 # ------------------------------------------------------------------------------------------------- models, data
 def load_vlm_pair(profile: str = "tiny", pair: str | None = None, device=None, dtype=None):
     """``(target, draft, processor)`` of a LLaVA pair: tiny ``tabed-target`` / ``tabed-draft``; paper: the
-    ``pair`` of ``paper.yaml`` (default ``llava-7b``; ``llava-13b``, ``llava-7b-160m`` for Tables 11-14). Device
-    and dtype default to the profile's."""
+    ``pair`` of ``paper.yaml`` (default ``llava-7b``; ``llava-13b``, ``llava-7b-160m``; the LLaVA-NeXT targets of
+    Tables 11-14 ``llava-next-*``). A pair marked ``as_authors`` loads its target as the TABED authors did:
+    ``LlavaForConditionalGeneration`` over the checkpoint, fed by the *draft's* processor (one base view per image,
+    the draft's image tokens), and returns that processor. Device and dtype default to the profile's."""
     spec = models.load_profile(profile)
     if profile == "tiny" and pair is None:
         target_name, draft_name = "tabed-target", "tabed-draft"
@@ -109,13 +111,20 @@ def load_vlm_pair(profile: str = "tiny", pair: str | None = None, device=None, d
         target_name, draft_name = pairs[pair]["target"], pairs[pair]["draft"]
     device, dtype = models.profile_device(spec, device, dtype)
     revision = lambda name: models.revision_of(spec, name)  # noqa: E731
+    as_authors = profile != "tiny" and bool(spec["pairs"][pair].get("as_authors"))
     target, processor = models.load(
-        target_name, kind="llava", device=device, dtype=dtype, revision=revision(target_name)
+        target_name,
+        kind="llava",
+        device=device,
+        dtype=dtype,
+        revision=revision(target_name),
+        with_tokenizer=not as_authors,
+        llava_class="LlavaForConditionalGeneration" if as_authors else None,
     )
-    draft, _ = models.load(
-        draft_name, kind="llava", device=device, dtype=dtype, with_tokenizer=False, revision=revision(draft_name)
+    draft, draft_processor = models.load(
+        draft_name, kind="llava", device=device, dtype=dtype, with_tokenizer=as_authors, revision=revision(draft_name)
     )
-    return target, draft, processor
+    return target, draft, draft_processor if as_authors else processor
 
 
 def load_suite(

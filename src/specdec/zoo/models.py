@@ -33,6 +33,7 @@ def load(
     kind: str = "causal_lm",
     with_tokenizer: bool = True,
     revision: str | None = None,
+    llava_class: str | None = None,
 ):
     """Load ``(model, tokenizer)`` from a zoo name, a local directory or a hub id, in eval mode.
 
@@ -41,6 +42,9 @@ def load(
     tokenizer). dtype: e.g. ``torch.float16`` on a GPU (default: the
     config's ``dtype`` for a local directory, so zoo weights stored as float16 with a float32 config load
     as float32; else the checkpoint's). revision: a hub commit (``paper.yaml`` ``revisions``; None: main).
+    llava_class: kind="llava" only, a transformers class name to load the checkpoint with instead of its config's
+    (``"LlavaForConditionalGeneration"`` over a LLaVA-NeXT checkpoint: what the TABED authors did, one base view
+    per image; the NeXT-only ``image_newline`` weight is then unused).
     Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
     """
     from transformers import AutoConfig, AutoModelForCausalLM, AutoProcessor, AutoTokenizer
@@ -73,7 +77,7 @@ def load(
                 )
             import transformers
 
-            model_cls = getattr(transformers, LLAVA_CLASSES[model_type])
+            model_cls = getattr(transformers, llava_class or LLAVA_CLASSES[model_type])
         model = model_cls.from_pretrained(source, dtype=dtype, local_files_only=_offline(local), revision=revision)
         tokenizer = None
         if with_tokenizer:
