@@ -17,11 +17,12 @@ from specdec import hub, zoo
 from specdec.hub import ModelNotAvailableError, resolve
 
 PROFILES_DIR = zoo.DATA / "profiles"
-# kind="llava": the transformers class of each LLaVA ``model_type`` (their processors come from AutoProcessor)
+# kind="llava": the transformers class of each LLaVA ``model_type`` (their processors come from AutoProcessor). No
+# paper id is a LLaVA-OneVision class (mjbooo/lvlm68m-ov is LLaVA-1.5-class: the authors load it as such), so
+# ``llava_onevision`` is not listed: its drafting path is untested here.
 LLAVA_CLASSES = {
     "llava": "LlavaForConditionalGeneration",
     "llava_next": "LlavaNextForConditionalGeneration",
-    "llava_onevision": "LlavaOnevisionForConditionalGeneration",
 }
 
 
@@ -38,8 +39,7 @@ def load(
     """Load ``(model, tokenizer)`` from a zoo name, a local directory or a hub id, in eval mode.
 
     kind: ``"causal_lm"`` (``AutoModelForCausalLM``) or ``"llava"`` (the config's LLaVA class, ``LLAVA_CLASSES``:
-    LLaVA-1.5, LLaVA-NeXT with any-resolution tiles, LLaVA-OneVision; returning its processor instead of a
-    tokenizer). dtype: e.g. ``torch.float16`` on a GPU (default: the
+    LLaVA-1.5, LLaVA-NeXT with any-resolution tiles; returning its processor instead of a tokenizer). dtype: e.g. ``torch.float16`` on a GPU (default: the
     config's ``dtype`` for a local directory, so zoo weights stored as float16 with a float32 config load
     as float32; else the checkpoint's). revision: a hub commit (``paper.yaml`` ``revisions``; None: main).
     llava_class: kind="llava" only, a transformers class name to load the checkpoint with instead of its config's
