@@ -39,9 +39,10 @@ def load(
     """Load ``(model, tokenizer)`` from a zoo name, a local directory or a hub id, in eval mode.
 
     kind: ``"causal_lm"`` (``AutoModelForCausalLM``) or ``"llava"`` (the config's LLaVA class, ``LLAVA_CLASSES``:
-    LLaVA-1.5, LLaVA-NeXT with any-resolution tiles; returning its processor instead of a tokenizer). dtype: e.g. ``torch.float16`` on a GPU (default: the
-    config's ``dtype`` for a local directory, so zoo weights stored as float16 with a float32 config load
-    as float32; else the checkpoint's). revision: a hub commit (``paper.yaml`` ``revisions``; None: main).
+    LLaVA-1.5, LLaVA-NeXT with any-resolution tiles; returning its processor instead of a tokenizer). dtype: e.g.
+    ``torch.float16`` on a GPU (default: the config's ``dtype`` for a local directory, so zoo weights stored as
+    float16 with a float32 config load as float32; else the checkpoint's). revision: a hub commit (``paper.yaml``
+    ``revisions``; None: main).
     llava_class: kind="llava" only, a transformers class name to load the checkpoint with instead of its config's
     (``"LlavaForConditionalGeneration"`` over a LLaVA-NeXT checkpoint: what the TABED authors did, one base view
     per image; the NeXT-only ``image_newline`` weight is then unused).
