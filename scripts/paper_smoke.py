@@ -5,11 +5,12 @@ Each notebook of ``notebooks/[0-9]*.ipynb`` (a glob: new notebooks join by thems
 gets only ``COMMON``), on CUDA when torch sees a GPU and on CPU otherwise, with results, figures and executed
 notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committed ones. Checks per notebook:
 it ran to the end (after ``PREPARE``, the models no hub holds, trained at smoke settings), it appended rows to
-``results/paper/``, and the provenance of those rows names the paper's
+``results/paper/`` (TABED 10-13: second turns among them), and the provenance of those rows names the paper's
 model ids (the ids of ``paper.yaml``, or the multilingual drafters' folder), not the tiny zoo.
 Before the multilingual notebooks (30-34), the drafter recipe at paper scale (``specdec.multilingual.paper_recipe``:
 self-distillation from the paper target, P-F / F finetuning with the one training loop) runs with ``--smoke`` on
 the same hub and writes the drafters those notebooks read (``SPECDEC_ML_DRAFTERS``, in the output folder).
+``EXTRA_JOBS`` run a notebook again with other paper settings (notebook 10 with the LLaVA-NeXT pair of Table 11).
 Last, one sweep (the CoS grid) runs serially and as 2 Ray shards on a local cluster: the rows must match.
 
 Run it after ``make standin-hub`` (``HF_HOME`` must hold the stand-in cache, or the real one on a GPU machine):
@@ -54,13 +55,18 @@ SMOKE: dict[str, dict] = {
     "12_": {
         "n_per_scenario": 1,
         "max_new_tokens": 6,
+        "n_sweeps": 1,
         "windows": [1, "ALL"],
         "criteria": ["hard"],
         "divergences": ["kl"],
         "gammas": [1, 3],
         "gamma_methods": ["M", "MT*"],
     },
-    "13_": {"n_per_scenario": 1, "max_new_tokens": 7, "examples": ["describe-t1-paper-00000", "psv-t1-paper-00000"]},
+    "13_": {
+        "n_per_scenario": 1,
+        "max_new_tokens": 7,
+        "examples": ["describe-t1-paper-00000", "psv-t1-paper-00000", "iedit-t2-paper-00000"],
+    },
     "14_": {
         "per_count": 1,
         "caption_repeats": 1,
@@ -99,6 +105,13 @@ PREPARE: dict[str, list[str]] = {
             "--batch-size", "2", "--device", "{device}"],
 }  # fmt: skip
 PREPARE["41_"] = PREPARE["40_"]
+# Notebooks whose TABED table must hold second-turn rows (turn 2 continues the target's own first answer), by table.
+SECOND_TURNS = {"10_": "tabed_runs", "11_": "tabed_runs", "12_": "tabed_runs", "13_": "tabed_runs"}
+# Extra runs of a notebook with other paper settings, after its own run: (prefix, job name, parameters over its
+# SMOKE ones, model id its rows must name). The LLaVA-NeXT pair of Table 11 (any-resolution target, LLaVA draft).
+EXTRA_JOBS = [
+    ("10_", "llava-next", {"pair": "llava-next-7b", "methods": ["M", "MT*"]}, "llava-hf/llava-v1.6-vicuna-7b-hf"),
+]
 # Notebooks that only read other notebooks' tables (no model of their own): their rows carry no model ids.
 READERS = ("90_",)
 # Notebooks whose tables do not yet name their models, and why (checked for rows and a complete run only).
@@ -139,11 +152,17 @@ def paper_model_ids() -> set[str]:
     return ids | {m for c in spec["collab"].values() for m in c["models"]}
 
 
-def parameters_for(notebook: pathlib.Path, dev: str) -> dict:
+def parameters_for(notebook: pathlib.Path, dev: str, extra: dict | None = None) -> dict:
+    """The notebook's smoke parameters (``COMMON``, its ``SMOKE`` entry, then ``extra``); a TABED ``pair`` brings
+    its paper numbers' ``setting`` from ``paper.yaml`` as ``paper_setting``."""
     params = {**COMMON, "device": dev}
-    for prefix, extra in SMOKE.items():
+    for prefix, more in SMOKE.items():
         if notebook.name.startswith(prefix):
-            params.update(extra)
+            params.update(more)
+    params.update(extra or {})
+    setting = yaml.safe_load(PROFILE_FILE.read_text())["pairs"].get(params.get("pair"), {}).get("setting")
+    if setting:
+        params["paper_setting"] = setting
     return params
 
 
@@ -168,12 +187,27 @@ def new_rows_text(results: pathlib.Path, before: dict) -> str:
     return "".join("".join(p.read_text().splitlines(True)[before.get(p, 0) :]) for p in results.glob("*.csv"))
 
 
+def new_turns(path: pathlib.Path, before: dict) -> set[str]:
+    """The ``turn`` values of the rows appended to ``path`` since ``before``."""
+    import csv
+
+    if not path.exists():
+        return set()
+    lines = path.read_text().splitlines(True)
+    new = list(csv.DictReader([lines[0], *lines[max(1, before.get(path, 0)) :]]))
+    return {row.get("turn", "") for row in new}
+
+
 def check(notebook: pathlib.Path, results: pathlib.Path, rows_before: dict, prov_before: dict) -> list[str]:
-    """Problems with what one notebook wrote (empty: fine): no new rows; rows whose provenance names models that
-    are not the paper's; neither the rows nor their provenance naming a paper.yaml id."""
+    """Problems with what one notebook wrote (empty: fine): no new rows; no second-turn rows where the paper has
+    them (``SECOND_TURNS``); rows whose provenance names models that are not the paper's; neither the rows nor
+    their provenance naming a paper.yaml id."""
     grown = [p.name for p, n in csv_rows(results).items() if n > rows_before.get(p, 0)]
     if not grown:
         return ["wrote no rows under results/paper/"]
+    table = next((t for prefix, t in SECOND_TURNS.items() if notebook.name.startswith(prefix)), None)
+    if table and not any("2" in new_turns(p, rows_before) for p in results.glob(f"{table}*.csv")):
+        return [f"wrote no second-turn rows to {table}*.csv"]
     if notebook.name.startswith(READERS + tuple(UNLABELLED)):
         return []
     names = named_models(results, prov_before)
@@ -265,21 +299,28 @@ def main(argv=None) -> int:
                 if problems:
                     failures["ml-drafters"] = problems
                     print("".join(f"     {p}\n" for p in problems), end="", flush=True)
-            params = out / f"{nb.stem}.params.yaml"
-            params.write_text(yaml.safe_dump(parameters_for(nb, dev)))
-            rows_before, prov_before = csv_rows(results), provenance_lines(results)
-            t0 = time.perf_counter()
-            run = subprocess.run(
-                [sys.executable, str(ROOT / "scripts" / "run_notebooks.py"), "--only", nb.name, "-f", str(params),
-                 "--output-dir", str(out / "notebooks")],
-                env=env, capture_output=True, text=True,
-            )  # fmt: skip
-            problems = [f"did not run to the end:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"] if run.returncode else []
-            problems = problems or check(nb, results, rows_before, prov_before)
-            print(f"{'ok  ' if not problems else 'FAIL'} {nb.name} ({time.perf_counter() - t0:.0f} s)", flush=True)
-            if problems:
-                failures[nb.name] = problems
-                print("".join(f"     {p}\n" for p in problems), end="", flush=True)
+            jobs = [("", {}, None)] + [(n, x, m) for prefix, n, x, m in EXTRA_JOBS if nb.name.startswith(prefix)]
+            for job, extra, must_name in jobs:
+                label = f"{nb.name} [{job}]" if job else nb.name
+                params = out / f"{nb.stem}{'.' + job if job else ''}.params.yaml"
+                params.write_text(yaml.safe_dump(parameters_for(nb, dev, extra)))
+                rows_before, prov_before = csv_rows(results), provenance_lines(results)
+                t0 = time.perf_counter()
+                run = subprocess.run(
+                    [sys.executable, str(ROOT / "scripts" / "run_notebooks.py"), "--only", nb.name, "-f", str(params),
+                     "--output-dir", str(out / ("notebooks-" + job if job else "notebooks"))],
+                    env=env, capture_output=True, text=True,
+                )  # fmt: skip
+                problems = (
+                    [f"did not run to the end:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"] if run.returncode else []
+                )
+                problems = problems or check(nb, results, rows_before, prov_before)
+                if not problems and must_name and must_name not in named_models(results, prov_before):
+                    problems = [f"its rows' provenance does not name {must_name}"]
+                print(f"{'ok  ' if not problems else 'FAIL'} {label} ({time.perf_counter() - t0:.0f} s)", flush=True)
+                if problems:
+                    failures[label] = problems
+                    print("".join(f"     {p}\n" for p in problems), end="", flush=True)
         if not args.only and not args.no_ray:
             t0 = time.perf_counter()
             problems = ray_matches_serial(out, env)
@@ -289,7 +330,7 @@ def main(argv=None) -> int:
                 failures["ray-sharding"] = problems
                 print("".join(f"     {p}\n" for p in problems), end="", flush=True)
         skipped = [nb for nb in notebooks if nb.name.startswith(tuple(SKIPPED))]
-        passed = len([nb for nb in notebooks if nb.name not in failures and nb not in skipped])
+        passed = len([nb for nb in notebooks if not any(f.startswith(nb.name) for f in failures) and nb not in skipped])
         print(f"paper smoke on {dev}: {passed}/{len(notebooks)} notebooks passed, {len(skipped)} skipped "
               f"in {time.perf_counter() - start:.0f} s (outputs in {out})")  # fmt: skip
     return 1 if failures else 0

@@ -1,10 +1,11 @@
 """Build a stand-in Hugging Face cache for the paper profile: every model and dataset id of ``paper.yaml``, tiny.
 
 For each model id: a random-weight model of the same architecture class (Llama, LLaVA with its processor and
-``<image>`` token, Qwen2, OPT) and a tokenizer of the same class with the same special tokens and chat template
-(vocabularies of a few hundred entries, trained here with ``tokenizers``; models that share a vocabulary on the hub
-share one here). For each dataset id: a few rows with the real schema (configs, splits, columns). Both are written
-in the layout the hub client leaves behind, under ``$HF_HOME``:
+``<image>`` token, LLaVA-NeXT with its any-resolution processor, Qwen2, OPT) and a tokenizer of the same class
+with the same special tokens and chat template (vocabularies of a few hundred entries, trained here with
+``tokenizers``; models that share a vocabulary on the hub share one here). For each dataset id: a few rows with
+the real schema (configs, splits, columns). Both are written in the layout the hub client leaves behind, under
+``$HF_HOME``:
 
 - models: ``hub/models--org--name/snapshots/<revision>/`` + ``refs/main`` (what ``hf download`` writes), so
   ``from_pretrained(id)`` and ``from_pretrained(id, revision=pin)`` resolve them offline (``<revision>``: the full
@@ -46,6 +47,7 @@ QWEN = dict(arch="qwen2", vocab="qwen2", template="qwen")
 QWEN_MATH = dict(arch="qwen2", vocab="qwen2", template="qwen-math")
 OPT = dict(arch="opt", vocab="opt")
 LLAVA = dict(arch="llava", vocab="llava", template="llava")
+LLAVA_NEXT = dict(arch="llava_next", vocab="llava", template="llava")  # any-resolution tiles (LLaVA-1.6)
 FAMILY = {
     "lmsys/vicuna-7b-v1.3": VICUNA,
     "lmsys/vicuna-13b-v1.3": VICUNA,
@@ -67,6 +69,9 @@ FAMILY = {
     "llava-hf/llava-1.5-13b-hf": LLAVA,
     "mjbooo/lvlm68m": LLAVA,
     "mjbooo/lvlm160m-bf16": LLAVA,
+    "mjbooo/lvlm68m-ov": LLAVA,  # the OneVision *recipe*; the authors load it as LlavaForConditionalGeneration
+    "llava-hf/llava-v1.6-vicuna-7b-hf": LLAVA_NEXT,
+    "llava-hf/llava-v1.6-vicuna-13b-hf": LLAVA_NEXT,
 }
 # Special tokens of each tokenizer family, in id order (ids differ from the hub's: the vocabularies are tiny).
 SPECIALS = {
@@ -104,6 +109,8 @@ CHATML = (
 TEXT = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
 VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4, image_size=28)
 PATCH = 14
+# LLaVA-NeXT's any-resolution grid (the hub's: 336 x {672, 1008} ...), here in units of the tiny base size
+GRID = [[VISION["image_size"] * a, VISION["image_size"] * b] for a, b in ((1, 2), (2, 1), (2, 2))]
 VOCAB_SIZE = 400
 # JParaCrawl's columns: `japanese` / `english` (what the Multilingual authors' extract_question.py reads) and the
 # filter's verdicts `model1_accepted` / `model2_accepted` (its dataset card; read by public users' code).
@@ -231,12 +238,15 @@ def model_for(repo_id: str, tokenizer):
     else:
         text = tf.LlamaConfig(vocab_size=n, max_position_embeddings=2048, **TEXT, **ids)
         vision = tf.CLIPVisionConfig(patch_size=PATCH, projection_dim=32, **VISION)
-        config = tf.LlavaConfig(
+        llava = dict(
             vision_config=vision, text_config=text, image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
             image_seq_length=(VISION["image_size"] // PATCH) ** 2, vision_feature_layer=-2,
             vision_feature_select_strategy="default", pad_token_id=tokenizer.pad_token_id,
         )  # fmt: skip
-        model = tf.LlavaForConditionalGeneration(config)
+        if arch == "llava_next":
+            model = tf.LlavaNextForConditionalGeneration(tf.LlavaNextConfig(image_grid_pinpoints=GRID, **llava))
+        else:
+            model = tf.LlavaForConditionalGeneration(tf.LlavaConfig(**llava))
     model.config.standin = STANDIN_MARK
     return model.eval()
 
@@ -248,6 +258,26 @@ def llava_processor(tokenizer):
     size = VISION["image_size"]
     images = CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size})
     return LlavaProcessor(
+        image_processor=images,
+        tokenizer=tokenizer,
+        patch_size=PATCH,
+        vision_feature_select_strategy="default",
+        image_token="<image>",
+        num_additional_image_tokens=1,
+        chat_template=TEMPLATES["llava"],
+    )
+
+
+def llava_next_processor(tokenizer):
+    """LLaVA-NeXT's processor: any-resolution image processor (base view + tiles on ``GRID``), ``<image>`` token
+    (expanded per image to its base and tile tokens), chat template."""
+    from transformers import LlavaNextImageProcessor, LlavaNextProcessor
+
+    size = VISION["image_size"]
+    images = LlavaNextImageProcessor(
+        size={"shortest_edge": size}, crop_size={"height": size, "width": size}, image_grid_pinpoints=GRID
+    )
+    return LlavaNextProcessor(
         image_processor=images,
         tokenizer=tokenizer,
         patch_size=PATCH,
@@ -271,6 +301,8 @@ def write_model(hf_home: pathlib.Path, repo_id: str, revision: str | None, raw_t
     model.save_pretrained(snapshot)
     if FAMILY[repo_id]["arch"] == "llava":
         llava_processor(tokenizer).save_pretrained(snapshot)
+    elif FAMILY[repo_id]["arch"] == "llava_next":
+        llava_next_processor(tokenizer).save_pretrained(snapshot)
     else:
         tokenizer.save_pretrained(snapshot)
     config_file = snapshot / "tokenizer_config.json"

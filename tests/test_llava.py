@@ -90,3 +90,49 @@ def test_llava_target_with_text_only_batched_draft(llava_pair):
         target_inputs=pixels,
     )
     assert sd.output_ids == ar.output_ids
+
+
+def test_llava_next_target_with_a_llava_draft_stays_lossless(tmp_path):
+    """A LLaVA-NeXT target (any-resolution tiles: more image tokens per image than the draft's, a different count
+    per image size) drafted by a LLaVA-1.5-class draft through TABED's rows: greedy SD == the target's greedy output,
+    for one and two images; the target loads by its config's class through ``models.load(kind="llava")``."""
+    import importlib.util
+
+    from PIL import Image
+
+    from specdec import zoo
+    from specdec.tabed import bench as tb
+    from specdec.tabed import drafting as tabed
+    from specdec.zoo import models
+
+    spec = importlib.util.spec_from_file_location("standin_hub", zoo.ROOT / "scripts" / "standin_hub.py")
+    standin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(standin)
+    tokenizer, _ = standin.tokenizer_for("llava-hf/llava-1.5-7b-hf", standin.build_tokenizer("llava"))
+    standin.model_for("llava-hf/llava-v1.6-vicuna-7b-hf", tokenizer).save_pretrained(tmp_path / "next")
+    standin.llava_next_processor(tokenizer).save_pretrained(tmp_path / "next")
+    target, processor = models.load(tmp_path / "next", kind="llava")
+    draft = standin.model_for("mjbooo/lvlm68m", tokenizer)
+    assert type(target).__name__ == "LlavaNextForConditionalGeneration"
+    images = [Image.new("RGB", (60, 40), (200, 30, 30)), Image.new("RGB", (30, 50), (20, 90, 220))]
+    for n_images in (1, 2):
+        prompt = "USER: " + "<image>\n" * n_images + "What is shown? ASSISTANT:"
+        ids, inputs = tb.encode(processor, prompt, images[:n_images])
+        assert set(inputs) == {"pixel_values", "image_sizes"} and inputs["pixel_values"].dim() == 5
+        spans = tabed.image_spans(ids, target.config.image_token_id, tabed.tokens_per_image(draft), n_images)
+        assert len(spans) == n_images and all(length > tabed.tokens_per_image(draft) for _, length in spans)
+        reference = autoregressive(target, ids, max_new_tokens=12, eos_token_id=[], target_inputs=inputs)
+        for method in ("M", "P", "MT*", "MTCP*"):
+            caption = lambda imgs: ["a picture"] * len(imgs)  # noqa: E731
+            drafter = tabed.make_drafter(draft, method, processor.tokenizer, captioner=caption)
+            sd = generate(
+                target,
+                ids,
+                drafter,
+                gamma=3,
+                max_new_tokens=12,
+                eos_token_id=[],
+                target_inputs=inputs,
+                draft_inputs={**inputs, "images": images[:n_images]},
+            )
+            assert sd.output_ids == reference.output_ids, (n_images, method)

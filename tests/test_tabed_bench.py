@@ -91,6 +91,8 @@ def test_paper_profile_fails_offline_with_clear_errors(monkeypatch):
     with pytest.raises(ModelNotAvailableError, match="download"):
         tb.load_vlm_pair("paper")
     with pytest.raises(DatasetNotAvailableError, match="lmms-lab/POPE"):
+        tb.load_suite("paper", scenarios=[("pope", 1)])
+    with pytest.raises(ValueError, match="pass target= and processor="):  # second turns need the target's answers
         tb.load_suite("paper", scenarios=["pope"])
 
 
@@ -120,17 +122,42 @@ def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monk
     )
 
     rows = tb.load_suite(
-        "paper", n_per_scenario=5, scenarios=["pope", "nq"], sources={"pope": str(pope), "nq": str(nq)}
+        "paper", n_per_scenario=5, scenarios=["pope", "nq"], sources={"pope": str(pope), "nq": str(nq)}, turns=(1,)
     )
     assert [r["id"] for r in rows] == ["pope-t1-paper-00000", "pope-t1-paper-00001", "nq-t1-paper-00000"]
     assert rows[1]["prompt"] == scenes.chat_prompt([(f"<image>\n{tb.APP_I_INSTRUCTION} Is there a dog?", None)])
     nq = "Who wrote hamlet. Provide a comprehensive and detailed explanation, including the reasoning and background"
     assert rows[2]["prompt"].startswith(f"USER: {nq}") and rows[2]["images"] == []
     assert rows[0]["images"][0].size == (80, 60)
-    with pytest.raises(Exception, match="second turns"):
+    with pytest.raises(ValueError, match="report none for PSV"):
         tb.load_suite("paper", scenarios=[("psv", 2)])
 
 
 def test_an_unknown_llava_pair_names_the_known_ones():
     with pytest.raises(ValueError, match=r"no LLaVA pair 'default'.*llava-13b"):
         tb.load_vlm_pair("paper", "default")  # a text-only pair
+
+
+def test_first_turn_answers_are_cached_and_never_claim_an_image(tmp_path, monkeypatch):
+    """The target's first answers: computed once per key (a second call reads them back), keyed by the max tokens
+    too, and a literal "<image>" in an answer is dropped (it would otherwise count as an image placeholder)."""
+    import types
+
+    from specdec import results
+
+    target, _, processor = tb.load_vlm_pair("tiny")
+    row = tb.load_suite("tiny", 1, scenarios=[("describe", 1)])[0]
+    text_ids = processor.tokenizer("A red <image> square.", add_special_tokens=False)["input_ids"]
+    calls = []
+
+    def fake_autoregressive(model, ids, max_new_tokens, **_):
+        calls.append(max_new_tokens)
+        return types.SimpleNamespace(output_ids=text_ids)
+
+    monkeypatch.setattr(tb, "autoregressive", fake_autoregressive)
+    store = results.ResultStore("paper", "answers", tb.ANSWER_KEY, root=tmp_path)
+    first = tb.first_turn_answers(target, processor, [row], 8, store)
+    again = tb.first_turn_answers(target, processor, [row], 8, store)
+    longer = tb.first_turn_answers(target, processor, [row], 9, store)
+    assert first == again == longer and "<image>" not in first[row["id"]] and "square" in first[row["id"]]
+    assert calls == [8, 9]  # the second call with 8 tokens read the cache

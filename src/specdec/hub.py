@@ -178,6 +178,20 @@ def snapshot_dir(
     return snapshot
 
 
+def cached_commit(repo_id: str, revision: str | None = None) -> str | None:
+    """The commit hash of the snapshot ``from_pretrained(repo_id, revision=revision)`` reads from the local cache
+    (``$HF_HOME/hub/models--org--name/snapshots/<commit>/``); ``None`` for a local folder or an id not cached."""
+    from huggingface_hub import try_to_load_from_cache
+
+    if pathlib.Path(repo_id).exists():
+        return None
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    except ValueError:  # not a hub id (e.g. a relative path that does not exist)
+        return None
+    return pathlib.Path(found).parent.name if isinstance(found, str) else None
+
+
 # ------------------------------------------------------------------------------------------ download (online)
 # Files of other frameworks and Meta's original checkpoints: transformers never reads them (tens of GB saved).
 NOT_NEEDED = ["original/*", "*.msgpack", "*.h5", "*.ot", "*.onnx", "*.gguf", "coreml/*"]

@@ -12,6 +12,7 @@ target's own greedy output (it must: ``lossless``) and the per-block weights of 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import pathlib
 
@@ -20,7 +21,7 @@ import torch
 
 from specdec import results
 from specdec.engine import autoregressive, generate
-from specdec.hub import DatasetNotAvailableError, load_dataset
+from specdec.hub import cached_commit, load_dataset
 from specdec.tabed import drafting as tabed
 from specdec.tabed import scenes
 from specdec.zoo import models
@@ -76,13 +77,28 @@ TEXT_PROMPTS = {
     "information.",
     "gsm8k": "{question}. Provide a detailed explanation.\nLet's think step by step.",
 }
+# Second turns (the authors' run_scripts/second_ALL.sh: multi_turn_task qaorg-qaorg, -captioning, -summary, -story,
+# -nq, -gsm8k; the follow-up texts of tabed/datamodules/dataset.py). ``qaorg``: the same set's next request.
+FOLLOW_UPS = {
+    "qaorg": None,
+    "captioning": "Provide a detailed caption for the provided image.",
+    "summary": "Summarize the previous answer.",
+    "story": "Can you use the previous responses to write a long story for children?",
+}
+# the first turns a text-only second turn (NQ, GSM8K) follows: every image set in turn (the authors run qaorg-nq
+# and qaorg-gsm8k after each of their nine datasets)
+TEXT_AFTER = ("describe", "docvqa", "pope", "mmvet", "iedit", "magicbrush", "spot", "psv", "vist")
+ANSWER_TOKENS = 128  # the first answer's length: the authors' max_target_length (tabed/config.py)
+ANSWER_KEY = ["target", "revision", "max_new_tokens", "row", "prompt_sha"]
 
 
 # ------------------------------------------------------------------------------------------------- models, data
 def load_vlm_pair(profile: str = "tiny", pair: str | None = None, device=None, dtype=None):
     """``(target, draft, processor)`` of a LLaVA pair: tiny ``tabed-target`` / ``tabed-draft``; paper: the
-    ``pair`` of ``paper.yaml`` (default ``llava-7b``; ``llava-13b``, ``llava-7b-160m`` for Tables 11-14). Device
-    and dtype default to the profile's."""
+    ``pair`` of ``paper.yaml`` (default ``llava-7b``; ``llava-13b``, ``llava-7b-160m``; the LLaVA-NeXT targets of
+    Tables 11-14 ``llava-next-*``). A pair marked ``as_authors`` loads its target as the TABED authors did:
+    ``LlavaForConditionalGeneration`` over the checkpoint, fed by the *draft's* processor (one base view per image,
+    the draft's image tokens), and returns that processor. Device and dtype default to the profile's."""
     spec = models.load_profile(profile)
     if profile == "tiny" and pair is None:
         target_name, draft_name = "tabed-target", "tabed-draft"
@@ -95,38 +111,84 @@ def load_vlm_pair(profile: str = "tiny", pair: str | None = None, device=None, d
         target_name, draft_name = pairs[pair]["target"], pairs[pair]["draft"]
     device, dtype = models.profile_device(spec, device, dtype)
     revision = lambda name: models.revision_of(spec, name)  # noqa: E731
+    as_authors = profile != "tiny" and bool(spec["pairs"][pair].get("as_authors"))
     target, processor = models.load(
-        target_name, kind="llava", device=device, dtype=dtype, revision=revision(target_name)
+        target_name,
+        kind="llava",
+        device=device,
+        dtype=dtype,
+        revision=revision(target_name),
+        with_tokenizer=not as_authors,
+        llava_class="LlavaForConditionalGeneration" if as_authors else None,
     )
-    draft, _ = models.load(
-        draft_name, kind="llava", device=device, dtype=dtype, with_tokenizer=False, revision=revision(draft_name)
+    draft, draft_processor = models.load(
+        draft_name, kind="llava", device=device, dtype=dtype, with_tokenizer=as_authors, revision=revision(draft_name)
     )
-    return target, draft, processor
+    return target, draft, draft_processor if as_authors else processor
 
 
 def load_suite(
-    profile: str = "tiny", n_per_scenario: int = 8, seed: int = 0, scenarios=None, sources: dict | None = None
+    profile: str = "tiny",
+    n_per_scenario: int = 8,
+    seed: int = 0,
+    scenarios=None,
+    sources: dict | None = None,
+    *,
+    turns=(1, 2),
+    target=None,
+    processor=None,
+    answer_tokens: int = ANSWER_TOKENS,
+    answers=None,
 ) -> list[dict]:
-    """Requests ``{"id", "scenario", "turn", "prompt", "images", ...}``: the synthetic suite (tiny) or, for the
-    paper profile, the first turns of the App. J datasets (``PAPER_DATASETS``; the multi-image sets from the
-    LLaVA-Interleave bench, ``INTERLEAVE``) with the App. I prompts (``DatasetNotAvailableError`` naming the id
-    when one is not cached; ``sources``: ``{scenario: local path or id}`` to load instead). Second turns are built
-    for the tiny suite only: asking the paper profile for a turn-2 scenario raises."""
+    """Requests ``{"id", "scenario", "turn", "prompt", "images", ...}`` of every ``(scenario, turn)`` of
+    ``scenes.SCENARIOS`` (``scenarios``: only these names or ``(name, turn)`` pairs; ``turns``: only these turns),
+    in that order: the synthetic suite (tiny) or the paper's requests (paper profile).
+
+    Paper profile: first turns are the App. J datasets (``PAPER_DATASETS``; the multi-image sets from the
+    LLaVA-Interleave bench, ``INTERLEAVE``) with the App. I prompts (``paper_rows``; ``hub.DatasetNotAvailableError``
+    naming the id when one is not cached; ``sources``: ``{scenario: local path or id}`` to load instead). Second
+    turns continue a first turn after the *target's own* greedy answer (``second_turn_rows``), so they need
+    ``target`` and ``processor`` (the answers are cached in ``answers``, default ``answer_store(profile)``, and
+    never recomputed; ``answer_tokens``: their length, the authors' 128). The tiny suite scripts its dialogues
+    and ignores ``target`` / ``processor``.
+    """
+    wanted = [
+        (s, t)
+        for s, t in scenes.SCENARIOS
+        if t in turns and (scenarios is None or s in scenarios or (s, t) in scenarios)
+    ]
     if profile == "tiny":
-        return scenes.scenario_suite("test", n_per_scenario, seed=seed, scenarios=scenarios)
-    if scenarios is None:
-        names = [s for s, t in scenes.SCENARIOS if t == 1]
-    else:
-        second = [x for x in scenarios if not isinstance(x, str) and x[1] != 1]
-        if second:
-            raise DatasetNotAvailableError(
-                f"paper profile: second turns {second} are not built (they need the target's first-turn answers, "
-                "as the authors' multi-turn runs do); ask for first turns"
-            )
-        names = list(dict.fromkeys(x if isinstance(x, str) else x[0] for x in scenarios))
+        return scenes.scenario_suite("test", n_per_scenario, seed=seed, scenarios=wanted)
+    unknown = [x for x in scenarios or [] if not isinstance(x, str) and tuple(x) not in scenes.SCENARIOS]
+    if unknown:
+        raise ValueError(
+            f"no requests for {unknown}: the paper's second turns are {[s for s, t in scenes.SCENARIOS if t == 2]} "
+            "(Tables 1, 10-14 report none for PSV and VIST)"
+        )
+    if any(t == 2 for _, t in wanted) and (target is None or processor is None):
+        raise ValueError(
+            "paper profile: second turns continue the target's own first-turn answers; pass target= and "
+            "processor= (tb.load_vlm_pair) or turns=(1,) for first turns only"
+        )
+    firsts: dict[str, list[dict]] = {}  # scenario -> its first-turn rows, loaded once
+
+    def first_rows(scenario: str, n: int) -> list[dict]:
+        if len(firsts.get(scenario, [])) < n:
+            firsts[scenario] = paper_rows(scenario, n, (sources or {}).get(scenario))
+        return firsts[scenario]
+
     rows = []
-    for scenario in names:
-        rows += paper_rows(scenario, n_per_scenario, (sources or {}).get(scenario))
+    for scenario, turn in wanted:
+        if turn == 1:
+            rows += first_rows(scenario, n_per_scenario)[:n_per_scenario]
+        else:
+            store = answers if answers is not None else answer_store(profile)
+            revision = models.revision_of(
+                models.load_profile(profile), results.model_provenance(model=target)["model_model"]
+            )
+            rows += second_turn_rows(
+                scenario, n_per_scenario, first_rows, target, processor, answer_tokens, store, revision
+            )
     return rows
 
 
@@ -168,21 +230,136 @@ def _interleave_rows(scenario: str, n: int, source: str | None) -> list[dict]:
     return rows
 
 
-def _paper_row(scenario: str, i: int, split: str, images: list, user: str) -> dict:
+def _paper_row(scenario: str, i: int, split: str, images: list, user: str, turn: int = 1) -> dict:
     return {
-        "id": f"{scenario}-t1-paper-{i:05d}",
+        "id": f"{scenario}-t{turn}-paper-{i:05d}",
         "scenario": scenario,
-        "turn": 1,
+        "turn": turn,
         "split": split,
         "images": images,
+        "user": user,
         "prompt": scenes.chat_prompt([(user, None)]),
         "answer": "",
         "caption": None,
     }
 
 
+def second_turn_rows(
+    scenario: str, n: int, first_rows, target, processor, answer_tokens: int, store, revision: str | None = None
+) -> list[dict]:
+    """``n`` second-turn requests of ``scenario``, as the authors' multi-turn runs build them
+    (github.com/furiosa-ai/TABED, run_scripts/second_ALL.sh and tabed/datamodules/dataset.py): the first turn,
+    the target's greedy answer to it (``first_turn_answers``), then a second user turn, in the model's chat
+    template (``conversation_prompt``).
+
+    - benchmark sets (LLaVA-W ... Spot): request ``i`` of the set, then ``FOLLOW_UPS[i % 4]``: ``qaorg`` (the
+      set's next request ``i + 1``, its images added), ``captioning``, ``summary`` or ``story`` (text only);
+    - NQ / GSM8K: a first turn of ``TEXT_AFTER[i % 9]`` (request ``i`` of it, every image set in turn), then
+      NQ / GSM8K question ``i`` in the authors' wording (``TEXT_PROMPTS``).
+
+    ``first_rows(scenario, n)`` gives a set's first-turn rows (``paper_rows``); ``revision``: the target's pinned
+    hub revision (``first_turn_answers``). Row ids
+    ``<scenario>-t2-paper-<i>``; ``follow_up`` names the second query's kind."""
+    pairs = []  # (first-turn row, second user text, second images, follow-up kind)
+    if GROUP[scenario] == "nlp":
+        questions = first_rows(scenario, n)
+        for i, question in enumerate(questions[:n]):
+            opener = first_rows(TEXT_AFTER[i % len(TEXT_AFTER)], i + 1)
+            pairs.append((opener[i % len(opener)], question["user"], [], scenario))
+    else:
+        base = first_rows(scenario, n + 1)
+        kinds = list(FOLLOW_UPS)
+        for i, first in enumerate(base[:n]):
+            kind = kinds[i % len(kinds)]
+            if kind == "qaorg":
+                following = base[(i + 1) % len(base)]  # the authors wrap to request 0 after the last one
+                pairs.append((first, following["user"], following["images"], kind))
+            else:
+                pairs.append((first, FOLLOW_UPS[kind], [], kind))
+    answered = first_turn_answers(target, processor, [p[0] for p in pairs], answer_tokens, store, revision)
+    rows = []
+    for i, (first, user, images, kind) in enumerate(pairs):
+        turns = [(first["user"], answered[first["id"]]), (user, None)]
+        rows.append(
+            {
+                **_paper_row(scenario, i, first["split"], first["images"] + list(images), user, turn=2),
+                "prompt": conversation_prompt(processor, turns),
+                "first_turn": first["id"],
+                "follow_up": kind,
+            }
+        )
+    return rows
+
+
+def conversation_prompt(processor, turns: list[tuple[str, str | None]]) -> str:
+    """The conversation ``[(user, reply), ..., (user, None)]`` in the processor's chat template (each user text
+    holds its own ``<image>`` placeholders, as the authors pass multi-image questions), generation prompt open.
+    For the LLaVA-1.5 template: ``USER: <u1> ASSISTANT: <a1> USER: <u2> ASSISTANT:``."""
+    if getattr(processor, "chat_template", None) is None:
+        raise ValueError(
+            f"{type(processor).__name__} has no chat template: second turns are written in the model's own "
+            "template (the hub's llava-hf processors ship one)"
+        )
+    messages = []
+    for user, reply in turns:
+        messages.append({"role": "user", "content": [{"type": "text", "text": user}]})
+        if reply is not None:
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": reply}]})
+    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+def answer_store(profile: str = "paper"):
+    """The cache of first-turn answers (``results/<profile>/tabed_first_answers.csv``, key ``ANSWER_KEY``)."""
+    return results.ResultStore(profile, "tabed_first_answers", ANSWER_KEY)
+
+
+def request_digest(request: dict) -> str:
+    """SHA-256 (16 hex digits) of a request's prompt and image pixels: a cached answer of an edited request (a
+    changed prompt, another dataset revision) is never reused."""
+    digest = hashlib.sha256(request["prompt"].encode())
+    for image in tabed.load_images(request["images"] or []):
+        digest.update(scenes.image_key(image).encode())
+    return digest.hexdigest()[:16]
+
+
+def first_turn_answers(
+    target, processor, rows, max_new_tokens: int = ANSWER_TOKENS, store=None, revision: str | None = None
+) -> dict[str, str]:
+    """``{row id: the target's greedy answer}`` to the first-turn requests ``rows`` (text of at most
+    ``max_new_tokens`` tokens, special tokens and any literal ``<image>`` dropped, stripped), cached in ``store``
+    (default ``answer_store()``) under ``ANSWER_KEY``: the target's id, the commit of the cached snapshot its
+    weights come from (``hub.cached_commit`` of ``revision``, the profile's pin; else ``revision``; ``-`` for a
+    local folder), ``max_new_tokens``, the row id and ``request_digest``. A cached answer is read back, never
+    recomputed."""
+    store = store if store is not None else answer_store()
+    name = results.model_provenance(model=target)["model_model"]
+    revision = cached_commit(name, revision) or revision or "-"
+    requests = {r["id"]: r for r in rows}
+    keys = {
+        rid: dict(target=name, revision=revision, max_new_tokens=max_new_tokens, row=rid, prompt_sha=request_digest(r))
+        for rid, r in requests.items()
+    }
+    tokenizer = processor.tokenizer
+
+    def compute(row, **_):
+        ids, inputs = encode(processor, requests[row]["prompt"], requests[row]["images"])
+        res = autoregressive(
+            target, ids, max_new_tokens=max_new_tokens, eos_token_id=tokenizer.eos_token_id, target_inputs=inputs
+        )
+        answer = tokenizer.decode(res.output_ids, skip_special_tokens=True)
+        answer = answer.replace(scenes.IMAGE_PLACEHOLDER, "").strip()  # the text "<image>" would claim an image
+        return dict(scenario=requests[row]["scenario"], answer=answer, output=json.dumps(res.output_ids))
+
+    store.provenance.update(results.model_provenance(target=target))
+    store.run(list(keys.values()), compute, desc="first-turn answers")
+    stored = {store.key_of(row): row["answer"] for row in store.rows(list(keys.values()))}
+    return {rid: stored[store.key_of(key)] for rid, key in keys.items()}
+
+
 def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
-    """``(prompt_ids [L], pixel inputs)`` of one request through the model's processor.
+    """``(prompt_ids [L], pixel inputs)`` of one request through the model's processor (``pixel_values``, and
+    ``image_sizes`` for LLaVA-NeXT, whose processor expands each ``<image>`` to its base view plus any-resolution
+    tiles, the target's count; the drafting rows re-expand each image for the draft: ``tabed.image_spans``).
 
     ``<image>`` placeholders must match the images one to one (else a ``ValueError`` naming the fix); images
     may be PIL images, paths or bytes (``tabed.load_images``). ``<s>`` is put in front if the processor does
@@ -200,7 +377,7 @@ def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
     text = prompt.replace(scenes.IMAGE_PLACEHOLDER, image_token)
     if images:
         out = processor(text=text, images=images, return_tensors="pt")
-        inputs = {"pixel_values": out["pixel_values"]}
+        inputs = {k: out[k] for k in ("pixel_values", "image_sizes") if k in out}  # image_sizes: LLaVA-NeXT tiles
     else:
         out = processor.tokenizer(text, return_tensors="pt")
         inputs = {}
@@ -238,7 +415,10 @@ def make_captioner(kind: str, draft, processor):
     if kind == "blip":
         return tabed.hf_captioner(device=str(draft.device))
     model = captioner_model(kind, draft)
-    to_pixels = lambda images: processor.image_processor(images, return_tensors="pt")["pixel_values"]  # noqa: E731
+
+    def to_pixels(images):  # the draft's view of each image (a LLaVA-NeXT processor's base tile)
+        return tabed.draft_pixels(processor.image_processor(images, return_tensors="pt")["pixel_values"])
+
     caption_one = tabed.draft_captioner(model, processor.tokenizer, to_pixels)
 
     captions: dict[str, str] = {}  # image_key -> caption
@@ -362,10 +542,14 @@ def _row(request: dict, res, reference_ids) -> dict:
     )
 
 
-def store(profile: str, table: str = "tabed_runs"):
+def store(profile: str, table: str = "tabed_runs", pair: str | None = None):
     """The runs table; it stands on the committed one (``results.COMMITTED``, read-only), so under ``make test``
     (an empty ``SPECDEC_OUTPUT_DIR``) the notebooks read the committed 20-per-cell runs and compute only keys
-    that are not there. ``tests/test_committed_results.py`` recomputes a sample of them."""
+    that are not there. ``tests/test_committed_results.py`` recomputes a sample of them. ``pair``: a LLaVA pair of
+    the profile other than its default gets its own table ``<table>_<pair>`` (``KEY`` names no model, so two pairs
+    must never share one)."""
+    if pair:
+        table = f"{table}_{pair}"
     return results.ResultStore(profile, table, KEY, base=results.COMMITTED)
 
 
@@ -398,7 +582,7 @@ def block_table(frame: pd.DataFrame, methods) -> pd.DataFrame:
             )
     table = pd.concat([table, *averages]).sort_index(level=[0, 1], sort_remaining=False)
     missing = [t for t in (1, 2) if t not in set(table.index.get_level_values(0))]
-    if missing:  # a turn not run (the paper profile has no second turns yet): the paper's rows, empty
+    if missing:  # a turn not run (e.g. `turns=(1,)`): the paper's rows, empty
         layout = paper_table(methods)
         table = pd.concat([table, layout[layout.index.get_level_values(0).isin(missing)] * float("nan")])
     order = {name: i for i, name in enumerate(list(scenes.PAPER_NAME.values()) + ["Avg."])}

@@ -10,6 +10,10 @@ model's batch (formulas.md "TABED", paper Sec. 3-6):
 - ``P`` pooled: each image's visual tokens 2 x 2 average-pooled *before* the projector (16 -> 4 here,
   576 -> 144 for LLaVA-1.5).
 
+The target may be of another LLaVA family than the draft: a LLaVA-NeXT target's prompt holds each image as its
+base view plus any-resolution tiles (more tokens, a count per image size); the rows re-expand every image to the
+draft's own tokens (``image_spans``) and the draft sees the base view (``draft_pixels``).
+
 ``DraftingRows`` builds the rows and their visual embeddings; ``ModelDrafter`` runs them as one left-padded
 batch whose KV cache rolls back together after each verification and mixes the rows' next-token
 distributions (``q = Σ_k w_k q_k``). Ensembles (``ENSEMBLES``): static ``MT`` / ``MTCP`` (equal weights) and
@@ -21,6 +25,7 @@ dynamic ``MT*`` (grid policy over ``[1 - j/n, j/n]``) / ``MTCP*`` (softmax of in
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import pathlib
@@ -108,6 +113,40 @@ def image_runs(prompt_ids: torch.Tensor, image_token_id: int, per_image: int) ->
     return starts
 
 
+def image_spans(prompt_ids: torch.Tensor, image_token_id: int, per_image: int, n_images: int) -> list[tuple[int, int]]:
+    """``(start, length)`` of each of the ``n_images`` images in ``prompt_ids``.
+
+    A prompt expanded for the draft itself (``per_image`` tokens per image, as LLaVA-1.5 processors do) is cut
+    into runs of ``per_image`` (adjacent images allowed, ``image_runs``). A prompt expanded by a target of
+    another family (LLaVA-NeXT: a base view plus any-resolution tiles and row newlines, a different count per
+    image) has one maximal run of image tokens per image; ``ValueError`` if neither reading gives ``n_images``."""
+    positions = (prompt_ids == image_token_id).nonzero().flatten().tolist()
+    if len(positions) == n_images * per_image:
+        with contextlib.suppress(ValueError):
+            return [(start, per_image) for start in image_runs(prompt_ids, image_token_id, per_image)]
+    spans: list[list[int]] = []
+    for position in positions:
+        if spans and position == spans[-1][0] + spans[-1][1]:
+            spans[-1][1] += 1
+        else:
+            spans.append([position, 1])
+    if len(spans) != n_images:
+        raise ValueError(
+            f"the prompt has {len(spans)} <image> placeholders but {n_images} images were given "
+            f"({len(positions)} image tokens); pass one image per <image>"
+        )
+    return [(start, length) for start, length in spans]
+
+
+def draft_pixels(pixel_values: torch.Tensor | None) -> torch.Tensor | None:
+    """The draft's ``pixel_values [n_images, 3, H, W]``: as given, or from a LLaVA-NeXT target's any-resolution
+    input ``[n_images, tiles, 3, H, W]`` its first tile, the whole image resized to the base resolution (the view
+    a LLaVA-1.5 draft is trained on; the tiles are the target's alone)."""
+    if pixel_values is not None and pixel_values.dim() == 5:
+        return pixel_values[:, 0]
+    return pixel_values
+
+
 # ------------------------------------------------------------------------------------------------- drafting rows
 class DraftingRows:
     """``make_rows`` for ``ModelDrafter``: ``(prompt_ids, pixel_values=None, images=None) -> (rows, features)``.
@@ -136,36 +175,40 @@ class DraftingRows:
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def __call__(self, prompt_ids: torch.Tensor, pixel_values: torch.Tensor | None = None, images=None):
+    def __call__(
+        self, prompt_ids: torch.Tensor, pixel_values: torch.Tensor | None = None, images=None, image_sizes=None
+    ):
+        pixel_values = draft_pixels(pixel_values)  # image_sizes: the target's (any-resolution tiles), unused here
         n_images = 0 if pixel_values is None else int(pixel_values.shape[0])
-        starts = []
+        spans = []
         if self.image_token_id is not None:
-            starts = image_runs(prompt_ids.cpu(), self.image_token_id, self.per_image)
-        if len(starts) != n_images:
+            spans = image_spans(prompt_ids.cpu(), self.image_token_id, self.per_image, n_images)
+        if len(spans) != n_images:
             raise ValueError(
-                f"the prompt has {len(starts)} <image> placeholders but {n_images} images were given; "
+                f"the prompt has {len(spans)} <image> placeholders but {n_images} images were given; "
                 "pass one image per <image>"
             )
-        if n_images and starts[-1] + self.per_image >= len(prompt_ids):
+        if n_images and sum(spans[-1]) >= len(prompt_ids):
             raise ValueError("the prompt ends with an image: put the question text after the last <image>")
+        per = self.per_image
         self.active = tuple(m for m in self.methods if m != "C" or self._caption(images, pixel_values, n_images))
         self.active = self.active or ("T",)  # C alone and its captioner failed: draft from the text
         rows, features = [], []
         for method in self.active:
-            if method == "M":
-                rows.append(prompt_ids)
+            if method == "M":  # the draft's own image tokens (the target's prompt may hold more per image)
+                rows.append(self._replace(prompt_ids, spans, lambda k: [self.image_token_id] * per))
                 features.append(visual_features(self.model, pixel_values).flatten(0, 1) if n_images else None)
             elif method == "P":
                 pooled = visual_features(self.model, pixel_values, self.pool) if n_images else None
-                per = 0 if pooled is None else pooled.shape[1]
-                rows.append(self._replace(prompt_ids, starts, lambda k, per=per: [self.image_token_id] * per))
+                n_pooled = 0 if pooled is None else pooled.shape[1]
+                rows.append(self._replace(prompt_ids, spans, lambda k, n=n_pooled: [self.image_token_id] * n))
                 features.append(pooled.flatten(0, 1) if n_images else None)
             elif method == "T":
-                rows.append(self._replace(prompt_ids, starts, lambda k: self.newline_ids))
+                rows.append(self._replace(prompt_ids, spans, lambda k: self.newline_ids))
                 features.append(None)
             else:  # C
                 captions = [self._ids(CAPTION_PREFIX + c) for c in self.captions]
-                rows.append(self._replace(prompt_ids, starts, lambda k, captions=captions: captions[k]))
+                rows.append(self._replace(prompt_ids, spans, lambda k, captions=captions: captions[k]))
                 features.append(None)
         return rows, features
 
@@ -189,11 +232,11 @@ class DraftingRows:
         self.captions = captions
         return True
 
-    def _replace(self, prompt_ids: torch.Tensor, starts: list[int], fill) -> torch.Tensor:
+    def _replace(self, prompt_ids: torch.Tensor, spans: list[tuple[int, int]], fill) -> torch.Tensor:
         ids, out, previous = prompt_ids.tolist(), [], 0
-        for k, start in enumerate(starts):
+        for k, (start, length) in enumerate(spans):
             out += ids[previous:start] + list(fill(k))
-            previous = start + self.per_image
+            previous = start + length
         out += ids[previous:]
         return torch.tensor(out, dtype=torch.long, device=prompt_ids.device)
 

@@ -17,6 +17,13 @@ from specdec import hub, zoo
 from specdec.hub import ModelNotAvailableError, resolve
 
 PROFILES_DIR = zoo.DATA / "profiles"
+# kind="llava": the transformers class of each LLaVA ``model_type`` (their processors come from AutoProcessor). No
+# paper id is a LLaVA-OneVision class (mjbooo/lvlm68m-ov is LLaVA-1.5-class: the authors load it as such), so
+# ``llava_onevision`` is not listed: its drafting path is untested here.
+LLAVA_CLASSES = {
+    "llava": "LlavaForConditionalGeneration",
+    "llava_next": "LlavaNextForConditionalGeneration",
+}
 
 
 def load(
@@ -27,13 +34,18 @@ def load(
     kind: str = "causal_lm",
     with_tokenizer: bool = True,
     revision: str | None = None,
+    llava_class: str | None = None,
 ):
     """Load ``(model, tokenizer)`` from a zoo name, a local directory or a hub id, in eval mode.
 
-    kind: ``"causal_lm"`` (``AutoModelForCausalLM``) or ``"llava"`` (``LlavaForConditionalGeneration``,
-    returning its processor instead of a tokenizer). dtype: e.g. ``torch.float16`` on a GPU (default: the
-    config's ``dtype`` for a local directory, so zoo weights stored as float16 with a float32 config load
-    as float32; else the checkpoint's). revision: a hub commit (``paper.yaml`` ``revisions``; None: main).
+    kind: ``"causal_lm"`` (``AutoModelForCausalLM``) or ``"llava"`` (the config's LLaVA class, ``LLAVA_CLASSES``:
+    LLaVA-1.5, LLaVA-NeXT with any-resolution tiles; returning its processor instead of a tokenizer). dtype: e.g.
+    ``torch.float16`` on a GPU (default: the config's ``dtype`` for a local directory, so zoo weights stored as
+    float16 with a float32 config load as float32; else the checkpoint's). revision: a hub commit (``paper.yaml``
+    ``revisions``; None: main).
+    llava_class: kind="llava" only, a transformers class name to load the checkpoint with instead of its config's
+    (``"LlavaForConditionalGeneration"`` over a LLaVA-NeXT checkpoint: what the TABED authors did, one base view
+    per image; the NeXT-only ``image_newline`` weight is then unused).
     Raises ``ModelNotAvailableError`` when the weights cannot be found offline.
     """
     from transformers import AutoConfig, AutoModelForCausalLM, AutoProcessor, AutoTokenizer
@@ -50,11 +62,7 @@ def load(
     if not local.exists() and (source.startswith((".", "/", "~")) or os.sep in source and source.count("/") > 1):
         raise ModelNotAvailableError(f"no model directory at {source}")
     model_cls = AutoModelForCausalLM
-    if kind == "llava":
-        from transformers import LlavaForConditionalGeneration
-
-        model_cls = LlavaForConditionalGeneration
-    elif kind != "causal_lm":
+    if kind not in ("causal_lm", "llava"):
         raise ValueError(f"kind must be 'causal_lm' or 'llava', got {kind!r}")
     if dtype is None and (local / "config.json").exists():
         dtype = _config_dtype(local / "config.json")
@@ -63,8 +71,14 @@ def load(
             model_type = AutoConfig.from_pretrained(
                 source, local_files_only=_offline(local), revision=revision
             ).model_type
-            if model_type != "llava":
-                raise ValueError(f"{source!r} is a {model_type!r} model, not LLaVA: load it with kind='causal_lm'")
+            if model_type not in LLAVA_CLASSES:
+                raise ValueError(
+                    f"{source!r} is a {model_type!r} model, not LLaVA: load it with kind='causal_lm' (LLaVA model "
+                    f"types: {sorted(LLAVA_CLASSES)})"
+                )
+            import transformers
+
+            model_cls = getattr(transformers, llava_class or LLAVA_CLASSES[model_type])
         model = model_cls.from_pretrained(source, dtype=dtype, local_files_only=_offline(local), revision=revision)
         tokenizer = None
         if with_tokenizer:
