@@ -6,11 +6,12 @@ before the policy treated them as ties) then passes here and fails on a machine 
 These tests recompute a seeded random sample of committed rows in a subprocess that runs torch's kernels and
 MKL at a *different* vector width than this process, and demand the committed values back.
 
-They are also what keeps the committed TABED and CoS rows honest: those notebooks stand on them under ``make test``
-(``tabed_bench.store`` and ``cos_bench.store`` have the committed table as a read-only base layer; 20 requests
-/ 16 prompts per cell are too many to recompute in nbval), so a row made stale by a code change fails here
-(``results.stale_rows``): every method x scenario (TABED) or set x task x method (CoS) and every setting is
-sampled, with a fixed seed. Walltime columns are not compared (they are measurements).
+They are also what keeps the committed TABED, CoS and multilingual rows honest: those notebooks stand on them under
+``make test`` (``tabed_bench.store``, ``cos_bench.store`` and ``ml_bench.store`` have the committed table as a
+read-only base layer; 20 requests / 16 prompts per cell / every held-out pair are too many to recompute in
+nbval), so a row made stale by a code change fails here (``results.stale_rows``): every method x scenario
+(TABED), set x task x method (CoS) or pair x method x temperature (multilingual) and every setting is sampled,
+with a fixed seed. Walltime columns are not compared (they are measurements).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import torch
 
 from specdec import results
 from specdec.cos import bench as cb
+from specdec.multilingual import bench as mb
 from specdec.tabed import bench as tb
 from specdec.zoo import ROOT
 
@@ -142,3 +144,38 @@ def test_a_sample_of_committed_cos_rows_recomputes_exactly_at_another_vector_wid
     sample = pd.concat([cos_sample(_committed_cos(t)) for t in COS_TABLES])
     fresh = recompute_elsewhere("specdec.cos.bench", sample[COS_KEY].to_dict("records"))
     assert results.stale_rows(sample, fresh, COS_KEY, cb.EXACT_COLUMNS) == []
+
+
+ML_TABLES = ("ml_main", "ml_tokens", "ml_size")  # the notebooks (30, 31, 33) that run every held-out pair
+
+
+def ml_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """The committed multilingual rows to recompute: one seeded random row of every (pair, method, temperature)
+    and of every (method, temperature, seed)."""
+    sample = pd.concat(
+        [
+            results.stratified_sample(committed, ["pair", "method", "temperature"], n=1, seed=seed),
+            results.stratified_sample(committed, ["method", "temperature", "seed"], n=1, seed=seed),
+        ]
+    )
+    return sample.drop_duplicates(mb.KEYS)
+
+
+def _committed_ml(table: str) -> pd.DataFrame:
+    return pd.read_csv(ROOT / "results" / "tiny" / f"{table}.csv", dtype=str)
+
+
+def test_the_committed_multilingual_runs_cover_every_heldout_pair():
+    for table in ML_TABLES:
+        committed = _committed_ml(table)
+        for pair, rows in committed.groupby("pair"):
+            every = {r["id"] for r in mb.prompt_set("django", *pair.split("-"), None)}
+            cells = rows.groupby(["method", "temperature", "seed"]).prompt.agg(set)
+            assert all(ids == every for ids in cells), (table, pair)
+
+
+def test_a_sample_of_committed_multilingual_rows_recomputes_exactly_at_another_vector_width():
+    sample = pd.concat([ml_sample(_committed_ml(t)) for t in ML_TABLES])
+    assert len(sample) < 200
+    fresh = recompute_elsewhere("specdec.multilingual.bench", sample[mb.KEYS + ["drafter"]].to_dict("records"))
+    assert results.stale_rows(sample, fresh, mb.KEYS, mb.EXACT_COLUMNS) == []
