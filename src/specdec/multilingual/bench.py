@@ -390,7 +390,8 @@ def recompute(keys: list[dict], *, profile: str = "tiny") -> pd.DataFrame:
     name, ``pld`` or empty for plain decoding) again and return the fresh rows (``KEYS`` + ``run_group``'s
     columns) in the order of ``keys``. Every prompt is looked up among all held-out pairs of its direction and
     source, with its row's seed (``prompt_seed``) as in ``run_grid``; plain decoding runs first, so ``same_as_ar``
-    is recomputed too. The tests run this in a subprocess with
+    is recomputed too, unless the key says ``plain_first=False`` (a grid without an ``ar`` method, as notebook
+    32's: its rows' ``same_as_ar`` is empty). The tests run this in a subprocess with
     another CPU vector width and demand the committed rows back (every column but the walltime ones)."""
     import torch
 
@@ -408,7 +409,7 @@ def recompute(keys: list[dict], *, profile: str = "tiny") -> pd.DataFrame:
         spec = key.get("drafter")
         spec = None if spec is None or (isinstance(spec, float) and np.isnan(spec)) or spec == "" else str(spec)
         drafters = {str(key["method"]): spec}
-        if spec is not None:  # plain decoding first, as in run_grid: same_as_ar compares with its output
+        if spec is not None and key.get("plain_first", True):  # as run_grid: same_as_ar compares with its output
             drafters = {"ar": None, **drafters}
         rows = run_group(
             target,
