@@ -4,9 +4,8 @@ every draft token)."""
 
 import pytest
 import torch
-from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration
 
-from conftest import chi2_pvalue
+from conftest import LLAVA_IMAGE_TOKEN, chi2_pvalue, random_llava
 from specdec.aasd import baselines
 from specdec.aasd import bench as aasd_bench
 from specdec.aasd.drafter import AASDDrafter
@@ -18,32 +17,7 @@ from specdec.hub import DatasetNotAvailableError
 from specdec.sampling import SamplingConfig, logits_to_probs
 from specdec.tabed.data import IMAGE_TOKEN_ID, IMAGE_TOKENS, build_data
 
-IMAGE = 63  # image token id; a 32 x 32 image with 16 x 16 patches gives 4 image tokens
-
-
-def tiny_llava(layers=2, seed=0, hidden=32, kv_heads=2):
-    torch.manual_seed(seed)
-    vision = CLIPVisionConfig(
-        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=32, patch_size=16
-    )
-    text = LlamaConfig(
-        vocab_size=64,
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=kv_heads,
-        max_position_embeddings=256,
-    )
-    config = LlavaConfig(
-        vision_config=vision,
-        text_config=text,
-        image_token_id=IMAGE,
-        projector_hidden_act="gelu",
-        vision_feature_layer=-1,
-        vision_feature_select_strategy="default",
-    )
-    return LlavaForConditionalGeneration(config).eval()
+IMAGE = LLAVA_IMAGE_TOKEN  # a 32 x 32 image with 16 x 16 patches gives 4 image tokens
 
 
 def request(n_images, seed):
@@ -120,7 +94,7 @@ def test_answer_window_starts_at_the_last_prompt_token():
 
 # --------------------------------------------------------------------------------------------- RoPE and projector
 def test_module_rope_matches_the_target_cache():
-    target = tiny_llava(layers=2)
+    target = random_llava(layers=2, heads=4)
     prompt, pixels = request(1, seed=0)
     with torch.no_grad():
         out = target(input_ids=prompt[None], **pixels, use_cache=True, output_hidden_states=True)
@@ -145,7 +119,7 @@ def test_projector_compresses_each_image():
 @pytest.mark.parametrize("gamma", [1, 3, 5])
 @pytest.mark.parametrize("n_images", [0, 1, 2])
 def test_aasd_greedy_is_lossless(gamma, n_images):
-    target = tiny_llava(layers=2)
+    target = random_llava(layers=2, heads=4)
     for context in ("target", "own", "no_text", "no_image"):
         module = random_module(target, projector_k=None if context == "no_image" else 2, context=context)
         for seed in range(2):
@@ -162,7 +136,7 @@ def test_oracle_module_reading_the_cache_drafts_the_target_distribution(n_images
     """A module equal to a one-layer target's layer must draft exactly the target's next-token distribution at every
     depth of every block (the cache it reads, its RoPE positions and its in-block cache must all be right); inside
     ``generate`` it then has every draft token accepted."""
-    target = tiny_llava(layers=1, seed=3)
+    target = random_llava(layers=1, seed=3, heads=4)
     with torch.no_grad():  # peaked attention (random init attends almost uniformly, blind to positions)
         for proj in (
             target.model.language_model.layers[0].self_attn.q_proj,
@@ -193,7 +167,7 @@ def test_oracle_module_reading_the_cache_drafts_the_target_distribution(n_images
 
 
 def test_aasd_sampling_first_two_tokens_follow_target():
-    target = tiny_llava(layers=2, seed=4)
+    target = random_llava(layers=2, seed=4, heads=4)
     module = random_module(target, seed=5)
     prompt, pixels = request(1, seed=2)
     sampling = SamplingConfig(1.0)
@@ -217,7 +191,7 @@ def test_aasd_sampling_first_two_tokens_follow_target():
 
 
 def test_drafter_needs_the_target_cache():
-    target = tiny_llava()
+    target = random_llava(heads=4)
     with pytest.raises(TypeError, match="CachedLM"):
         AASDDrafter(random_module(target), target)
 
@@ -229,7 +203,7 @@ def test_text_rows_replace_each_image_by_newline():
 
 def test_cached_llava_target_stops_at_its_generation_config_eos():
     """``generate`` with a ``CachedLM`` target (as AASD needs) reads EOS from the wrapped model's generation config."""
-    target = tiny_llava(layers=2, seed=6)
+    target = random_llava(layers=2, seed=6, heads=4)
     prompt, pixels = request(1, seed=3)
     free = autoregressive(target, prompt, max_new_tokens=12, eos_token_id=[], target_inputs=pixels).output_ids
     target.generation_config.eos_token_id = free[4]

@@ -6,10 +6,12 @@ before the policy treated them as ties) then passes here and fails on a machine 
 These tests recompute a seeded random sample of committed rows in a subprocess that runs torch's kernels and
 MKL at a *different* vector width than this process, and demand the committed values back.
 
-They are also what keeps the committed TABED rows honest: the TABED notebooks stand on them under ``make test``
-(``tabed_bench.store`` has the committed table as its read-only base layer; 20 requests per cell are too many
-to recompute in nbval), so a row made stale by a code change fails here (``results.stale_rows``): every method
-x scenario and every setting is sampled, with a fixed seed.
+They are also what keeps the committed TABED, CoS and multilingual rows honest: those notebooks stand on them under
+``make test`` (``tabed_bench.store``, ``cos_bench.store`` and ``ml_bench.store`` have the committed table as a
+read-only base layer; 20 requests / 16 prompts per cell / every held-out pair are too many to recompute in
+nbval), so a row made stale by a code change fails here (``results.stale_rows``): every method x scenario
+(TABED), set x task x method (CoS) or pair x method x temperature (multilingual) and every setting is sampled,
+with a fixed seed. Walltime columns are not compared (they are measurements).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import pandas as pd
 import torch
 
 from specdec import results
+from specdec.cos import bench as cb
+from specdec.multilingual import bench as mb
 from specdec.tabed import bench as tb
 from specdec.zoo import ROOT
 
@@ -115,3 +119,85 @@ def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_wi
     fresh = recompute_elsewhere("specdec.aasd.bench", sample[ab.KEY].to_dict("records"))
     exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
     assert results.stale_rows(sample, fresh, ab.KEY, exact, {"block_efficiency": 1e-6}) == []
+
+
+COS_TABLES = ("cos_main", "cos_sweeps", "cos_theory")
+COS_KEY = cb.KEYS + ["prompt"]
+
+
+def cos_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """The committed CoS rows to recompute: one seeded random row of every (set, task, method, temperature) and
+    of every setting (set, method, γ, λ, μ, max_new_tokens)."""
+    sample = pd.concat(
+        [
+            results.stratified_sample(committed, ["set", "task", "method", "temperature"], n=1, seed=seed),
+            results.stratified_sample(committed, ["set", "method", "gamma", "lam", "mu", "max_new_tokens"], 1, seed),
+        ]
+    )
+    return sample.drop_duplicates(COS_KEY)
+
+
+def _committed_cos(table: str) -> pd.DataFrame:
+    return pd.read_csv(ROOT / "results" / "tiny" / f"{table}.csv", dtype=str)
+
+
+def test_the_cos_sample_covers_every_cell_and_setting():
+    for table in COS_TABLES:
+        committed = _committed_cos(table)
+        sample = cos_sample(committed)
+        for by in (["set", "task", "method", "temperature"], ["set", "method", "gamma", "lam", "mu", "max_new_tokens"]):
+            assert set(map(tuple, sample[by].values)) == set(map(tuple, committed[by].values)), (table, by)
+        assert len(sample) < len(committed) / 5, table  # a sample, not the table
+
+
+def test_the_committed_cos_cells_have_16_prompts():
+    for table in COS_TABLES:
+        committed = _committed_cos(table)
+        per_cell = committed.groupby([k for k in cb.KEYS], dropna=False).prompt.nunique()
+        assert per_cell.min() >= 16, (table, per_cell[per_cell < 16].head())
+
+
+def test_a_sample_of_committed_cos_rows_recomputes_exactly_at_another_vector_width():
+    sample = pd.concat([cos_sample(_committed_cos(t)) for t in COS_TABLES])
+    fresh = recompute_elsewhere("specdec.cos.bench", sample[COS_KEY].to_dict("records"))
+    assert results.stale_rows(sample, fresh, COS_KEY, cb.EXACT_COLUMNS) == []
+
+
+ML_TABLES = ("ml_main", "ml_tokens", "ml_ood", "ml_size", "ml_generalization")  # notebooks 30-34
+
+
+def ml_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """The committed multilingual rows to recompute: one seeded random row of every (pair, method, temperature)
+    and of every (method, temperature, seed)."""
+    sample = pd.concat(
+        [
+            results.stratified_sample(committed, ["pair", "method", "temperature"], n=1, seed=seed),
+            results.stratified_sample(committed, ["method", "temperature", "seed"], n=1, seed=seed),
+        ]
+    )
+    return sample.drop_duplicates(mb.KEYS)
+
+
+def _committed_ml(table: str) -> pd.DataFrame:
+    return pd.read_csv(ROOT / "results" / "tiny" / f"{table}.csv", dtype=str)
+
+
+def test_the_committed_multilingual_runs_cover_every_heldout_pair():
+    for table in ML_TABLES:
+        committed = _committed_ml(table)
+        for (pair, source), rows in committed.groupby(["pair", "source"]):
+            every = {r["id"] for r in mb.prompt_set(source, *pair.split("-"), None)}
+            cells = rows.groupby(["method", "temperature", "seed"]).prompt.agg(set)
+            assert all(ids == every for ids in cells), (table, pair)
+
+
+def test_a_sample_of_committed_multilingual_rows_recomputes_exactly_at_another_vector_width():
+    samples = {t: ml_sample(_committed_ml(t)) for t in ML_TABLES}
+    assert all(len(samples[t]) < len(_committed_ml(t)) / 5 for t in ML_TABLES)  # samples, not the tables
+    keys = []
+    for table, rows in samples.items():  # a grid with plain decoding ran it first (same_as_ar compares with it)
+        plain_first = "ar" in set(_committed_ml(table).method)
+        keys += [{**k, "plain_first": plain_first} for k in rows[mb.KEYS + ["drafter"]].to_dict("records")]
+    sample = pd.concat(samples.values())
+    fresh = recompute_elsewhere("specdec.multilingual.bench", keys)
+    assert results.stale_rows(sample, fresh, mb.KEYS, mb.EXACT_COLUMNS) == []

@@ -2,49 +2,17 @@
 
 import pytest
 import torch
-from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration
 
-from conftest import random_llama
+from conftest import LLAVA_IMAGE_TOKEN, random_llama, random_llava
 from specdec.drafters import ModelDrafter
 from specdec.engine import autoregressive, generate
 
-IMAGE = 63  # image_token_id (< vocab size); a 32x32 image with 16x16 patches gives 4 image tokens
-
-
-def tiny_llava(hidden_size, layers, seed):
-    torch.manual_seed(seed)
-    vision = CLIPVisionConfig(
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        image_size=32,
-        patch_size=16,
-        projection_dim=32,
-    )
-    text = LlamaConfig(
-        vocab_size=64,
-        hidden_size=hidden_size,
-        intermediate_size=2 * hidden_size,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-    )
-    config = LlavaConfig(
-        vision_config=vision,
-        text_config=text,
-        image_token_id=IMAGE,
-        projector_hidden_act="gelu",
-        vision_feature_layer=-1,
-        vision_feature_select_strategy="default",
-    )
-    return LlavaForConditionalGeneration(config).eval()
+IMAGE = LLAVA_IMAGE_TOKEN  # a 32x32 image with 16x16 patches gives 4 image tokens
 
 
 @pytest.fixture(scope="module")
 def llava_pair():
-    return tiny_llava(32, 2, seed=0), tiny_llava(16, 1, seed=1)
+    return random_llava(32, 2, seed=0), random_llava(16, 1, seed=1)
 
 
 @pytest.mark.parametrize("n_images", [1, 2])

@@ -37,6 +37,22 @@ def test_prompt_set_is_a_seeded_sample_of_heldout_prompts():
         mb.prompt_set("django", "de", "en", 3, profile="huge")
 
 
+def test_prompt_set_none_is_every_heldout_pair_of_the_direction():
+    every = mb.prompt_set("django", "de", "en", None)
+    heldout = [parallel.direction_prompt(r) for r in parallel.joined_pairs("django", "de", "en", "heldout")]
+    short = [r for r in heldout if len(mb.encode(mb.tokenizer(), r["prompt"])) <= 96]
+    assert [r["id"] for r in every] == [r["id"] for r in short] and len(every) > 50
+    assert {r["id"] for r in mb.prompt_set("django", "de", "en", 5, seed=0)} <= {r["id"] for r in every}
+    with pytest.raises(ValueError, match="None"):
+        mb.prompt_set("django", "de", "en", 0)
+
+
+def test_prompt_seed_depends_on_the_seed_and_the_prompt_id_only():
+    assert mb.prompt_seed(1, "a:de-en") == mb.prompt_seed(1, "a:de-en")
+    assert mb.prompt_seed(1, "a:de-en") != mb.prompt_seed(2, "a:de-en")
+    assert mb.prompt_seed(1, "a:de-en") != mb.prompt_seed(1, "b:de-en")
+
+
 def test_paper_profile_fails_offline_naming_the_dataset(monkeypatch):
     from specdec.hub import DatasetNotAvailableError
 
@@ -96,6 +112,40 @@ def test_run_grid_resumes_and_tables_add_up(tmp_path):
     quality = mb.quality_table(frame)
     assert quality[(quality.temperature == 0) & (quality.method != "ar")].identical_to_ar.all()
     assert quality[quality.temperature == 1].vs_ar_p_value.dropna().between(0, 1).all()
+
+
+@needs_zoo
+def test_a_sampled_row_does_not_depend_on_the_prompts_place_in_the_sample(tmp_path):
+    torch.set_num_threads(1)
+    target = mb.load_model("ml-target")
+    a, b = mb.prompt_set("django", "de", "en", 2, seed=4)
+    kwargs = dict(gamma=3, temperatures=[1.0], seeds=[1], max_new_tokens=10)
+    drafters = {"ar": None, "sps-pf": "ml-draft-pf-de"}
+    texts = []
+    for i, rows in enumerate(([a, b], [b])):
+        store = ResultStore("tiny", f"ml_place{i}", mb.KEYS, root=tmp_path)
+        mb.remember_references({"de-en": rows})
+        mb.run_grid(store, target, {"de-en": rows}, lambda p: drafters, **kwargs)
+        frame = store.frame()
+        texts.append(frame[frame.prompt == b["id"]].set_index("method").text.to_dict())
+    assert texts[0] == texts[1]
+    fresh = mb.recompute(
+        [
+            dict(
+                pair="de-en",
+                source="django",
+                gamma=3,
+                max_new_tokens=10,
+                temperature=1.0,
+                seed=1,
+                device="cpu",
+                prompt=b["id"],
+                method="sps-pf",
+                drafter="ml-draft-pf-de",
+            )
+        ]
+    )
+    assert fresh.text.tolist() == [texts[0]["sps-pf"]]
 
 
 def test_paired_bootstrap_and_loglinear_fit():

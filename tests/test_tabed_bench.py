@@ -5,30 +5,14 @@ import json
 import pandas as pd
 import pytest
 
+from conftest import tabed_runs
 from specdec.tabed import bench as tb
 from specdec.tabed import findings as tf
 
 
 def _frame(taus: dict) -> pd.DataFrame:
-    """taus: {(scenario, turn): {method: τ}} -> stored-run rows (one request per cell)."""
-    rows = []
-    for (scenario, turn), by_method in taus.items():
-        for method, tau in by_method.items():
-            rows.append(
-                dict(
-                    method=method,
-                    gamma=5,
-                    window="ALL" if method.endswith("*") else "-",
-                    criterion="kl" if method.endswith("*") else "-",
-                    captioner="draft" if "C" in method else "-",
-                    row=f"{scenario}-{turn}",
-                    scenario=scenario,
-                    turn=turn,
-                    group=tb.GROUP[scenario],
-                    block_efficiency=tau,
-                )
-            )
-    return pd.DataFrame(rows)
+    """taus: {(scenario, turn): {method: τ}} -> stored-run rows, one request per cell with τ exactly."""
+    return tabed_runs(taus, n=1, noise=0.0, difficulty=0.0)
 
 
 CELLS = {
@@ -44,6 +28,23 @@ def test_block_table_averages_the_benchmark_cells_per_turn():
     assert table.loc[(1, "benchmark", "Avg."), "M"] == pytest.approx(2.5)
     assert table.loc[(1, "ood", "PSV"), "T"] == pytest.approx(2.0)
     assert list(table.index.get_level_values(2)[:3]) == ["LLaVA-W", "POPE", "Avg."]
+
+
+def test_block_table_lays_out_only_the_turns_asked_for():
+    both = tb.block_table(_frame(CELLS), tb.TABLE1)
+    assert set(both.index.get_level_values(0)) == {1, 2}
+    first = tb.block_table(_frame(CELLS), tb.TABLE1, turns=(1,))
+    assert set(first.index.get_level_values(0)) == {1}  # the frame's second turn is left out
+    pd.testing.assert_frame_equal(first, both.loc[[1]])
+    first_only = {k: v for k, v in CELLS.items() if k[1] == 1}
+    padded = tb.block_table(_frame(first_only), tb.TABLE1)  # a turn asked for but not run: the paper's rows, empty
+    second = padded.loc[2]
+    assert len(second) == len(tb.paper_table(tb.TABLE1).loc[2]) and second.isna().all().all()
+    assert set(tb.block_table(_frame(first_only), tb.TABLE1, turns=(1,)).index.get_level_values(0)) == {1}
+    second_asked = tb.block_table(_frame(first_only), tb.TABLE1, turns=(2,))
+    assert set(second_asked.index.get_level_values(0)) == {2} and second_asked.isna().all().all()
+    with pytest.raises(ValueError, match="turns"):
+        tb.block_table(_frame(CELLS), tb.TABLE1, turns=(3,))
 
 
 def test_rank_counts_count_second_place():

@@ -4,37 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specdec.tabed import bench as tb
+from conftest import tabed_runs
 from specdec.tabed import findings as tf
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
-
-
-def _runs(cells: dict, n: int = 8, noise: float = 0.05, seed: int = 0) -> pd.DataFrame:
-    """cells: {(scenario, turn): {method: mean τ}} -> one row per method x request, ``n`` requests per cell;
-    every method decodes the same requests; each request has its own difficulty (shared by the methods) plus
-    a little per-method noise."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for (scenario, turn), by_method in cells.items():
-        difficulty = rng.normal(0, 0.5, n)
-        for method, tau in by_method.items():
-            taus = tau + difficulty + rng.normal(0, noise, n) if np.isscalar(tau) else np.asarray(tau, dtype=float)
-            for i, t in enumerate(taus):
-                rows.append(
-                    dict(
-                        method=method,
-                        gamma=5,
-                        window="ALL" if method.endswith("*") else "-",
-                        criterion="kl" if method.endswith("*") else "-",
-                        captioner="draft" if "C" in method else "-",
-                        row=f"{scenario}-t{turn}-{i:03d}",
-                        scenario=scenario,
-                        turn=turn,
-                        group=tb.GROUP[scenario],
-                        block_efficiency=float(t),
-                    )
-                )
-    return pd.DataFrame(rows)
 
 
 def _by_name(verdicts):
@@ -53,14 +25,14 @@ PAPER_PATTERN = {
 
 
 def test_t1_holds_when_all_three_parts_hold_and_n_counts_requests():
-    parts = tf.verdict_t1_parts(_runs(PAPER_PATTERN, n=8))
+    parts = tf.verdict_t1_parts(tabed_runs(PAPER_PATTERN, n=8))
     assert [p.name for p in parts] == ["T1a", "T1b", "T1c"]
     assert [p.status for p in parts] == [HOLDS] * 3
     t1a, t1b, t1c = parts
     assert t1a.estimate == pytest.approx(0.45, abs=0.05) and t1a.n == 16  # two first-turn benchmark cells x 8
     assert t1b.estimate == pytest.approx(0.45, abs=0.05) and t1b.n == 16  # describe t2 + gsm8k t2
     assert t1c.estimate == pytest.approx(0.8, abs=0.05) and t1c.n == 8 and t1c.low > 0
-    t1 = tf.verdict_t1(_runs(PAPER_PATTERN, n=8))
+    t1 = tf.verdict_t1(tabed_runs(PAPER_PATTERN, n=8))
     assert t1.status == HOLDS and t1.n == 40
     assert t1.estimate == pytest.approx(min(p.estimate for p in parts)) and t1.low == min(p.low for p in parts)
 
@@ -68,7 +40,7 @@ def test_t1_holds_when_all_three_parts_hold_and_n_counts_requests():
 def test_t1_does_not_hold_when_m_leads_ood_and_says_so_the_right_way_round():
     m_ood = dict(PAPER_PATTERN)
     m_ood[("psv", 1)] = dict(M=2.0, T=1.5)
-    verdicts = _by_name(tf.findings(_runs(m_ood)))
+    verdicts = _by_name(tf.findings(tabed_runs(m_ood)))
     assert verdicts["T1c"].status == FAILS and verdicts["T1c"].estimate == pytest.approx(-0.5, abs=0.05)
     assert "τ(T) − τ(M) > 0" in verdicts["T1c"].claim  # a negative value reads: T behind M
     assert verdicts["T1a"].status == HOLDS and verdicts["T1"].status == FAILS
@@ -76,16 +48,16 @@ def test_t1_does_not_hold_when_m_leads_ood_and_says_so_the_right_way_round():
 
 
 def test_t1_is_inconclusive_with_too_few_requests_or_a_straddling_part():
-    few = tf.verdict_t1(_runs(PAPER_PATTERN, n=2))
+    few = tf.verdict_t1(tabed_runs(PAPER_PATTERN, n=2))
     assert few.status == INCONCLUSIVE and few.n == 10
-    t1c = tf.verdict_t1_parts(_runs(PAPER_PATTERN, n=2))[2]
+    t1c = tf.verdict_t1_parts(tabed_runs(PAPER_PATTERN, n=2))[2]
     assert t1c.n == 2 and t1c.low > 0 and t1c.status == INCONCLUSIVE and "too few" in t1c.detail  # 2 < 3
     straddle = dict(PAPER_PATTERN)
     straddle[("describe", 2)] = dict(M=2.0, T=2.0)
     straddle[("gsm8k", 2)] = dict(M=2.0, T=2.0)
-    parts = _by_name(tf.verdict_t1_parts(_runs(straddle, n=8, noise=0.1)))
+    parts = _by_name(tf.verdict_t1_parts(tabed_runs(straddle, n=8, noise=0.1)))
     assert parts["T1b"].status == INCONCLUSIVE and parts["T1b"].low < 0 < parts["T1b"].high
-    assert tf.verdict_t1(_runs(straddle, n=8, noise=0.1)).status == INCONCLUSIVE
+    assert tf.verdict_t1(tabed_runs(straddle, n=8, noise=0.1)).status == INCONCLUSIVE
 
 
 # ------------------------------------------------------------------------------------------------- T2
@@ -96,24 +68,24 @@ def _t2_cells(mt_star: float, scenarios=("describe", "pope", "psv")):
 
 
 def test_t2_holds_when_mt_star_is_top_two_in_every_cell():
-    v = tf.verdict_t2(_runs(_t2_cells(2.8)))
+    v = tf.verdict_t2(tabed_runs(_t2_cells(2.8)))
     assert v.status == HOLDS and (v.estimate, v.low, v.high) == (1.0, 1.0, 1.0)
     assert v.n == 24 and "3 cells" in v.detail  # 3 cells x 8 requests; nq first turn left out
     assert "100%" in v.paper  # the paper's Table 10 share
 
 
 def test_t2_does_not_hold_when_mt_star_is_third_or_last():
-    v = tf.verdict_t2(_runs(_t2_cells(2.2)))
+    v = tf.verdict_t2(tabed_runs(_t2_cells(2.2)))
     assert v.status == FAILS and v.estimate == 0.0 and v.high < 1.0
 
 
 def test_t2_is_inconclusive_when_second_place_is_a_coin_flip():
     cells = _t2_cells(2.8, ("describe", "pope")) | {("psv", 1): dict(M=3.0, T=2.0, MT=2.5, **{"MT*": 2.5})}
-    v = tf.verdict_t2(_runs(cells, noise=0.15, seed=3))
+    v = tf.verdict_t2(tabed_runs(cells, noise=0.15, seed=3))
     assert v.status == INCONCLUSIVE and v.low < 1.0 and v.high == 1.0
     assert v.estimate in (pytest.approx(2 / 3), 1.0)
     # a lower bar (the threshold is a parameter) decides the same numbers the other way
-    assert tf.verdict_t2(_runs(cells, noise=0.15, seed=3), min_share=0.5).status == HOLDS
+    assert tf.verdict_t2(tabed_runs(cells, noise=0.15, seed=3), min_share=0.5).status == HOLDS
 
 
 # ------------------------------------------------------------------------------------------------- T3
@@ -124,35 +96,35 @@ def _t3_cells(mt, mt_star, n_scen=("psv", "vist")):
 
 
 def test_t3_holds_when_mt_star_beats_mt_and_matches_the_best_single_method_on_ood():
-    parts = tf.verdict_t3_parts(_runs(_t3_cells(1.6, 2.05)))
+    parts = tf.verdict_t3_parts(tabed_runs(_t3_cells(1.6, 2.05)))
     assert [p.status for p in parts] == [HOLDS, HOLDS]
     assert parts[0].estimate == pytest.approx(0.45, abs=0.03) and parts[0].n == 16
     assert parts[1].estimate == pytest.approx(0.05 / 2.0, abs=0.01)  # relative to T, the best single method
-    assert tf.verdict_t3(_runs(_t3_cells(1.6, 2.05))).status == HOLDS
+    assert tf.verdict_t3(tabed_runs(_t3_cells(1.6, 2.05))).status == HOLDS
 
 
 def test_t3_does_not_hold_when_the_static_mt_is_as_good_or_mt_star_falls_far_behind():
-    worse_than_mt = tf.verdict_t3_parts(_runs(_t3_cells(2.0, 1.8)))
+    worse_than_mt = tf.verdict_t3_parts(tabed_runs(_t3_cells(2.0, 1.8)))
     assert worse_than_mt[0].status == FAILS and worse_than_mt[1].status == FAILS  # 10% behind T
-    assert tf.verdict_t3(_runs(_t3_cells(2.0, 1.8))).status == FAILS
+    assert tf.verdict_t3(tabed_runs(_t3_cells(2.0, 1.8))).status == FAILS
 
 
 def test_t3_is_inconclusive_with_too_few_ood_requests_and_untested_without_ood():
-    v = tf.verdict_t3(_runs(_t3_cells(1.6, 2.05), n=1))
+    v = tf.verdict_t3(tabed_runs(_t3_cells(1.6, 2.05), n=1))
     assert v.status == INCONCLUSIVE and v.n == 2
-    none = tf.verdict_t3_parts(_runs({("describe", 1): dict(M=3.0, T=2.0, MT=2.5, **{"MT*": 2.8})}))
+    none = tf.verdict_t3_parts(tabed_runs({("describe", 1): dict(M=3.0, T=2.0, MT=2.5, **{"MT*": 2.8})}))
     assert all(p.status == INCONCLUSIVE and p.n == 0 and "not tested" in p.detail for p in none)
 
 
 # ------------------------------------------------------------------------------------------------- T4
 def test_t4_holds_fails_and_is_inconclusive_on_the_paired_difference():
     cells = {("describe", 1): {"MT*": 2.0, "MTCP*": 2.3}, ("psv", 1): {"MT*": 1.5, "MTCP*": 1.8}}
-    holds = tf.verdict_t4(_runs(cells | {("nq", 1): {"MT*": 2.0, "MTCP*": 0.0}}))  # nq first turn left out
+    holds = tf.verdict_t4(tabed_runs(cells | {("nq", 1): {"MT*": 2.0, "MTCP*": 0.0}}))  # nq first turn left out
     assert holds.status == HOLDS and holds.estimate == pytest.approx(0.3, abs=0.06) and holds.n == 16
-    fails = tf.verdict_t4(_runs({k: {"MT*": v["MTCP*"], "MTCP*": v["MT*"]} for k, v in cells.items()}))
+    fails = tf.verdict_t4(tabed_runs({k: {"MT*": v["MTCP*"], "MTCP*": v["MT*"]} for k, v in cells.items()}))
     assert fails.status == FAILS and fails.estimate == pytest.approx(-0.3, abs=0.06)
     mixed = {("describe", 1): {"MT*": [2.0, 2.0, 2.0, 2.0, 2.0, 2.0], "MTCP*": [2.4, 1.7, 2.3, 1.6, 2.2, 1.9]}}
-    straddling = tf.verdict_t4(_runs(mixed))
+    straddling = tf.verdict_t4(tabed_runs(mixed))
     assert straddling.status == INCONCLUSIVE and straddling.low < 0 < straddling.high and straddling.n == 6
 
 
@@ -164,7 +136,7 @@ def _windows(deltas: dict, n: int = 8, seed: int = 0) -> pd.DataFrame:
     for scenario, base in (("describe", 3.0), ("psv", 2.0)):
         tau_all = base + rng.normal(0, 0.3, n)
         for h, delta in {"ALL": np.zeros(n), **deltas}.items():
-            f = _runs({(scenario, 1): {"MT*": tau_all + np.asarray(delta, dtype=float)}}, n=n)
+            f = tabed_runs({(scenario, 1): {"MT*": tau_all + np.asarray(delta, dtype=float)}}, n=n)
             frames.append(f.assign(window=h))
     return pd.concat(frames)
 
@@ -190,7 +162,9 @@ def test_t5_is_inconclusive_when_noisy_or_untested():
 
 # ------------------------------------------------------------------------------------------------- all
 def test_findings_are_in_order_and_seeded():
-    frame = _runs(PAPER_PATTERN | {k: dict(v, MT=2.0, **{"MT*": 2.5, "MTCP*": 2.6}) for k, v in PAPER_PATTERN.items()})
+    frame = tabed_runs(
+        PAPER_PATTERN | {k: dict(v, MT=2.0, **{"MT*": 2.5, "MTCP*": 2.6}) for k, v in PAPER_PATTERN.items()}
+    )
     first = tf.findings(frame)
     names = ["T1a", "T1b", "T1c", "T1", "T2", "T3a", "T3b", "T3", "T4", "T5"]
     assert [v.name for v in first] == names

@@ -153,10 +153,11 @@ def pinned_revision(spec: dict, repo_id: str) -> str | None:
 
 
 def paper_revision(repo_id: str) -> str | None:
-    """``pinned_revision`` of the paper profile (``data/profiles/paper.yaml``): what the paper path loads."""
-    from specdec.zoo.models import load_profile
+    """``pinned_revision`` of the paper profile (``data/profiles/paper.yaml``): what the paper path loads (read
+    here, not through ``zoo.models.load_profile``, which imports this module)."""
+    import yaml
 
-    return pinned_revision(load_profile("paper"), repo_id)
+    return pinned_revision(yaml.safe_load((zoo.DATA / "profiles" / "paper.yaml").read_text()), repo_id)
 
 
 def snapshot_dir(

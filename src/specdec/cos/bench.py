@@ -276,6 +276,101 @@ MAX_MODELS = 3  # per-model columns are written for up to this many models, so o
 _EMPTY = {f"{name}_{i}": "" for name in ("calls", "tokens_fed", "proposed", "accepted") for i in range(MAX_MODELS)}
 
 
+def store(profile: str, table: str) -> ResultStore:
+    """A CoS runs table (``cos_main``, ``cos_sweeps``, ``cos_theory``; keys ``KEYS`` + prompt). It stands on the
+    committed one (``results.COMMITTED``, read-only), so under ``make test`` (an empty ``SPECDEC_OUTPUT_DIR``)
+    the notebooks read the committed 16-prompt cells and compute only keys that are not there;
+    ``tests/test_committed_results.py`` recomputes a sample of them (``recompute``)."""
+    return ResultStore(profile, table, KEYS + ["prompt"], base=results.COMMITTED)
+
+
+def cost_store(profile: str) -> ResultStore:
+    """The per-call costs (``stored_call_costs``; keys set, device) on the committed table, like ``store``: the
+    cost speedups of committed runs use the costs measured with them when the device is the same."""
+    return ResultStore(profile, "cos_call_costs", ["set", "device"], base=results.COMMITTED)
+
+
+def collab_of(label: str, profile: str = "tiny") -> tuple[str, str, int]:
+    """``(model set, combination kind, proposer)`` of a stored ``set`` label.
+
+    A set of the profile (``we``, ``we3``, ``cd``): its own kind and ``default_proposer`` (at λ = 0.5, the
+    weight every label but the notebooks' λ sweeps uses; pass the row's λ to ``default_proposer`` otherwise).
+    ``"<set>/proposer<k>"``: that set, model k proposing (notebook 22's Thm 3.2 runs). ``"<set>+<kind>"``: the
+    set's models combined as ``kind``, model 0 proposing (notebook 21's Fig. 8 ``cd+we``)."""
+    from specdec.zoo.models import load_profile
+
+    known = set(load_profile(profile).get("collab", {}))
+    if "/proposer" in label:
+        name, k = label.split("/proposer")
+        kind, proposer = None, int(k)
+    elif "+" in label:
+        name, kind = label.split("+")
+        proposer = 0
+    else:
+        name, kind, proposer = label, None, None
+    if name not in known or kind not in (None, "we", "cd"):
+        raise ValueError(
+            f"unknown CoS set label {label!r}: a set of {sorted(known)}, '<set>/proposer<k>' or '<set>+<we|cd>'"
+        )
+    return name, kind, proposer
+
+
+def recompute(keys: list[dict], *, profile: str = "tiny", n_prompts: int = 64) -> pd.DataFrame:
+    """Decode the stored CoS rows of ``keys`` (rows of ``KEYS`` + prompt, e.g. a sample of a committed table)
+    again and return the fresh rows (key columns + ``decode_row``'s) in the order of ``keys``.
+
+    The set label says which models, combination and proposer (``collab_of``); a plain set's proposer follows
+    the key's λ (``default_proposer``), as in ``run_task``. Prompts are looked up by id among the first
+    ``n_prompts`` of each task. The tests run this in a subprocess with another CPU vector width and demand
+    the committed rows back (every column but the walltime ones)."""
+    torch.set_num_threads(1)  # as main_grid on CPU: the tiny models' rows do not depend on it
+    loaded, prompts, out = {}, {}, []
+    for key in keys:
+        name, kind, proposer = collab_of(str(key["set"]), profile)
+        if name not in loaded:
+            loaded[name] = load_collab(profile, name, device=str(key["device"]))
+        models, tokenizer, own_kind = loaded[name]
+        kind = kind or own_kind
+        lam, mu, temperature = float(key["lam"]), float(key["mu"]), float(key["temperature"])
+        if proposer is None:
+            proposer = default_proposer(kind, len(models), lam)
+        task = str(key["task"])
+        if task not in prompts:
+            prompts[task] = {r["id"]: r["prompt"] for r in cos_tasks.load_task(task, n_prompts, profile=profile)}
+        combine = make_combination(kind, len(models), lam, mu, temperature if kind == "cd" else 1.0)
+        sampling = SamplingConfig(temperature=0.0 if temperature == 0 else 1.0)
+        ids = encode(tokenizer, prompts[task][str(key["prompt"])])
+        row = decode_row(
+            models,
+            tokenizer,
+            ids,
+            combine,
+            str(key["method"]),
+            int(key["gamma"]),
+            proposer,
+            int(key["max_new_tokens"]),
+            sampling,
+            int(key["seed"]),
+        )
+        out.append({**{k: key[k] for k in KEYS + ["prompt"]}, **row})
+    return pd.DataFrame(out)
+
+
+# The columns of a stored row that do not depend on the machine's speed (``recompute`` must give them back).
+EXACT_COLUMNS = [
+    *_EMPTY,
+    "bonus_reused",
+    "role_swaps",
+    "wasted",
+    "rejections",
+    "stop_reason",
+    "new_tokens",
+    "acceptance_rate",
+    "calls_per_token",
+    "text",
+]
+
+
 def speedup_table(frame: pd.DataFrame, baseline: str = "standard", costs: dict | None = None) -> pd.DataFrame:
     """One row per cell and method: median per-prompt walltime speedup over ``baseline``, tokens/s, calls per
     token, acceptance, and (if ``costs`` maps set -> per-model call times) the call-cost speedup."""

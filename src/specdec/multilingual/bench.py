@@ -23,6 +23,7 @@ import functools
 import os
 import pathlib
 import random
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -145,24 +146,34 @@ def make_drafter(spec):
 
 # --------------------------------------------------------------------------------------------- prompts
 def prompt_set(
-    source: str, src: str, tgt: str, n: int, *, max_prompt_tokens: int = 96, seed: int = 0, profile: str = "tiny"
+    source: str,
+    src: str,
+    tgt: str,
+    n: int | None,
+    *,
+    max_prompt_tokens: int = 96,
+    seed: int = 0,
+    profile: str = "tiny",
 ) -> list[dict]:
-    """``n`` held-out translation prompts ``src`` → ``tgt`` (seeded sample, prompts ≤ ``max_prompt_tokens``).
+    """``n`` held-out translation prompts ``src`` → ``tgt`` (seeded sample, prompts ≤ ``max_prompt_tokens``);
+    ``n=None``: every held-out pair of the direction (of at most ``max_prompt_tokens``), in file order.
 
     Each row is ``parallel.direction_prompt`` plus ``ids`` (``LongTensor[L]``: ``<s>`` + prompt ids).
-    profile "paper" loads the paper's WMT / IWSLT sets instead (``load_paper_prompts``).
+    profile "paper" loads the paper's WMT / IWSLT sets instead (``load_paper_prompts``; ``None``: the whole set).
     """
+    if n is not None and n < 1:
+        raise ValueError(f"n must be >= 1 or None (every held-out pair), got {n}")
     if profile == "paper":
         rows = load_paper_prompts(src, tgt, n, generalization=source == "sphinx")
         return [{**r, "ids": encode(tokenizer(), r["prompt"])} for r in rows]
     if profile != "tiny":
         raise ValueError(f"unknown profile {profile!r}; expected 'tiny' or 'paper'")
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
     tok = tokenizer()
     rows = [parallel.direction_prompt(r) for r in parallel.joined_pairs(source, src, tgt, "heldout")]
     rows = [{**r, "ids": encode(tok, r["prompt"])} for r in rows]
     rows = [r for r in rows if len(r["ids"]) <= max_prompt_tokens]
+    if n is None:
+        return rows
     if len(rows) < n:
         raise ValueError(
             f"only {len(rows)} held-out {source} prompts {src}->{tgt} of <= {max_prompt_tokens} tokens; asked for {n}"
@@ -170,7 +181,7 @@ def prompt_set(
     return random.Random(f"{seed}:{source}:{src}-{tgt}").sample(rows, n)
 
 
-def load_paper_prompts(src: str, tgt: str, n: int, generalization: bool = False) -> list[dict]:
+def load_paper_prompts(src: str, tgt: str, n: int | None, generalization: bool = False) -> list[dict]:
     """The paper's evaluation prompts (X → En, or En → X from the same set, in Vicuna's chat template,
     ``paper_setup()``; the first ``n`` rows of the set, read by ``hubdata.parallel_rows``: Ja is JParaCrawl's
     held-out tail ``train[-80:]``); raises ``DatasetNotAvailableError`` naming the dataset when it is neither
@@ -260,8 +271,10 @@ def paired_bootstrap(a, b, n_boot: int = 2000, seed: int = 0) -> dict:
 
 
 # --------------------------------------------------------------------------------------------- running
-def _seed(seed: int, prompt_index: int) -> int:
-    return 10_007 * seed + prompt_index
+def prompt_seed(seed: int, prompt_id: str) -> int:
+    """The sampling seed of one run: the run's ``seed`` and its prompt's id, nothing else (not the prompt's place
+    in a sample, so a stored row's key fixes its output whatever ``n`` the run used)."""
+    return 10_007 * seed + zlib.crc32(str(prompt_id).encode()) % 10_007
 
 
 def run_group(
@@ -335,7 +348,7 @@ def run_grid(
     for pair, rows in prompts.items():
         for t in temperatures:
             for s in [GREEDY_SEED] if t == 0 else seeds:
-                for i, row in enumerate(rows):
+                for row in rows:
                     key = dict(
                         pair=pair,
                         source=source,
@@ -348,7 +361,7 @@ def run_grid(
                     )
                     methods = drafters_for(pair)
                     if not all(store.done(**key, method=m) for m in methods):
-                        groups.append((key, methods, row, _seed(s, i)))
+                        groups.append((key, methods, row, prompt_seed(s, row["id"])))
     if groups:  # the first calls of a model pay one-time costs: warm every model up once, untimed
         key, methods, row, _ = groups[0]
         run_group(target, methods, row, gamma=gamma, temperature=0.0, seed=0, max_new_tokens=8)
@@ -359,6 +372,59 @@ def run_grid(
         store.append([{**key, **r} for r in out])
 
 
+def recompute(keys: list[dict], *, profile: str = "tiny") -> pd.DataFrame:
+    """Decode the stored rows of ``keys`` (rows of ``KEYS`` plus ``drafter``, the method's spec as stored: a zoo
+    name, ``pld`` or empty for plain decoding) again and return the fresh rows (``KEYS`` + ``run_group``'s
+    columns) in the order of ``keys``. Every prompt is looked up among all held-out pairs of its direction and
+    source, with its row's seed (``prompt_seed``) as in ``run_grid``; plain decoding runs first, so ``same_as_ar``
+    is recomputed too, unless the key says ``plain_first=False`` (a grid without an ``ar`` method, as notebook
+    32's: its rows' ``same_as_ar`` is empty). The tests run this in a subprocess with
+    another CPU vector width and demand the committed rows back (every column but the walltime ones)."""
+    import torch
+
+    torch.set_num_threads(1)
+    use_profile(profile)
+    target = load_model("ml-target")
+    prompts, out = {}, []
+    for key in keys:
+        pair, source = str(key["pair"]), str(key["source"])
+        if (pair, source) not in prompts:
+            rows = prompt_set(source, *pair.split("-"), None, profile=profile)
+            prompts[pair, source] = {r["id"]: r for r in rows}
+        prompt = prompts[pair, source][str(key["prompt"])]
+        temperature = float(key["temperature"])
+        spec = key.get("drafter")
+        spec = None if spec is None or (isinstance(spec, float) and np.isnan(spec)) or spec == "" else str(spec)
+        drafters = {str(key["method"]): spec}
+        if spec is not None and key.get("plain_first", True):  # as run_grid: same_as_ar compares with its output
+            drafters = {"ar": None, **drafters}
+        rows = run_group(
+            target,
+            drafters,
+            prompt,
+            gamma=int(key["gamma"]),
+            temperature=temperature,
+            seed=prompt_seed(int(key["seed"]), prompt["id"]),
+            max_new_tokens=int(key["max_new_tokens"]),
+        )
+        out.append({**{k: key[k] for k in KEYS}, **rows[-1]})
+    return pd.DataFrame(out)
+
+
+# The columns of a stored row that do not depend on the machine's speed (``recompute`` must give them back).
+EXACT_COLUMNS = [
+    "drafter",
+    "new_tokens",
+    "target_calls",
+    "block_efficiency",
+    "accepted",
+    "drafted",
+    "same_as_ar",
+    "chrf",
+    "text",
+]
+
+
 def architecture(name: str) -> str:
     """A label for a zoo model's shape ("llama h64 L2 mlp192 heads4"): models of one shape cost the same."""
     c = load_model(name).config
@@ -366,6 +432,20 @@ def architecture(name: str) -> str:
         f"llama h{c.hidden_size} L{c.num_hidden_layers} mlp{c.intermediate_size} heads{c.num_attention_heads}"
         f" V{c.vocab_size}"
     )
+
+
+def store(profile: str, table: str) -> results.ResultStore:
+    """A multilingual runs table (``ml_main``, ``ml_tokens``, ``ml_size``, …; keys ``KEYS``). It stands on the
+    committed one (``results.COMMITTED``, read-only), so under ``make test`` (an empty ``SPECDEC_OUTPUT_DIR``)
+    the notebooks read the committed runs of every held-out pair and compute only keys that are not there;
+    ``tests/test_committed_results.py`` recomputes a sample of them (``recompute``)."""
+    return results.ResultStore(profile, table, KEYS, base=results.COMMITTED)
+
+
+def latency_store(profile: str) -> results.ResultStore:
+    """The ``T_q/T_p`` table of ``latency_ratios`` (keys drafter, device, S) on the committed one, like ``store``:
+    the committed runs are read with the ratios measured beside them when the device is the same."""
+    return results.ResultStore(profile, "ml_latency", ["drafter", "device", "S"], base=results.COMMITTED)
 
 
 def latency_ratios(store, target, drafters: list[str], context: int = 48, repeats: int = 50) -> dict:

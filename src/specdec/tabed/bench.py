@@ -565,14 +565,22 @@ def runs(frame: pd.DataFrame, *, gamma: int = 5, window="ALL", criterion: str = 
     return frame[keep]
 
 
-def block_table(frame: pd.DataFrame, methods) -> pd.DataFrame:
+def block_table(frame: pd.DataFrame, methods, turns=(1, 2)) -> pd.DataFrame:
     """Mean τ per (turn, dataset) x method, with the paper's dataset names and an ``Avg.`` of the benchmark
-    datasets per turn (as in the paper's Table 10)."""
-    frame = frame[frame.method.isin(methods)].copy()
+    datasets per turn (as in the paper's Table 10).
+
+    ``turns`` are the turns laid out (1 = first, 2 = second): the frame's rows of other turns are left out, and
+    a turn asked for that the frame lacks (the paper profile has no second turns yet) gets the paper's rows of
+    that turn, empty (NaN). ``turns=(1,)`` gives the first-turn table only, whatever the frame holds.
+    """
+    turns = tuple(turns)
+    if not turns or not set(turns) <= {1, 2}:
+        raise ValueError(f"turns must be a non-empty subset of (1, 2), got {turns!r}")
+    frame = frame[frame.method.isin(methods) & frame.turn.isin(turns)].copy()
     frame["dataset"] = frame.scenario.map(scenes.PAPER_NAME)
     table = frame.pivot_table(
         index=["turn", "group", "dataset"], columns="method", values="block_efficiency", aggfunc="mean"
-    )[list(methods)]
+    ).reindex(columns=list(methods))  # a method with no run in these turns: NaN
     averages = []
     for turn in sorted(frame.turn.unique()):
         bench = table.loc[(turn, "benchmark")] if (turn, "benchmark") in table.index.droplevel(2) else None
@@ -581,8 +589,8 @@ def block_table(frame: pd.DataFrame, methods) -> pd.DataFrame:
                 pd.DataFrame([bench.mean()], index=pd.MultiIndex.from_tuples([(turn, "benchmark", "Avg.")]))
             )
     table = pd.concat([table, *averages]).sort_index(level=[0, 1], sort_remaining=False)
-    missing = [t for t in (1, 2) if t not in set(table.index.get_level_values(0))]
-    if missing:  # a turn not run (e.g. `turns=(1,)`): the paper's rows, empty
+    missing = [t for t in turns if t not in set(table.index.get_level_values(0))]
+    if missing:  # a turn asked for but not run: the paper's rows, empty
         layout = paper_table(methods)
         table = pd.concat([table, layout[layout.index.get_level_values(0).isin(missing)] * float("nan")])
     order = {name: i for i, name in enumerate(list(scenes.PAPER_NAME.values()) + ["Avg."])}
