@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_aasd import random_module, request, tiny_llava
+from test_aasd import random_module, request
 from test_standin_hub import run_offline, standin
 
+from conftest import random_llava
 from specdec.aasd import baselines, paper_zoo
 from specdec.aasd.tda import TDAObjective, tda_loss
 from specdec.engine import generate
 from specdec.zoo import models, training
 
 TARGET = "llava-hf/llava-1.5-7b-hf"
+
+
+def tiny_llava(layers: int = 2, seed: int = 0):
+    """The random LLaVA of ``tests/test_aasd.py`` (4 query heads, 2 key-value heads)."""
+    return random_llava(layers=layers, seed=seed, heads=4)
 IDS = [
     TARGET,
     "mjbooo/lvlm68m",
