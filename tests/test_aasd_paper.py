@@ -22,6 +22,8 @@ TARGET = "llava-hf/llava-1.5-7b-hf"
 def tiny_llava(layers: int = 2, seed: int = 0):
     """The random LLaVA of ``tests/test_aasd.py`` (4 query heads, 2 key-value heads)."""
     return random_llava(layers=layers, seed=seed, heads=4)
+
+
 IDS = [
     TARGET,
     "mjbooo/lvlm68m",
