@@ -98,13 +98,6 @@ SMOKE: dict[str, dict] = {
 }
 SMOKE["40_"] = {"n_per_task": 1, "max_new_tokens": 6, "gammas": [3]}
 SMOKE["41_"] = {"n_per_task": 1, "max_new_tokens": 6, "gammas": [3]}
-# Models a notebook needs that no hub holds, trained before it runs by the paper-scale recipe at smoke settings
-# (once per prefix; ``{device}``: the smoke device). AASD: modules and distilled baselines into $SPECDEC_AASD_ZOO.
-PREPARE: dict[str, list[str]] = {
-    "40_": ["-m", "specdec.aasd.train", "paper", "--steps", "2", "--n", "2", "--max-new-tokens", "4",
-            "--batch-size", "2", "--device", "{device}"],
-}  # fmt: skip
-PREPARE["41_"] = PREPARE["40_"]
 # Notebooks whose TABED table must hold second-turn rows (turn 2 continues the target's own first answer), by table.
 SECOND_TURNS = {"10_": "tabed_runs", "11_": "tabed_runs", "12_": "tabed_runs", "13_": "tabed_runs"}
 # Extra runs of a notebook with other paper settings, after its own run: (prefix, job name, parameters over its
@@ -120,21 +113,36 @@ UNLABELLED: dict[str, str] = {}
 SKIPPED: dict[str, str] = {}
 
 
-# Notebooks that read the multilingual drafters: the recipe trains them first (``train_ml_drafters``).
+# Models a notebook needs that no hub holds, trained by their paper-scale recipe at smoke settings before the first
+# notebook that reads them, once per step: (name, arguments after ``python``, a file it must write or None), with
+# ``{device}`` (the smoke device), ``{ml_drafters}`` ($SPECDEC_ML_DRAFTERS) filled in. The AASD modules and distilled
+# baselines go to $SPECDEC_AASD_ZOO; the multilingual F / P-F drafters to $SPECDEC_ML_DRAFTERS.
+AASD_RECIPE = (
+    "AASD modules and distilled baselines",
+    ["-m", "specdec.aasd.train", "paper", "--steps", "2", "--n", "2", "--max-new-tokens", "4", "--batch-size", "2",
+     "--device", "{device}"],
+    None,
+)  # fmt: skip
+ML_RECIPE = (
+    "multilingual drafter recipe",
+    ["-m", "specdec.multilingual.train", "--profile", "paper", "all", "--smoke", "--device", "{device}", "--out",
+     "{ml_drafters}"],
+    "{ml_drafters}/ml_training.csv",
+)  # fmt: skip
+# Notebooks that read the multilingual drafters.
 ML_NOTEBOOKS = ("30_", "31_", "32_", "33_", "34_")
+PREPARE = {"40_": AASD_RECIPE, "41_": AASD_RECIPE} | dict.fromkeys(ML_NOTEBOOKS, ML_RECIPE)
 
 
-def train_ml_drafters(env: dict, dev: str) -> list[str]:
-    """The paper-scale drafter recipe, smoke-sized, into ``env["SPECDEC_ML_DRAFTERS"]``: problems (empty: fine)."""
-    run = subprocess.run(
-        [sys.executable, "-m", "specdec.multilingual.train", "--profile", "paper", "all", "--smoke",
-         "--device", dev, "--out", env["SPECDEC_ML_DRAFTERS"]],
-        env=env, capture_output=True, text=True,
-    )  # fmt: skip
+def prepare(step: tuple, env: dict, dev: str) -> list[str]:
+    """Run one ``PREPARE`` step: problems (empty: fine)."""
+    name, args, must_write = step
+    fill = lambda text: text.format(device=dev, ml_drafters=env["SPECDEC_ML_DRAFTERS"])  # noqa: E731
+    run = subprocess.run([sys.executable, *map(fill, args)], env=env, capture_output=True, text=True, cwd=ROOT)
     if run.returncode:
-        return [f"the multilingual drafter recipe failed:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"]
-    if not (pathlib.Path(env["SPECDEC_ML_DRAFTERS"]) / "ml_training.csv").exists():
-        return ["the multilingual drafter recipe wrote no ml_training.csv"]
+        return [f"the {name} failed:\n{run.stdout[-1500:]}{run.stderr[-1500:]}"]
+    if must_write and not pathlib.Path(fill(must_write)).exists():
+        return [f"the {name} wrote no {pathlib.Path(fill(must_write)).name}"]
     return []
 
 
@@ -270,34 +278,24 @@ def main(argv=None) -> int:
             "MPLBACKEND": "agg",
             "SPECDEC_AASD_ZOO": str(out / "aasd-zoo"),
         }
+        env["SPECDEC_ML_DRAFTERS"] = str(out / "specdec-ml-drafters")  # trained below (PREPARE), before 30-34
         prepared: set[str] = set()
-        env["SPECDEC_ML_DRAFTERS"] = str(out / "specdec-ml-drafters")  # trained below, before notebooks 30-34
         if dev == "cpu":  # tiny models on a shared machine: one thread each is several times faster
             env |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        failures, start, ml_trained = {}, time.perf_counter(), False
+        failures, start = {}, time.perf_counter()
         for nb in notebooks:
             skip = next((why for prefix, why in SKIPPED.items() if nb.name.startswith(prefix)), None)
             if skip:
                 print(f"skip {nb.name}: {skip}", flush=True)
                 continue
-            prepare = next((cmd for prefix, cmd in PREPARE.items() if nb.name.startswith(prefix)), None)
-            if prepare and tuple(prepare) not in prepared:
-                prepared.add(tuple(prepare))
+            step = next((step for prefix, step in PREPARE.items() if nb.name.startswith(prefix)), None)
+            if step and step[0] not in prepared:
+                prepared.add(step[0])
                 t0 = time.perf_counter()
-                cmd = [sys.executable, *[c.format(device=dev) for c in prepare]]
-                run = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
-                print(f"{'ok  ' if not run.returncode else 'FAIL'} prepare {' '.join(prepare[1:4])} "
-                      f"({time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
-                if run.returncode:
-                    failures[f"prepare {nb.name}"] = [f"{run.stdout[-1500:]}{run.stderr[-1500:]}"]
-                    print(f"     {run.stderr[-1500:]}", flush=True)
-            if nb.name.startswith(ML_NOTEBOOKS) and not ml_trained:
-                t0, ml_trained = time.perf_counter(), True
-                problems = train_ml_drafters(env, dev)
-                took = time.perf_counter() - t0
-                print(f"{'ok  ' if not problems else 'FAIL'} multilingual drafter recipe, smoke-sized ({took:.0f} s)")
+                problems = prepare(step, env, dev)
+                print(f"{'ok  ' if not problems else 'FAIL'} {step[0]}, smoke-sized ({time.perf_counter() - t0:.0f} s)")
                 if problems:
-                    failures["ml-drafters"] = problems
+                    failures[step[0]] = problems
                     print("".join(f"     {p}\n" for p in problems), end="", flush=True)
             jobs = [("", {}, None)] + [(n, x, m) for prefix, n, x, m in EXTRA_JOBS if nb.name.startswith(prefix)]
             for job, extra, must_name in jobs:
