@@ -17,6 +17,7 @@ LANGS = list(parallel.LANGUAGES)
 TINY = dict(
     batch_size=4, seq_len=32, ft_batch_size=8, eval_windows=2, eval_batch_size=16, max_new_tokens=8, gen_batch_size=16
 )
+TINY.update(n_budgets=2, budget_factor=2)  # Fig. 4's grid on 3 prompts per pair: 2 and 3 of them
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,11 @@ def test_metrics_helpers():
     assert 0 < recipe.chrf("the cat sat", "the cat") < 100
     perm = recipe.derangement(7, random.Random(0))
     assert sorted(perm) == list(range(7)) and all(p != k for k, p in enumerate(perm))
-    assert tm.budgets(tm.TRAIN) == [6400, 25600, 102400, 409600]
+    assert tm.subset_fractions(tm.TRAIN) == [1 / 64, 1 / 16, 1 / 4, 1]
+
+
+def _nonembedding(parameters: int, hidden: int) -> int:
+    return parameters - zoo.VOCAB_SIZE * hidden  # tied input / output embeddings
 
 
 def test_pipeline_end_to_end(trained):
@@ -102,9 +107,15 @@ def test_pipeline_end_to_end(trained):
     from specdec.zoo.models import load
 
     out, rows = trained
-    names = tm.model_names(LANGS, TINY, steps_scale=0.001)
-    assert [r["model"] for r in rows] == names and len(names) == len(set(names)) == 22
-    for name in names:
+    names = tm.model_names(LANGS, TINY)
+    by = {r["model"]: r for r in rows}
+    grid = sorted((r for r in rows if r["model"].startswith("ml-draft-pf-de-b")), key=lambda r: r["finetune_budget"])
+    grid_f = sorted((r for r in rows if r["model"].startswith("ml-draft-f-de-b")), key=lambda r: r["finetune_budget"])
+    n = TINY["n_budgets"]
+    assert len(grid) == len(grid_f) == n and len(rows) == len(names) + 2 * n and len(by) == len(rows)
+    saved = [r["model"] for r in rows if not r.get("same_as")]
+    assert set(names) <= set(saved) and len(saved) == len(names) + 2 * (n - 1)  # the grid's main points: aliases
+    for name in saved:
         assert all(v.dtype == torch.float16 for v in load_file(out / name / "model.safetensors").values())
         log = json.loads((out / name / "training_log.json").read_text())
         assert log["summary"]["model"] == name and log["log"]
@@ -112,19 +123,56 @@ def test_pipeline_end_to_end(trained):
         assert model.config.vocab_size == zoo.VOCAB_SIZE and len(tok) == zoo.VOCAB_SIZE
     sizes = {r["model"]: r["parameters"] for r in rows}
     assert 2.4e6 < sizes["ml-target"] < 2.8e6 and sizes["ml-draft-pf-de"] < sizes["ml-target"] / 6
-    assert sizes["ml-draft-large-pf-de"] > 5 * sizes["ml-draft-pf-de"]
-    by = {r["model"]: r for r in rows}
-    assert by["ml-draft-f-de"]["init"] == "scratch" and by["ml-draft-pf-de"]["init"] == "ml-draft-pretrained"
-    budgets = [by[f"ml-draft-pf-de-b{b}"]["finetune_budget"] for b in tm.budgets(tm.TRAIN, 0.001)]
-    assert budgets == sorted(budgets) and by[f"ml-draft-pf-de-b{budgets[-1]}"]["same_as"] == "ml-draft-pf-de"
+    # Table 6: the large drafter stands to the target as Tiny-Vicuna 1B to Vicuna 7B (~0.15x non-embedding)
+    large = _nonembedding(sizes[tm.LARGE], tm.SIZES["large"]["hidden_size"])
+    target = _nonembedding(sizes["ml-target"], tm.SIZES["target"]["hidden_size"])
+    assert 0.12 < large / target < 0.18 and sizes[tm.LARGE] > 1.4 * sizes["ml-draft-pf-de"]
+    assert by["ml-draft-f-de"]["init"] == "scratch" and by["ml-draft-pf-de"]["init"] == tm.GENERIC
+    # Fig. 4: more distinct data, not more passes: examples and distinct tokens grow, the last is the main drafter
+    for points, main in ((grid, "ml-draft-pf-de"), (grid_f, "ml-draft-f-de")):
+        examples = [r["finetune_budget"] for r in points]
+        distinct = [r["finetune_tokens"] for r in points]
+        assert examples == sorted(set(examples)) and distinct == sorted(set(distinct))
+        assert points[-1]["same_as"] == main and points[-1]["finetune_budget"] == by[main]["finetune_budget"]
+        passes = [r["finetune_tokens_seen"] / r["finetune_tokens"] for r in points]
+        assert max(passes) < 3 * min(passes)  # about the same number of passes over each set
     distilled = [json.loads(line) for line in (out / "ml_distilled.jsonl").open()]
     assert {(d["lang"], d["temperature"]) for d in distilled} == {
         (lang, t) for lang in LANGS for t in (0.0, 0.3, 0.7, 1.0)
     }
     assert all(d["direction"] == "xx-en" and 0 < len(d["output_ids"]) <= TINY["max_new_tokens"] for d in distilled)
-    assert (out / "ml_training.csv").read_text().count("\n") == len(names) + 1
+    assert (out / "ml_training.csv").read_text().count("\n") == len(rows) + 1
     run = json.loads((out / "ml_run.json").read_text())
-    assert run["weights_bytes_total"] < 30e6
+    assert run["weights_bytes_total"] < 30e6 and run["fig4_grid"]["de"] == [r["finetune_budget"] for r in grid]
+
+
+def test_drafters_step_retrains_what_the_pipeline_trained(trained, data, tmp_path):
+    """``drafters`` (saved target + saved distillation + saved generic drafter) trains the very P-F drafter of the
+    full pipeline, bit for bit, and rewrites the summary keeping the other models' rows."""
+    import shutil
+
+    from safetensors.torch import load_file
+
+    out, rows = trained
+    models = tmp_path / "models"
+    shutil.copytree(out, models)
+    original = load_file(out / "ml-draft-pf-fr" / "model.safetensors")
+    shutil.rmtree(models / "ml-draft-pf-fr")
+    new_rows = tm.retrain_drafters(
+        data,
+        models,
+        models / "ml_distilled.jsonl",
+        models,
+        only=["ml-draft-pf-fr"],
+        steps_scale=0.001,
+        prompts_per_set=3,
+        **TINY,
+    )
+    again = load_file(models / "ml-draft-pf-fr" / "model.safetensors")
+    assert again.keys() == original.keys() and all(torch.equal(again[k], original[k]) for k in original)
+    assert sorted(r["model"] for r in new_rows) == sorted(r["model"] for r in rows)
+    run = json.loads((models / "ml_run.json").read_text())
+    assert run["retrained"][-1]["models"] == ["ml-draft-pf-fr"]
 
 
 def _prompt_ids(tok, row):

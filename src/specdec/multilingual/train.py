@@ -78,7 +78,6 @@ from specdec.zoo.training import save_half
 
 TARGET = "ml-target"
 GENERIC = "ml-draft-generic"
-PRETRAINED = "ml-draft-pretrained"
 LARGE = "ml-draft-large-pf-de"
 BUDGET_LANG = "de"
 DISTIL_DIRECTION = "xx-en"
@@ -86,15 +85,16 @@ DISTIL_DIRECTION = "xx-en"
 SIZES = {
     "target": zoo.TINY_ZOO["tiny-target"],
     "draft": zoo.TINY_ZOO["tiny-draft-s"],
+    # Table 6's Tiny-Vicuna 1B stands to Vicuna 7B at ~0.15x of its non-embedding parameters (0.97B / 6.5B) and
+    # 22 / 32 of its layers; this drafter stands to ml-target at 0.15x (0.26M / 1.77M) and 3 / 4.
     "large": dict(
-        hidden_size=192, intermediate_size=512, num_hidden_layers=3, num_attention_heads=6, num_key_value_heads=6
+        hidden_size=80, intermediate_size=256, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4
     ),
 }
 # Weights of the kinds of training windows (``instruct``: the translation instruction documents).
 MIXES = {
     "target": {"prose": 0.25, "code": 0.15, "translation": 0.15, "instruct": 0.45},
-    "english": {"prose": 0.55, "code": 0.45},
-    "multilingual": {"prose": 0.25, "code": 0.15, "translation": 0.60},
+    "english": {"prose": 0.55, "code": 0.45},  # general text: the paper's P is C4 + ShareGPT
 }
 TRAIN = dict(
     target_steps=3000,
@@ -105,9 +105,9 @@ TRAIN = dict(
     lr=3e-3,
     ft_batch_size=64,
     ft_lr=2e-3,
-    ft_budget=409_600,
+    ft_budget=409_600,  # answer tokens seen by a main drafter (~17 passes over a pair's distilled answers)
     budget_factor=4,
-    n_budgets=4,  # finetuning
+    n_budgets=4,  # Fig. 4: nested quarters of a pair's distilled prompts, each trained for the same passes
     temperatures=(0.0, 0.3, 0.7, 1.0),
     max_new_tokens=48,
     gen_batch_size=1024,  # self-distillation
@@ -134,28 +134,23 @@ def _select(examples: dict, keep, limit: int | None, max_prompt_tokens: int) -> 
     return out
 
 
-def _budget_name(recipe: str, budget: int) -> str:
-    return f"ml-draft-{recipe}-{BUDGET_LANG}-b{budget}"
+def _budget_name(recipe: str, n_examples: int) -> str:
+    return f"ml-draft-{recipe}-{BUDGET_LANG}-b{n_examples}"
 
 
-def budgets(cfg: dict, steps_scale: float = 1.0) -> list[int]:
-    """The finetune budgets (answer tokens) of the tokens-vs-speedup grid, smallest first; the last is the main."""
-    main = max(1, int(cfg["ft_budget"] * steps_scale))
-    return [max(1, main // cfg["budget_factor"] ** k) for k in range(cfg["n_budgets"] - 1, -1, -1)]
+def subset_fractions(cfg: dict) -> list[float]:
+    """The Fig. 4 grid: fractions of a pair's distilled prompts, smallest first; the last (1) is the main drafter."""
+    return [1 / cfg["budget_factor"] ** k for k in range(cfg["n_budgets"] - 1, -1, -1)]
 
 
-def model_names(langs=None, cfg: dict | None = None, steps_scale: float = 1.0) -> list[str]:
-    """Every model ``train_all`` saves, in training order."""
-    cfg = dict(TRAIN, **(cfg or {}))
+def model_names(langs=None, cfg: dict | None = None) -> list[str]:
+    """Every model directory ``train_all`` saves, in training order (the Fig. 4 grid's points are named after their
+    example counts, known only once the data are distilled: see ``Run.grid``)."""
     langs = list(langs or ["de", "fr", "ru", "ja", "zh"])
-    grid = budgets(cfg, steps_scale)
-    names = [TARGET, GENERIC, PRETRAINED]
+    names = [TARGET, GENERIC]
     for lang in langs:
-        for kind in ("f", "pf"):
-            names += [f"ml-draft-{kind}-{lang}"] + ([_budget_name(kind, grid[-1])] if lang == BUDGET_LANG else [])
-    if BUDGET_LANG in langs:
-        names += [_budget_name(r, b) for b in grid[:-1] for r in ("f", "pf")] + [LARGE]
-    return names
+        names += [f"ml-draft-f-{lang}", f"ml-draft-pf-{lang}"]
+    return names + ([LARGE] if BUDGET_LANG in langs else [])
 
 
 @dataclass
@@ -201,11 +196,30 @@ class Run:
         batch_size = self.cfg["eval_batch_size"]
         return {key: recipe.answer_metrics(model, ex, batch_size) for key, ex in self.drafter_eval.items()}
 
-    def ft_steps(self, lang: str, budget: int) -> int:
-        """Finetune steps for a budget of answer tokens: budget / (batch x mean answer length of the pair)."""
-        ex = self.distilled[lang][1]
-        mean_answer = sum(map(len, ex)) / max(1, len(ex))
-        return max(1, round(budget / (self.cfg["ft_batch_size"] * mean_answer)))
+    def main_steps(self, lang: str) -> int:
+        """Finetune steps of a main drafter: ``ft_budget`` answer tokens / (batch x mean answer length of the pair)."""
+        answers = self.distilled[lang][1]
+        mean_answer = sum(map(len, answers)) / max(1, len(answers))
+        return max(1, round(self.scale(self.cfg["ft_budget"]) / (self.cfg["ft_batch_size"] * mean_answer)))
+
+    def grid(self, lang: str) -> list[list[int]]:
+        """Fig. 4's finetune sets for ``lang``: nested sets of distilled examples (indices into
+        ``distilled[lang]``), smallest first, the last all of them. A set holds every answer (each temperature)
+        of the first ``ceil(fraction x n)`` of the pair's training prompts in a seeded random order, so a larger
+        set adds distinct prompts and tokens, never repeats."""
+        prompts = self.distilled[lang][0]
+        groups: dict[tuple, list[int]] = {}
+        for i, p in enumerate(prompts):
+            groups.setdefault(tuple(p), []).append(i)
+        keys = list(groups)
+        order = torch.randperm(len(keys), generator=torch.Generator().manual_seed(model_seed(f"grid-{lang}")))
+        counts = [max(1, math.ceil(fraction * len(keys))) for fraction in subset_fractions(self.cfg)]
+        if len(set(counts)) < len(counts):
+            raise ValueError(
+                f"{lang}: {len(keys)} distilled prompts are too few for {len(counts)} nested sets {counts}; "
+                "lower n_budgets or budget_factor"
+            )
+        return [sorted(i for k in order[:n] for i in groups[keys[int(k)]]) for n in counts]
 
 
 def start_run(data: dict, out_dir, device, steps_scale, langs, prompts_per_set, tokenizer_dir, overrides) -> Run:
@@ -268,12 +282,8 @@ def evaluate_target(run: Run, data: dict, target, steps: int, log: list, seconds
     (indices into ``data["heldout"]``, prompt ids) and the target's greedy answers to them."""
     cfg, heldout = run.cfg, data["heldout"]
     t0 = time.perf_counter()
-    eval_idx = _select(heldout, lambda r: True, run.prompts_per_set, cfg["max_prompt_tokens"])
-    eval_prompts = [example_ids(heldout, i)[0] for i in eval_idx]
+    eval_idx, eval_prompts, greedy = heldout_greedy(run, data, target)
     eval_refs = [example_ids(heldout, i)[1] for i in eval_idx]
-    greedy = generate_batched(
-        target, eval_prompts, 0.0, cfg["max_new_tokens"], cfg["gen_batch_size"], model_seed(TARGET)
-    )
     args = (heldout, eval_idx, eval_prompts, eval_refs, greedy, run.tokenizer, cfg, run.device)
     quality = recipe.target_quality(target, *args)
     run.phases["target_eval"] = time.perf_counter() - t0
@@ -387,81 +397,97 @@ def pretrained_drafter(run: Run, name: str, size: str, mix: str, steps_key: str,
     return model, log, steps, seconds
 
 
-def finetuned_drafter(run: Run, name: str, lang: str, recipe_name: str, budget: int, init=None, **origin):
-    """A drafter finetuned on the target's distilled ``lang``→En answers (a copy of ``init``, or from scratch),
-    saved under every name of ``save_names`` (default ``name``). ``origin``: ``init_name``, ``init_steps``,
-    ``init_seconds``, ``init_log`` (the pretraining of ``init``), ``size`` (from scratch), ``save_names``."""
+def finetuned_drafter(run: Run, name: str, lang: str, recipe_name: str, subset: list[int], init=None, **origin):
+    """A drafter finetuned on the target's distilled ``lang``→En answers ``subset`` (indices into
+    ``run.distilled[lang]``; a copy of ``init``, or from scratch) for the passes of a main drafter (``main_steps``
+    scaled by the subset's share of the answer tokens), saved as ``name``. ``origin``: ``init_name``,
+    ``init_steps``, ``init_seconds``, ``init_log`` (the pretraining of ``init``), ``size`` (from scratch),
+    ``aliases`` (further names of the same model: summary rows only, ``same_as`` = ``name``)."""
     cfg = run.cfg
     t0 = time.perf_counter()
     size = SIZES[origin.get("size", "draft")]
     model = copy.deepcopy(init) if init is not None else new_model(size, model_seed(name), run.device)
-    steps = run.ft_steps(lang, budget)
-    examples = Examples(*run.distilled[lang], run.device)
+    prompts, answers = run.distilled[lang]
+    distinct = sum(len(answers[i]) for i in subset)
+    steps = max(1, round(run.main_steps(lang) * distinct / max(1, sum(map(len, answers)))))
+    examples = Examples([prompts[i] for i in subset], [answers[i] for i in subset], run.device)
     args = (steps, cfg["ft_batch_size"], cfg["ft_lr"], model_seed(name), name)
-    log, tokens = recipe.finetune(
-        model, examples, *args, run.drafter_eval.get(f"django-{lang}"), cfg["eval_batch_size"]
-    )
+    log, seen = recipe.finetune(model, examples, *args, run.drafter_eval.get(f"django-{lang}"), cfg["eval_batch_size"])
     seconds = time.perf_counter() - t0
     run.phases[f"finetune {name}"] = seconds
-    metrics, general = run.drafter_metrics(model), run.general_losses(model)
-    save_names = origin.get("save_names") or (name,)
-    for k, save_name in enumerate(save_names):
-        info = {
-            "role": "drafter",
-            "recipe": recipe_name,
-            "lang": lang,
-            "init": origin.get("init_name", "scratch"),
-            "pretrain_steps": origin.get("init_steps", 0),
-            "finetune_steps": steps,
-            "finetune_budget": budget,
-            "finetune_tokens": tokens,
-            "finetune_examples": examples.n,
-            "ft_batch_size": cfg["ft_batch_size"],
-            "ft_lr": cfg["ft_lr"],
-            "seconds": round(origin.get("init_seconds", 0.0) + seconds, 1),
-            **({"same_as": save_names[0]} if k else {}),
-            "heldout_general": general,
-            "heldout_xx_en": metrics,
-        }
-        run.save(model, save_name, info, [*origin.get("init_log", ()), *log])
+    info = {
+        "role": "drafter",
+        "recipe": recipe_name,
+        "lang": lang,
+        "init": origin.get("init_name", "scratch"),
+        "pretrain_steps": origin.get("init_steps", 0),
+        "finetune_steps": steps,
+        "finetune_budget": examples.n,  # distinct distilled examples (prompt, temperature)
+        "finetune_tokens": distinct,  # distinct answer tokens: Fig. 4's x-axis
+        "finetune_tokens_seen": seen,
+        "finetune_examples": examples.n,
+        "ft_batch_size": cfg["ft_batch_size"],
+        "ft_lr": cfg["ft_lr"],
+        "seconds": round(origin.get("init_seconds", 0.0) + seconds, 1),
+        "heldout_general": run.general_losses(model),
+        "heldout_xx_en": run.drafter_metrics(model),
+    }
+    run.save(model, name, info, [*origin.get("init_log", ()), *log])
+    for alias in origin.get("aliases", ()):
+        run.rows.append({**info, "model": alias, "parameters": run.rows[-1]["parameters"], "same_as": name})
     return model
 
 
-def train_drafters(run: Run) -> list[int]:
-    """Stage c: generic and pretrained drafters, F and P-F drafters per language, the budget grid and the large
-    drafter (``BUDGET_LANG``); returns the budget grid."""
-    pretrained_drafter(run, GENERIC, "draft", "english", "pretrain_steps", save_as=GENERIC)
-    base, _, base_steps, base_seconds = pretrained_drafter(
-        run, PRETRAINED, "draft", "multilingual", "pretrain_steps", save_as=PRETRAINED
-    )
-    from_base = dict(init=base, init_name=PRETRAINED, init_steps=base_steps, init_seconds=base_seconds)
-    grid = budgets(run.cfg, run.steps_scale)
-    main_budget = grid[-1]
+def train_drafters(run: Run, generic=None, only=None) -> None:
+    """Stage c: the generic drafter (P: general text only; the SpS baseline and the start of every P-F drafter),
+    F and P-F drafters per language, Fig. 4's grid and the large drafter (``BUDGET_LANG``).
+
+    ``generic``: ``(model, steps, seconds)`` of an already trained generic drafter (else it is pretrained here);
+    ``only``: train just these names (``drafters`` step: the rest stay as saved)."""
+    want = lambda name: only is None or name in only  # noqa: E731
+    if generic is None:
+        model, _, steps, seconds = pretrained_drafter(
+            run, GENERIC, "draft", "english", "pretrain_steps", save_as=GENERIC
+        )
+        with torch.no_grad():  # P-F starts from the shipped (float16) generic drafter, as the ``drafters`` step does
+            for param in model.parameters():
+                param.copy_(param.half().float())
+        generic = (model, steps, seconds)
+    from_base = dict(init=generic[0], init_name=GENERIC, init_steps=generic[1], init_seconds=generic[2])
     for lang in run.langs:
-        extra = (_budget_name("f", main_budget),) if lang == BUDGET_LANG else ()
-        finetuned_drafter(run, f"ml-draft-f-{lang}", lang, "F", main_budget, save_names=(f"ml-draft-f-{lang}", *extra))
-        extra = (_budget_name("pf", main_budget),) if lang == BUDGET_LANG else ()
-        names = (f"ml-draft-pf-{lang}", *extra)
-        finetuned_drafter(run, f"ml-draft-pf-{lang}", lang, "P-F", main_budget, **from_base, save_names=names)
-    if BUDGET_LANG in run.langs:
-        for budget in grid[:-1]:
-            finetuned_drafter(run, _budget_name("f", budget), BUDGET_LANG, "F", budget)
-            finetuned_drafter(run, _budget_name("pf", budget), BUDGET_LANG, "P-F", budget, **from_base)
+        grid = run.grid(lang)
+        main = grid[-1]
+        for kind, recipe_name, init in (("f", "F", {}), ("pf", "P-F", from_base)):
+            alias = (_budget_name(kind, len(main)),) if lang == BUDGET_LANG else ()
+            if want(f"ml-draft-{kind}-{lang}"):
+                finetuned_drafter(run, f"ml-draft-{kind}-{lang}", lang, recipe_name, main, aliases=alias, **init)
+    if BUDGET_LANG not in run.langs:
+        return
+    for subset in run.grid(BUDGET_LANG)[:-1]:
+        for kind, recipe_name, init in (("f", "F", {}), ("pf", "P-F", from_base)):
+            name = _budget_name(kind, len(subset))
+            if want(name):
+                finetuned_drafter(run, name, BUDGET_LANG, recipe_name, subset, **init)
+    if want(LARGE):
         large, large_log, large_steps, large_seconds = pretrained_drafter(
-            run, "ml-draft-large-pretrained", "large", "multilingual", "large_pretrain_steps"
+            run, "ml-draft-large-pretrained", "large", "english", "large_pretrain_steps"
         )
         from_large = dict(init_name="ml-draft-large-pretrained (not saved)", init_steps=large_steps)
         from_large.update(init_seconds=large_seconds, size="large", init_log=large_log)
-        finetuned_drafter(run, LARGE, BUDGET_LANG, "P-F", main_budget, init=large, **from_large)
-    return grid
+        main = run.grid(BUDGET_LANG)[-1]
+        finetuned_drafter(run, LARGE, BUDGET_LANG, "P-F", main, init=large, **from_large)
 
 
-def write_summary(run: Run, data: dict, grid: list[int], distil_stats: dict, seconds_total: float) -> None:
-    """``ml_training.csv`` (one row per model) and ``ml_run.json`` (configuration, timings, sizes)."""
+def write_summary(run: Run, data: dict, distil_stats: dict, seconds_total: float, summary_dir=None, extra=None):
+    """``ml_training.csv`` (one row per model name) and ``ml_run.json`` (configuration, timings, sizes) in
+    ``summary_dir`` (default the models directory). ``extra``: more ``ml_run.json`` entries."""
     out_dir, rows = run.out_dir, run.rows
-    weights = {r["model"]: (out_dir / r["model"] / "model.safetensors").stat().st_size for r in rows}
-    dirs = {r["model"]: sum(p.stat().st_size for p in (out_dir / r["model"]).iterdir()) for r in rows}
-    _write_csv(out_dir / "ml_training.csv", rows)
+    summary_dir = pathlib.Path(summary_dir or out_dir)
+    saved = [r["model"] for r in rows if not r.get("same_as")]
+    weights = {m: (out_dir / m / "model.safetensors").stat().st_size for m in saved}
+    dirs = {m: sum(p.stat().st_size for p in (out_dir / m).iterdir()) for m in saved}
+    _write_csv(summary_dir / "ml_training.csv", rows)
+    distilled_jsonl = out_dir / "ml_distilled.jsonl"
     summary = {
         "device": run.device_name,
         "steps_scale": run.steps_scale,
@@ -470,21 +496,22 @@ def write_summary(run: Run, data: dict, grid: list[int], distil_stats: dict, sec
         "config": run.cfg,
         "sizes": SIZES,
         "mixes": MIXES,
-        "budgets": grid,
+        "fig4_grid": {BUDGET_LANG: [len(s) for s in run.grid(BUDGET_LANG)]} if BUDGET_LANG in run.langs else {},
         "distilled": distil_stats,
         "seconds_total": round(seconds_total, 1),
         "phase_seconds": {k: round(v, 1) for k, v in run.phases.items()},
         "weights_bytes_total": sum(weights.values()),
         "model_dirs_bytes_total": sum(dirs.values()),
-        "distilled_jsonl_bytes": (out_dir / "ml_distilled.jsonl").stat().st_size,
+        "distilled_jsonl_bytes": distilled_jsonl.stat().st_size if distilled_jsonl.exists() else None,
         "weights_bytes": weights,
         "data_meta": data["meta"],
+        **(extra or {}),
     }
-    (out_dir / "ml_run.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+    (summary_dir / "ml_run.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     print(
         f"{len(rows)} models, float16 weights {sum(weights.values()) / 1e6:.2f} MB "
-        f"(model directories with tokenizer files {sum(dirs.values()) / 1e6:.2f} MB), distilled jsonl "
-        f"{summary['distilled_jsonl_bytes'] / 1e6:.2f} MB, {summary['seconds_total']:.0f} s on {run.device_name}",
+        f"(model directories with tokenizer files {sum(dirs.values()) / 1e6:.2f} MB), "
+        f"{summary['seconds_total']:.0f} s on {run.device_name}",
         flush=True,
     )
 
@@ -512,8 +539,118 @@ def train_all(
     eval_idx, eval_prompts, greedy = evaluate_target(run, data, target, steps, log, seconds)
     distil_stats = self_distil(run, data, target)
     drafter_eval_sets(run, data, eval_idx, eval_prompts, greedy)
-    grid = train_drafters(run)
-    write_summary(run, data, grid, distil_stats, time.perf_counter() - t_run)
+    train_drafters(run)
+    write_summary(run, data, distil_stats, time.perf_counter() - t_run)
+    return run.rows
+
+
+def load_distilled(run: Run, data: dict, path: pathlib.Path) -> dict:
+    """``run.distilled`` from a saved ``ml_distilled.jsonl`` (or ``.jsonl.gz``): the prompt ids of each row are
+    those of ``data["train"]`` (its id and direction), in the file's order (language, temperature, prompt), the
+    order ``self_distil`` builds; returns per-language statistics."""
+    import gzip
+
+    train = data["train"]
+    index = {(r["id"], r["direction"]): i for i, r in enumerate(train["rows"])}
+    run.distilled = distilled = {lang: ([], []) for lang in run.langs}
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if row["lang"] not in distilled:
+                continue
+            prompt = example_ids(train, index[(row["id"], row["direction"])])[0]
+            distilled[row["lang"]][0].append(prompt)
+            distilled[row["lang"]][1].append(row["output_ids"])
+    return {
+        lang: {
+            "examples": len(a),
+            "answer_tokens": sum(map(len, a)),
+            "eos_fraction": round(sum(o[-1] == 2 for o in a) / max(1, len(a)), 3),
+        }
+        for lang, (_, a) in distilled.items()
+    }
+
+
+def heldout_greedy(run: Run, data: dict, target):
+    """The held-out prompts the drafters are evaluated on (indices into ``data["heldout"]``, prompt ids) and the
+    target's greedy answers to them."""
+    cfg, heldout = run.cfg, data["heldout"]
+    eval_idx = _select(heldout, lambda r: True, run.prompts_per_set, cfg["max_prompt_tokens"])
+    eval_prompts = [example_ids(heldout, i)[0] for i in eval_idx]
+    greedy = generate_batched(
+        target, eval_prompts, 0.0, cfg["max_new_tokens"], cfg["gen_batch_size"], model_seed(TARGET)
+    )
+    return eval_idx, eval_prompts, greedy
+
+
+def retrain_drafters(
+    data: dict,
+    models_dir: pathlib.Path,
+    distilled: pathlib.Path,
+    summary_dir: pathlib.Path,
+    only: list[str] | None = None,
+    device: str = "cpu",
+    tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR,
+    steps_scale: float = 1.0,
+    prompts_per_set: int | None = None,
+    **overrides,
+) -> list[dict]:
+    """The ``drafters`` step: retrain the drafters ``only`` on a saved target (``models_dir/ml-target``) and its saved
+    distillation (``distilled``) with the generic drafter saved in ``models_dir``, exactly as ``train_all`` would
+    after its distillation; rewrite ``summary_dir``'s ``ml_training.csv`` (rows of the models kept are carried
+    over) and ``ml_run.json`` (with a ``retrained`` entry: names, device, seconds)."""
+    from specdec.zoo.models import load
+
+    run = start_run(data, models_dir, device, steps_scale, None, prompts_per_set, tokenizer_dir, overrides)
+    t_run = time.perf_counter()
+    target = load(models_dir / TARGET, with_tokenizer=False)[0].float().to(device)
+    eval_idx, eval_prompts, greedy = heldout_greedy(run, data, target)
+    distil_stats = load_distilled(run, data, distilled)
+    drafter_eval_sets(run, data, eval_idx, eval_prompts, greedy)
+    generic = load(models_dir / GENERIC, with_tokenizer=False)[0].float().to(device)
+    grid = (
+        [_budget_name(k, len(s)) for s in run.grid(BUDGET_LANG) for k in ("f", "pf")]
+        if BUDGET_LANG in run.langs
+        else []
+    )
+    if only is None:  # what reads the generic drafter or Fig. 4's sets: the P-F drafters, the grid, the large one
+        only = [f"ml-draft-pf-{lang}" for lang in run.langs] + [LARGE] + grid[:-2]
+    summary = summary_dir / "ml_training.csv"
+    steps_seconds = {r["model"]: r for r in csv.DictReader(summary.open(encoding="utf-8"))}[GENERIC]
+    base = (generic, int(steps_seconds["pretrain_steps"]), float(steps_seconds["seconds"]))
+    train_drafters(run, generic=base, only=set(only))
+    # read the table only now: a concurrent ``drafters`` run (other names) may have rewritten it meanwhile
+    old = {r["model"]: r for r in csv.DictReader(summary.open(encoding="utf-8"))}
+    new = {r["model"]: r for r in run.rows}
+    rows = []
+    for name in model_names(run.langs) + grid:
+        if name in new:
+            rows.append(new[name])
+            continue
+        main = name.rsplit("-b", 1)[0] if name in grid[-2:] else name
+        if name not in old and (name == main or main not in old):
+            print(f"note: {name} is neither trained by this run nor in {summary}", flush=True)
+            continue
+        row = dict(old.get(name) or old[main])
+        if row.get("recipe") in ("F", "P-F") and main != LARGE and name not in grid[:-2]:  # a main drafter
+            answers = run.distilled[row["lang"]][1]
+            row["finetune_tokens_seen"] = row.get("finetune_tokens_seen") or row["finetune_tokens"]
+            row.update(finetune_budget=len(answers), finetune_tokens=sum(map(len, answers)))
+        if name != main:
+            row.update(model=name, same_as=main)
+        rows.append(row)
+    run.rows = rows
+    seconds = time.perf_counter() - t_run
+    previous = json.loads((summary_dir / "ml_run.json").read_text())
+    retrained = previous.get("retrained", [])
+    phases = {k: round(v, 1) for k, v in run.phases.items()}
+    retrained.append({"models": sorted(new), "device": run.device_name, "seconds": round(seconds, 1), "phases": phases})
+    before = previous.get("trained_before") or {
+        k: previous.get(k) for k in ("device", "seconds_total", "phase_seconds")
+    }
+    extra = {"retrained": retrained, "trained_before": before}
+    write_summary(run, data, distil_stats, seconds, summary_dir, extra)
     return run.rows
 
 
@@ -548,7 +685,7 @@ def main(argv=None):
 
         return paper_recipe.main(rest)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], parents=[profile])
-    parser.add_argument("step", nargs="?", choices=["data", "train", "all"], default="all")
+    parser.add_argument("step", nargs="?", choices=["data", "train", "all", "drafters"], default="all")
     parser.add_argument(
         "--data",
         type=pathlib.Path,
@@ -572,6 +709,21 @@ def main(argv=None):
     parser.add_argument("--prompts-per-set", type=int, default=None)
     parser.add_argument("--ft-budget", type=int, default=TRAIN["ft_budget"], help="main finetune budget (tokens)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--distilled",
+        type=pathlib.Path,
+        default=zoo.DATA / "multilingual" / "ml_distilled.jsonl.gz",
+        help="drafters: the saved distillation of the target in the models directory",
+    )
+    parser.add_argument(
+        "--summary-dir",
+        type=pathlib.Path,
+        default=zoo.DATA / "multilingual",
+        help="drafters: where ml_training.csv / ml_run.json live",
+    )
+    parser.add_argument(
+        "--only", nargs="*", default=None, help="drafters: the names to retrain (default: P-F, grid, large)"
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -590,6 +742,16 @@ def main(argv=None):
                     **data_summary(data),
                 }
             )
+        )
+    if args.step == "drafters":
+        return retrain_drafters(
+            build_data(),
+            args.out or zoo.MODELS,
+            args.distilled,
+            args.summary_dir,
+            args.only,
+            device=args.device,
+            ft_budget=args.ft_budget,
         )
     if args.step in ("train", "all"):
         data = torch.load(data_path)
