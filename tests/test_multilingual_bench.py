@@ -182,3 +182,36 @@ def test_latency_ratio_is_measured_once_per_drafter_shape(tmp_path):
     assert len(store.frame()) == 1 and store.frame().drafter[0].startswith("llama h64 L2")
     again = mb.latency_ratios(store, target, ["ml-draft-f-de"], repeats=3)  # same shape: read back, not re-measured
     assert again["ml-draft-f-de"] == ratios["ml-draft-generic"] and len(store.frame()) == 1
+
+
+def test_weights_digest_keys_rows_by_the_weights(monkeypatch, tmp_path):
+    """A retrained drafter (other bytes under the same name) gets another ``weights`` key: its rows never reuse the
+    old model's."""
+    import shutil
+
+    mb.use_profile("tiny")
+    f, pf = mb.weights_digest("ml-draft-f-de"), mb.weights_digest("ml-draft-pf-de")
+    assert len(f) == 12 and f != pf and mb.weights_digest(None) == mb.weights_digest("pld") not in (f, pf)
+    shutil.copytree(zoo.model_dir("ml-draft-f-de"), tmp_path / "ml-draft-f-de")
+    real = zoo.model_dir
+    monkeypatch.setattr(zoo, "model_dir", lambda name: tmp_path / name if name == "ml-draft-f-de" else real(name))
+    mb.weights_digest.cache_clear()
+    assert mb.weights_digest("ml-draft-f-de") == f
+    weights = tmp_path / "ml-draft-f-de" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-2] + b"\x00\x01")
+    mb.weights_digest.cache_clear()
+    assert mb.weights_digest("ml-draft-f-de") != f and mb.weights_digest("ml-draft-pf-de") == pf
+    mb.weights_digest.cache_clear()
+
+
+def test_translatable_set_depends_on_the_target_output_only():
+    mb.use_profile("tiny")
+    rows = mb.prompt_set("sphinx", "de", "en", None)[:12]
+    texts = [r["reference"] if i < 3 else "zzzz" for i, r in enumerate(rows)]
+    frame = pd.DataFrame(
+        {"pair": "de-en", "source": "sphinx", "method": "ar", "temperature": 0.0, "prompt": [r["id"] for r in rows]}
+    ).assign(text=texts)
+    got = mb.translatable_set(frame)
+    assert got.translatable.tolist() == [True] * 3 + [False] * 9 and (got.chrf[:3] == 100).all()
+    drafted = pd.concat([frame, frame.assign(method="sps-pf", text="other")])
+    assert got.equals(mb.translatable_set(drafted))

@@ -157,8 +157,36 @@ def test_table7(pf_speed, pf_tau, spread, status):
     assert tau.status == status and tau.estimate == pytest.approx(np.mean(pf_tau) - 1.0, abs=0.01)
 
 
+def test_table7_counts_only_the_translatable_prompts():
+    """The prompts the target cannot translate are left out: here P-F wins only on them, so the verdict fails."""
+    tau = np.where(np.arange(len(NOISE)) < 4, 1.0, 3.0)
+    frame = _runs({"ar": 1.0, "sps-generic": 1.0, "sps-pf": 1.0}, tau={"sps-pf": tau})
+    assert mf.table7_verdicts(frame)[1].status == HOLDS  # every prompt: P-F ahead on half of them
+    translatable = pd.DataFrame(
+        {"pair": "de-en", "prompt": [f"de-en:p{i}" for i in range(8)], "translatable": tau == 1}
+    )
+    speed, v = mf.table7_verdicts(frame, translatable=translatable)
+    assert v.n == speed.n == 4 and v.estimate == pytest.approx(0.0) and v.status != HOLDS
+
+
+@pytest.mark.parametrize(
+    "taus,status,estimate",
+    [
+        ({"sps-generic": 1.0, "sps-f": 1.5, "sps-pf": 2.2}, HOLDS, 0.7),
+        ({"sps-generic": 1.0, "sps-f": 2.5, "sps-pf": 2.2}, FAILS, -0.3),
+        ({"sps-generic": 2.3, "sps-f": 1.5, "sps-pf": 2.2}, FAILS, -0.1),
+        ({"sps-generic": 1.0, "sps-f": 1.5, "sps-pf": 1.5 + 0.02 + np.roll(NOISE, 1) * 3}, INCONCLUSIVE, 0.02),
+    ],
+)
+def test_table3(taus, status, estimate):
+    frame = pd.concat([_runs(dict.fromkeys(taus, 1.0), tau=taus, pair="zh-en"), _runs(dict.fromkeys(taus, 1.0))])
+    v = mf.table3_verdict(frame)
+    assert v.name == "Table 3 zh-en T=0" and v.status == status and v.n == len(NOISE)
+    assert v.estimate == pytest.approx(estimate, abs=0.01)
+
+
 def test_findings_from_results_lists_every_finding():
     names = [v.name for v in mf.findings_from_results("tiny")]
     for name in ("M1 T=0", "M1 vs PLD T=1", "M1-τ T=0", "M2 F", "M2 P-F", "M3", "M4-speed T=0", "M4-τ T=1"):
         assert name in names
-    assert "Table 7" in names and "Quality T=0" in names
+    assert "Table 7" in names and "Quality T=0" in names and "Table 3 zh-en T=0" in names

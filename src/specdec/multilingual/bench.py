@@ -20,6 +20,7 @@ tokens/s ratios), named with its device. Prompts are ``[<s>] + prompt ids`` of `
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import pathlib
 import random
@@ -53,7 +54,9 @@ NOT_BUILT = {
     "Lookahead": "not built: needs Jacobi-iteration n-gram pools (a different decoding loop)",
 }
 # every parameter that changes a row, the device included (rows carry walltimes)
-KEYS = ["pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "device", "prompt", "method"]
+# and ``weights``, a digest of the target's and the method's drafter's weights (``weights_digest``): a retrained model
+# never reuses the rows of the one it replaces
+KEYS = ["pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "device", "prompt", "method", "weights"]
 GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
 
 TRAIN_COMMAND = "python -m specdec.multilingual.train --profile paper all --out $SPECDEC_ML_DRAFTERS"
@@ -89,6 +92,7 @@ def use_profile(profile: str = "tiny", device=None, dtype=None) -> None:
     _PROFILE.update(profile=profile, device=str(device), dtype=None if profile == "tiny" else dtype)
     load_model.cache_clear()
     tokenizer.cache_clear()
+    weights_digest.cache_clear()
 
 
 def drafters_dir() -> pathlib.Path:
@@ -124,6 +128,29 @@ def load_model(name: str):
         return load(name, with_tokenizer=False)[0]
     revision = revision_of(load_profile("paper"), source)
     return load(source, device=_PROFILE["device"], dtype=_PROFILE["dtype"], with_tokenizer=False, revision=revision)[0]
+
+
+def _weights_identity(name: str) -> str:
+    """What a zoo name's weights are: the sha256 of its ``*.safetensors`` files when it is a folder (the tiny zoo, the
+    paper profile's trained drafters), else ``hub id@pinned revision``."""
+    source = model_source(name)
+    path = zoo.model_dir(source) if _PROFILE["profile"] == "tiny" else pathlib.Path(source)
+    if path.is_dir():
+        digest = hashlib.sha256()
+        for f in sorted(path.glob("*.safetensors")):
+            digest.update(f.read_bytes())
+        return digest.hexdigest()
+    return f"{source}@{revision_of(load_profile('paper'), source) or 'unpinned'}"
+
+
+@functools.cache
+def weights_digest(spec) -> str:
+    """The ``weights`` key of a row: 12 hex digits of the sha256 of the target's weights and, for a drafter model
+    ``spec``, the drafter's (plain decoding and PLD: the target's only)."""
+    parts = [_weights_identity("ml-target")]
+    if spec not in (None, "", "pld"):
+        parts.append(_weights_identity(spec))
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 
 @functools.cache
@@ -360,7 +387,7 @@ def run_grid(
                         prompt=row["id"],
                     )
                     methods = drafters_for(pair)
-                    if not all(store.done(**key, method=m) for m in methods):
+                    if not all(store.done(**key, method=m, weights=weights_digest(d)) for m, d in methods.items()):
                         groups.append((key, methods, row, prompt_seed(s, row["id"])))
     if groups:  # the first calls of a model pay one-time costs: warm every model up once, untimed
         key, methods, row, _ = groups[0]
@@ -369,7 +396,7 @@ def run_grid(
         out = run_group(
             target, methods, row, gamma=gamma, temperature=key["temperature"], seed=seed, max_new_tokens=max_new_tokens
         )
-        store.append([{**key, **r} for r in out])
+        store.append([{**key, **r, "weights": weights_digest(r["drafter"] or None)} for r in out])
 
 
 def recompute(keys: list[dict], *, profile: str = "tiny") -> pd.DataFrame:
@@ -522,6 +549,42 @@ def _references(g: pd.DataFrame) -> list[str]:
     return [_REFERENCES[p] for p in g.prompt]
 
 
+def translatable_set(frame: pd.DataFrame, quantile: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Table 7's evaluation set: the held-out prompts the target demonstrably translates (the paper's target,
+    Vicuna 7B, translates IWSLT14; a set it cannot translate tests nothing about the drafters).
+
+    ``frame``: stored rows with plain decoding at T = 0 (``method`` "ar"; prompts of one ``source``). Per pair, each
+    output's sentence chrF against its own reference is compared with chance: the chrF of the pair's outputs
+    against the reference of another prompt of the pair (a derangement seeded by ``seed`` and the pair); a prompt is
+    translatable when its chrF exceeds the ``quantile`` of that chance distribution. The set depends on the target
+    alone, never on a drafter. Returns one row per prompt: pair, prompt, chrf, chance_chrf, threshold,
+    translatable."""
+    from specdec.multilingual.recipe import derangement
+
+    ar = frame[(frame.method == "ar") & (frame.temperature == 0)].drop_duplicates(["pair", "prompt"])
+    out = []
+    for (pair, source), g in ar.groupby(["pair", "source"], sort=True):
+        rows = prompt_set(source, *pair.split("-"), None, profile=_PROFILE["profile"])
+        refs = {r["id"]: r["reference"] for r in rows}
+        texts, prompts = g.text.fillna("").tolist(), g.prompt.astype(str).tolist()
+        perm = derangement(len(prompts), random.Random(f"{seed}:{pair}")) if len(prompts) > 1 else [0]
+        own = [chrf(t, refs[p]) for t, p in zip(texts, prompts)]
+        chance = [chrf(t, refs[prompts[j]]) for t, j in zip(texts, perm)]
+        threshold = float(np.quantile(chance, quantile))
+        out += [
+            {
+                "pair": pair,
+                "prompt": p,
+                "chrf": c,
+                "chance_chrf": x,
+                "threshold": threshold,
+                "translatable": c > threshold,
+            }
+            for p, c, x in zip(prompts, own, chance)
+        ]
+    return pd.DataFrame(out)
+
+
 def table1(table: pd.DataFrame, value: str = "measured_speedup") -> pd.DataFrame:
     """Table 1 layout: rows method (+ the methods not built), columns (T, pair) and their mean."""
     wide = table.pivot_table(index="method", columns=["temperature", "pair"], values=value)
@@ -603,6 +666,8 @@ __all__ = [
     "NOT_BUILT",
     "architecture",
     "budget_grid",
+    "translatable_set",
+    "weights_digest",
     "chrf",
     "corpus_chrf",
     "decode_text",

@@ -33,18 +33,24 @@ b. Self-distillation: the target answers every training prompt of each pair X→
    scaling, no top-k / top-p) for throughput: the same distributions as ``specdec.engine`` with
    ``SamplingConfig(temperature=t)``. The outputs (ids and text) are saved as ``ml_distilled.jsonl``.
 c. Drafters (~0.37 M parameters, size of ``zoo.TINY_ZOO["tiny-draft-s"]``, same tokenizer):
-   ``ml-draft-generic`` (pretrained on general English text only, like vicuna-68m);
-   ``ml-draft-pretrained`` (pretrained on general English + multilingual text; the shared P checkpoint);
-   per pair X→En (X in de fr ru ja zh) ``ml-draft-f-<x>`` (finetune only, from scratch) and
-   ``ml-draft-pf-<x>`` (``ml-draft-pretrained`` finetuned), both on the target's distilled X→En outputs with
-   the loss on the answer tokens (and ``</s>``) only; for the tokens-vs-speedup figure, F and P-F drafters for
-   ``de`` at four log-spaced finetune budgets (``ml-draft-f-de-b<N>`` / ``ml-draft-pf-de-b<N>``, N = answer
-   tokens; the largest equals the main budget, so it is the same model as ``ml-draft-(p)f-de``); and
-   ``ml-draft-large-pf-de`` (hidden 192, 3 layers, ~2.1 M parameters: 5.7x the drafter, 12x its
-   non-embedding parameters) with the P-F recipe on de, for the drafter-size study.
+   ``ml-draft-generic`` (pretrained on general English text only, the paper's P on C4 + ShareGPT: the SpS
+   baseline, like vicuna-68m, and the start of every P-F drafter); per pair X→En (X in de fr ru ja zh)
+   ``ml-draft-f-<x>`` (finetune only, from scratch) and ``ml-draft-pf-<x>`` (``ml-draft-generic`` finetuned),
+   both on the target's distilled X→En outputs with the loss on the answer tokens (and ``</s>``) only; for the
+   tokens-vs-speedup figure (Fig. 4), F and P-F drafters for ``de`` on nested subsets of the distillation (the
+   answers to 1/64, 1/16, 1/4 and all of the training prompts, ``Run.grid``), each for the main drafter's number
+   of passes, named ``ml-draft-{f,pf}-de-b<N>`` (N distilled examples; the full set is the main drafter, a
+   summary row ``same_as`` it); and ``ml-draft-large-pf-de`` (hidden 80, 3 layers, ~0.59 M parameters: 0.15x the
+   target's non-embedding parameters and 3 of its 4 layers, as Tiny-Vicuna 1B to Vicuna 7B) pretrained on the
+   same general text, then P-F on de, for the drafter-size study (Table 6).
    Every drafter is evaluated on the held-out X→En prompts of every language (source A held-out and
    source B): answer-token loss and top-1 agreement with the target's greedy answer, teacher forced (the
    per-token greedy acceptance of speculative decoding).
+
+**Drafters step** (``python -m specdec.multilingual.train drafters [--only NAME ...]``, ``retrain_drafters``):
+retrains drafters on the saved target, its saved distillation (``data/multilingual/ml_distilled.jsonl.gz``) and
+the saved generic drafter, exactly as step c would (the generic drafter is used as saved, float16, in both);
+``ml_training.csv`` keeps the other models' rows and ``ml_run.json`` records what was retrained where.
 
 A finetune budget counts answer tokens seen (``</s>`` included): steps = budget / (batch x mean answer
 length of the pair's distilled data). ``--steps-scale`` multiplies every step count and budget and (below 1)
