@@ -161,16 +161,13 @@ def paper_model_ids() -> set[str]:
 
 
 def parameters_for(notebook: pathlib.Path, dev: str, extra: dict | None = None) -> dict:
-    """The notebook's smoke parameters (``COMMON``, its ``SMOKE`` entry, then ``extra``); a TABED ``pair`` brings
-    its paper numbers' ``setting`` from ``paper.yaml`` as ``paper_setting``."""
+    """The notebook's smoke parameters (``COMMON``, its ``SMOKE`` entry, then ``extra``). A TABED ``pair`` needs
+    nothing more: notebook 10 compares with that pair's own paper numbers (``tabed.bench.pair_setting``)."""
     params = {**COMMON, "device": dev}
     for prefix, more in SMOKE.items():
         if notebook.name.startswith(prefix):
             params.update(more)
     params.update(extra or {})
-    setting = yaml.safe_load(PROFILE_FILE.read_text())["pairs"].get(params.get("pair"), {}).get("setting")
-    if setting:
-        params["paper_setting"] = setting
     return params
 
 

@@ -251,14 +251,10 @@ def model_for(repo_id: str, tokenizer):
     return model.eval()
 
 
-def llava_processor(tokenizer):
-    """LLaVA-1.5's processor: CLIP image processor (tiny size), ``<image>`` token, chat template."""
-    from transformers import CLIPImageProcessor, LlavaProcessor
-
-    size = VISION["image_size"]
-    images = CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size})
-    return LlavaProcessor(
-        image_processor=images,
+def processor_kwargs(tokenizer) -> dict:
+    """What LLaVA-1.5's and LLaVA-NeXT's processors share: ``tokenizer``, ``PATCH``, the ``default`` feature
+    selection (CLS dropped: ``num_additional_image_tokens=1``), the ``<image>`` token and LLaVA's chat template."""
+    return dict(
         tokenizer=tokenizer,
         patch_size=PATCH,
         vision_feature_select_strategy="default",
@@ -266,6 +262,15 @@ def llava_processor(tokenizer):
         num_additional_image_tokens=1,
         chat_template=TEMPLATES["llava"],
     )
+
+
+def llava_processor(tokenizer):
+    """LLaVA-1.5's processor: CLIP image processor (tiny size), ``<image>`` token, chat template."""
+    from transformers import CLIPImageProcessor, LlavaProcessor
+
+    size = VISION["image_size"]
+    images = CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size})
+    return LlavaProcessor(image_processor=images, **processor_kwargs(tokenizer))
 
 
 def llava_next_processor(tokenizer):
@@ -277,15 +282,7 @@ def llava_next_processor(tokenizer):
     images = LlavaNextImageProcessor(
         size={"shortest_edge": size}, crop_size={"height": size, "width": size}, image_grid_pinpoints=GRID
     )
-    return LlavaNextProcessor(
-        image_processor=images,
-        tokenizer=tokenizer,
-        patch_size=PATCH,
-        vision_feature_select_strategy="default",
-        image_token="<image>",
-        num_additional_image_tokens=1,
-        chat_template=TEMPLATES["llava"],
-    )
+    return LlavaNextProcessor(image_processor=images, **processor_kwargs(tokenizer))
 
 
 def write_model(hf_home: pathlib.Path, repo_id: str, revision: str | None, raw_tokenizers: dict) -> pathlib.Path:

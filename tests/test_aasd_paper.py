@@ -203,3 +203,18 @@ def test_text_only_batches_replace_images_and_drop_ids_the_draft_lacks():
     assert out["input_ids"].tolist() == [[1, 13, 5, 6, 7, 0]]
     assert out["labels"].tolist() == [[-100, -100, -100, -100, 7, -100]]
     assert out["attention_mask"].tolist() == [[1] * 6]
+
+
+def test_both_batches_right_pad_their_rows():
+    """The paper batches (with and without images) share one right padding: pad id / 0 mask / -100 labels."""
+    image, n = 9, 2
+    encoded = [(torch.tensor([1, image, image, 5]), {}), (torch.tensor([1, 5]), {})]
+    batch = paper_zoo.make_batch(encoded, [[7, 20], [8]], pad_id=99, device="cpu")
+    assert batch["input_ids"].tolist() == [[1, image, image, 5, 7, 20], [1, 5, 8, 99, 99, 99]]
+    assert batch["attention_mask"].tolist() == [[1] * 6, [1] * 3 + [0] * 3]
+    assert batch["labels"].tolist() == [[-100] * 4 + [7, 20], [-100, -100, 8, -100, -100, -100]]
+    assert batch["pixel_values"] is None
+    out = paper_zoo.text_only_batch(batch, [13, 14], image, n, vocab_size=16)
+    assert out["input_ids"].tolist() == [[1, 13, 14, 5, 7, 0], [1, 5, 8, 0, 0, 0]]
+    assert out["attention_mask"].tolist() == [[1] * 6, [1] * 3 + [0] * 3]
+    assert out["labels"].tolist() == [[-100] * 4 + [7, -100], [-100, -100, 8, -100, -100, -100]]

@@ -162,3 +162,21 @@ def test_first_turn_answers_are_cached_and_never_claim_an_image(tmp_path, monkey
     longer = tb.first_turn_answers(target, processor, [row], 9, store)
     assert first == again == longer and "<image>" not in first[row["id"]] and "square" in first[row["id"]]
     assert calls == [8, 9]  # the second call with 8 tokens read the cache
+
+
+def test_each_pair_compares_with_its_own_table_of_the_paper():
+    """Notebook 10's default ``paper_setting``: the tiny zoo stands in for Table 10's pair, each paper.yaml pair
+    with a ``setting`` gets its table (11-14), the others none (an all-NaN table in Table 10's layout)."""
+    assert tb.pair_setting("tiny") == tb.PAPER_SETTING and tb.paper_table_name(tb.PAPER_SETTING) == "Table 10"
+    tables = {p: tb.paper_table_name(tb.pair_setting("paper", p)) for p in ("llava-7b", "llava-next-7b-160m")}
+    assert tables == {"llava-7b": "Table 10", "llava-next-7b-160m": "Table 12"}
+    assert tb.paper_table_name(tb.pair_setting("paper", "llava-next-7b-ov")) == "Table 13"
+    assert tb.paper_table_name(tb.pair_setting("paper", "llava-next-13b-as-authors")) == "Table 14"
+    assert tb.pair_setting("paper") == tb.PAPER_SETTING  # default pair llava-7b
+    assert tb.pair_setting("paper", "llava-13b") is None and tb.paper_table_name(None) is None
+    next7b = tb.pair_paper_table(tb.TABLE1, tb.pair_setting("paper", "llava-next-7b"))
+    assert next7b.loc[(1, "ood", "PSV"), "M"] == pytest.approx(1.19)  # Table 11
+    empty = tb.pair_paper_table(tb.TABLE1, None)
+    assert empty.index.equals(tb.paper_table(tb.TABLE1).index) and empty.isna().all().all()
+    with pytest.raises(ValueError, match="no LLaVA pair"):
+        tb.pair_setting("paper", "default")

@@ -176,3 +176,30 @@ def test_paper_thresholds_come_from_the_papers_tables():
     assert tf.paper_top_two_share() == 1.0  # Table 10: MT* best or second best in all 18 cells
     assert tf.paper_max_shortfall() == pytest.approx(0.04 / 2.40)  # Spot, first turn: MT 2.40, MT* 2.36
     assert tf.paper_window_tolerance() == pytest.approx(0.02 / 2.03)  # OOD means, h = 1 / 4 vs ALL
+
+
+def test_quoted_paper_numbers_follow_the_model_pair():
+    """Each pair's findings quote its own table of the paper (Table 11: LLaVA-1.5 68M -> LLaVA-NeXT 7B) and draw
+    their default thresholds from it; a pair the paper has no table for says so, with Table 10's thresholds."""
+    frame = tabed_runs(
+        PAPER_PATTERN | {k: dict(v, MT=2.0, **{"MT*": 2.5, "MTCP*": 2.6}) for k, v in PAPER_PATTERN.items()}
+    )
+    next7b = {"draft_type": "LLaVA-1.5", "draft_size": "68M", "target": "LLaVA-NeXT 7B"}
+    assert tf.paper_max_shortfall(setting=next7b) == pytest.approx(0.06 / 1.93)  # Spot, second turn: T, MT*
+    own = _by_name(tf.findings(frame, setting=next7b, n_boot=50))
+    assert own["T1c"].paper == "+0.68 τ (Table 11, cell mean)"  # OOD T − M: PSV 1.79 − 1.19, VIST 1.90 − 1.15
+    assert own["T1"].paper == "T1a +0.02, T1b +0.20, T1c +0.68"
+    assert own["T2"].paper == "100% of the 18 cells of Table 11"
+    assert own["T3a"].paper == "+0.06 τ (Table 11)" and "(Table 11; T is the best single there)" in own["T3b"].paper
+    assert "within 3.1%" in own["T3b"].claim  # the threshold follows the pair's table too
+    assert own["T4"].paper.endswith("τ (Table 11, cell mean)")
+    assert own["T5"].paper == tf.NO_NUMBER  # Table 3 (windows) is Table 10's pair only
+    assert not any("Table 10" in v.paper for v in own.values())
+    default = _by_name(tf.findings(frame, n_boot=50))
+    assert default["T1c"].paper == "+0.87 τ (Table 10, cell mean)" and "within 1.7%" in default["T3b"].claim
+    assert default["T5"].paper.startswith("0.99% (Table 3")
+    none = _by_name(tf.findings(frame, setting=None, n_boot=50))
+    assert all(v.paper == tf.NO_NUMBER for v in none.values())
+    assert "within 1.7%" in none["T3b"].claim and "at least 100%" in none["T2"].claim  # Table 10's thresholds
+    assert "Threshold: the share in Table 10." in none["T2"].detail
+    assert [v.status for v in none.values()] == [v.status for v in default.values()]

@@ -135,20 +135,33 @@ def distill(target, processor, requests: list[dict], max_new_tokens: int, path: 
     return done
 
 
+def _right_pad(rows: list[torch.Tensor], labels: list[torch.Tensor], pad_id: int, device=None) -> dict:
+    """``input_ids``, ``attention_mask``, ``labels`` (``LongTensor[B, longest row]`` on ``device``, default the
+    CPU) of 1-D id ``rows`` and their ``labels`` (each as long as its row), right-padded: after a row's end
+    ``input_ids`` is ``pad_id``, ``attention_mask`` 0 (1 on the row) and ``labels`` -100."""
+    width = max(len(r) for r in rows)
+    out = {
+        "input_ids": torch.full((len(rows), width), pad_id, dtype=torch.long, device=device),
+        "attention_mask": torch.zeros((len(rows), width), dtype=torch.long, device=device),
+        "labels": torch.full((len(rows), width), -100, dtype=torch.long, device=device),
+    }
+    for b, (row, lab) in enumerate(zip(rows, labels)):
+        out["input_ids"][b, : len(row)] = row
+        out["attention_mask"][b, : len(row)] = 1
+        out["labels"][b, : len(row)] = lab
+    return out
+
+
 def make_batch(encoded: list[tuple[torch.Tensor, dict]], answers: list[list[int]], pad_id: int, device) -> dict:
     """A right-padded batch ``input_ids``, ``attention_mask``, ``pixel_values``, ``labels`` (answer ids; -100 on
     the prompt and the padding) of ``(prompt ids [L], pixel inputs)`` and answer ids."""
-    rows = [torch.cat([ids, torch.tensor(answer, dtype=torch.long)]) for (ids, _), answer in zip(encoded, answers)]
-    width = max(len(r) for r in rows)
-    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(rows), width), -100, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for b, ((ids, _), row) in enumerate(zip(encoded, rows)):
-        input_ids[b, : len(row)] = row
-        labels[b, len(ids) : len(row)] = row[len(ids) :]
-        mask[b, : len(row)] = 1
+    rows, labels = [], []
+    for (ids, _), answer in zip(encoded, answers):
+        answer = torch.tensor(answer, dtype=torch.long)
+        rows.append(torch.cat([ids, answer]))
+        labels.append(torch.cat([torch.full((len(ids),), -100, dtype=torch.long), answer]))
     pixels = [inputs["pixel_values"] for _, inputs in encoded if "pixel_values" in inputs]
-    batch = {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
+    batch = _right_pad(rows, labels, pad_id)
     batch["pixel_values"] = torch.cat(pixels) if pixels else None
     return {k: (v.to(device) if v is not None else None) for k, v in batch.items()}
 
@@ -166,16 +179,7 @@ def text_only_batch(batch: dict, newline_ids: list[int], image_token_id: int, im
         outside = answer >= vocab_size
         rows.append(torch.cat([prompt, answer.masked_fill(outside, 0)]))
         labels.append(torch.cat([torch.full_like(prompt, -100), lab[prompt_len:].masked_fill(outside, -100)]))
-    width = max(len(r) for r in rows)
-    device = batch["input_ids"].device
-    out = {
-        "input_ids": torch.zeros((len(rows), width), dtype=torch.long, device=device),
-        "labels": torch.full((len(rows), width), -100, dtype=torch.long, device=device),
-        "attention_mask": torch.zeros((len(rows), width), dtype=torch.long, device=device),
-    }
-    for b, (r, lab) in enumerate(zip(rows, labels)):
-        out["input_ids"][b, : len(r)], out["labels"][b, : len(r)], out["attention_mask"][b, : len(r)] = r, lab, 1
-    return out
+    return _right_pad(rows, labels, 0, batch["input_ids"].device)
 
 
 # ------------------------------------------------------------------------------------------------- training

@@ -58,6 +58,28 @@ MODULE_TRAIN = dict(steps=100, batch_size=16, lr=2e-3, weight_decay=0.0, depths=
 MODULE_SIZE = dict(intermediate_size=256, projector_k=4, context="target")
 
 
+# ---------------------------------------------------------------------------------------------- the loop
+def _train_on_rows(model, n_rows: int, loss_fn, cfg: dict, seed: int, name: str) -> training.TrainLog:
+    """The one ``training.train`` call of the tiny AASD zoo (modules and text-only baselines).
+
+    Each step draws ``cfg["batch_size"]`` training-row indices uniformly with replacement from ``range(n_rows)``
+    (a CPU ``LongTensor[batch_size]``, from the loop's generator seeded ``seed + 1``; the caller seeds the model's
+    initialisation with ``seed``) and takes ``loss_fn(model, rows)``, a scalar mean loss. ``cfg``: ``steps``,
+    ``batch_size``, ``lr``, ``weight_decay`` (``MODULE_TRAIN`` / ``BASELINE_TRAIN``)."""
+    return training.train(
+        model,
+        lambda g: torch.randint(n_rows, (cfg["batch_size"],), generator=g),
+        loss_fn,
+        steps=cfg["steps"],
+        lr=cfg["lr"],
+        seed=seed + 1,
+        weight_decay=cfg["weight_decay"],
+        mean_loss=True,
+        name=name,
+        progress=False,
+    )
+
+
 # ------------------------------------------------------------------------------------------------ modules
 def train_module(target, splits, name: str, seed: int = 0, **settings) -> tuple[SpeculatingModule, dict]:
     """Train one speculating module on the frozen ``target`` (``MODULE_SIZE`` / ``MODULE_TRAIN`` overridden by
@@ -76,18 +98,7 @@ def train_module(target, splits, name: str, seed: int = 0, **settings) -> tuple[
         return tda_loss(m, batch, target, cfg["depths"], cfg["max_positions"], picks)
 
     t0 = time.perf_counter()
-    log = training.train(
-        module,
-        lambda g: torch.randint(n_rows, (cfg["batch_size"],), generator=g),
-        loss_fn,
-        steps=cfg["steps"],
-        lr=cfg["lr"],
-        seed=seed + 1,
-        weight_decay=cfg["weight_decay"],
-        mean_loss=True,
-        name=name,
-        progress=False,
-    )
+    log = _train_on_rows(module, n_rows, loss_fn, cfg, seed, name)
     seconds = time.perf_counter() - t0
     heldout = heldout_loss(module, target, held, images, cfg)
     summary = {
@@ -144,17 +155,13 @@ def train_text_baseline(name: str, data: dict, out_dir: pathlib.Path, seed: int,
     model = LlamaForCausalLM(zoo.llama_config(BASELINE_TEXT))
     n = len(train_split.scenario)
     cfg = BASELINE_TRAIN
-    log = training.train(
+    log = _train_on_rows(
         model,
-        lambda g: torch.randint(n, (cfg["batch_size"],), generator=g),
+        n,
         lambda m, rows: baselines.text_loss(m, tabed_train.batch_inputs(train_split, images, rows)),
-        steps=cfg["steps"],
-        lr=cfg["lr"],
-        seed=seed + 1,
-        weight_decay=cfg["weight_decay"],
-        mean_loss=True,
-        name=name,
-        progress=False,
+        cfg,
+        seed,
+        name,
     )
     with torch.no_grad():
         chunks = [torch.arange(s, min(s + 32, len(held.scenario))) for s in range(0, len(held.scenario), 32)]

@@ -617,6 +617,44 @@ def paper_table(methods, **setting) -> pd.DataFrame:
     return table[list(methods)]
 
 
+def pair_setting(profile: str = "tiny", pair: str | None = None) -> dict | None:
+    """The paper's rows a LLaVA pair compares with (``draft_type``, ``draft_size``, ``target`` of
+    ``tabed_block_efficiency``): the tiny zoo's default pair, ``PAPER_SETTING`` (it stands in for Table 10's
+    LLaVA-1.5 68M / 7B); a pair of a profile (default ``llava-7b``, as ``load_vlm_pair``), its ``setting`` in the
+    profile (Tables 10-14), or ``None`` where it has none: the paper has no block efficiencies for that pair
+    (``llava-13b``, ``llava-7b-160m``)."""
+    if profile == "tiny" and not pair:
+        return dict(PAPER_SETTING)
+    pairs = models.load_profile(profile).get("pairs", {})
+    pair = pair or "llava-7b"
+    if pair not in pairs or pairs[pair].get("kind") != "llava":
+        llava = sorted(k for k, v in pairs.items() if v.get("kind") == "llava")
+        raise ValueError(f"profile {profile!r} has no LLaVA pair {pair!r}; LLaVA pairs: {llava}")
+    setting = pairs[pair].get("setting")
+    return dict(setting) if setting else None
+
+
+def paper_table_name(setting: dict | None = PAPER_SETTING) -> str | None:
+    """The paper's table of ``setting`` (``"Table 10"`` ... ``"Table 14"``), ``None`` where it has none."""
+    if not setting:
+        return None
+    paper = results.paper_numbers("tabed_block_efficiency")
+    for k, v in setting.items():
+        paper = paper[paper[k] == v]
+    names = sorted(set(paper.table))
+    if len(names) > 1:
+        raise ValueError(f"setting {setting} matches several tables of the paper: {names}")
+    return names[0] if names else None
+
+
+def pair_paper_table(methods, setting: dict | None = PAPER_SETTING) -> pd.DataFrame:
+    """``paper_table`` of ``setting`` (e.g. ``pair_setting(profile, pair)``); where the paper has no table for it
+    (``None``, or no such rows), Table 10's layout with every cell NaN."""
+    if paper_table_name(setting) is None:
+        return paper_table(methods) * float("nan")
+    return paper_table(methods, **setting)
+
+
 def paper_group_table(methods, **setting) -> pd.DataFrame:
     """The paper's group means in the layout of ``group_means`` (Table 2 = the Table 10 averages: benchmark
     ``Avg.`` per turn, OOD = mean of PSV and VIST, NLP = mean of NQ and GSM8K)."""

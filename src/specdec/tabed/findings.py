@@ -4,6 +4,12 @@ Every method decodes the same requests, so methods are compared *paired by reque
 requests (``row``), never tokens; cell-level statistics (ranks, window spreads) resample requests within their
 cell. Thresholds default to the paper's own numbers (``data/paper``). ``findings_from_results`` reads the committed
 ``tabed_runs`` table (the scoreboard, notebook 90).
+
+The paper numbers quoted (and the thresholds drawn from them) follow the model pair: ``setting`` (the pair's rows of
+``tabed_block_efficiency``, ``bench.pair_setting(profile, pair)``; default ``bench.PAPER_SETTING``, Table 10) picks
+Table 10, 11, 12, 13 or 14. Where the paper has no table for the pair (``setting=None``) a verdict says so
+(``NO_NUMBER``) and its default threshold is Table 10's, the setting of the paper's main text. The window table
+(Table 3, T5) exists for Table 10's pair only.
 """
 
 from __future__ import annotations
@@ -12,13 +18,22 @@ import numpy as np
 import pandas as pd
 
 from specdec import results
-from specdec.tabed.bench import KEY, paper_table, paper_window_table, runs
+from specdec.tabed.bench import (
+    KEY,
+    PAPER_SETTING,
+    pair_paper_table,
+    pair_setting,
+    paper_table_name,
+    paper_window_table,
+    runs,
+)
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, decide, paired_difference
 
 # T1-T5 as ``Verdict``s on the tidy runs frame (``runs(...)``: one row per method x request). Every method decodes
 # the same requests, so methods are compared *paired by request* and the bootstrap resamples requests (``row``),
 # never tokens; cell-level statistics (ranks, window spreads) resample requests within their cell.
-PAPER_TABLE1 = "Table 10"  # LLaVA-1.5 68M draft, LLaVA-1.5 7B target (``PAPER_SETTING``)
+PAPER_TABLE1 = "Table 10"  # LLaVA-1.5 68M draft, LLaVA-1.5 7B target (``PAPER_SETTING``): Table 1, the main text
+NO_NUMBER = "the paper has no number for this pair"
 T2_METHODS = ("M", "T", "MT", "MT*")
 T5_GROUPS = ("benchmark t1", "ood")  # the paper's Table 3: first turns of the benchmark and OOD datasets
 MIN_REQUESTS = 3  # fewer paired requests than this: inconclusive, whatever the interval says
@@ -97,23 +112,33 @@ def _all_of(name: str, claim: str, parts: list[tuple[Verdict, float, bool]], n: 
     return Verdict(name, claim, est, low, high, n, status, paper, detail)
 
 
-def _paper_cells(methods) -> pd.DataFrame:
-    table = paper_table(list(methods))
+def _paper_cells(methods, setting: dict | None = PAPER_SETTING) -> pd.DataFrame:
+    """The paper's cells of ``setting`` that T1-T4 compare (no ``Avg.``, no NLP first turn); all NaN where the
+    paper has no table for it."""
+    table = pair_paper_table(list(methods), setting)
     table = table[[d != "Avg." for d in table.index.get_level_values(2)]]
     return table[[not (g == "nlp" and t == 1) for t, g, _ in table.index]]
 
 
-def paper_top_two_share(methods=T2_METHODS, method: str = "MT*") -> float:
-    """The share of the paper's Table 10 cells (benchmark and OOD first turns, benchmark and NLP second turns)
-    where ``method`` is best or second best among ``methods``."""
-    top2, n = rank_counts(_paper_cells(methods), method)
+def _threshold_setting(setting: dict | None) -> dict:
+    """Where a default threshold comes from: ``setting``'s table, else (the paper has none) Table 10's."""
+    return setting if paper_table_name(setting) else PAPER_SETTING
+
+
+def paper_top_two_share(methods=T2_METHODS, method: str = "MT*", setting: dict | None = PAPER_SETTING) -> float:
+    """The share of the paper's cells of ``setting`` (default Table 10; benchmark and OOD first turns, benchmark
+    and NLP second turns) where ``method`` is best or second best among ``methods``; NaN where it has none."""
+    if not paper_table_name(setting):
+        return float("nan")
+    top2, n = rank_counts(_paper_cells(methods, setting), method)
     return top2 / n
 
 
-def paper_max_shortfall(methods=T2_METHODS, method: str = "MT*") -> float:
-    """The largest relative gap ``(best − method) / best`` in any Table 10 cell: how far behind the best the
-    paper still calls MT* 'close to the best' (1.7%, Spot first turn)."""
-    cells = _paper_cells(methods)
+def paper_max_shortfall(methods=T2_METHODS, method: str = "MT*", setting: dict | None = PAPER_SETTING) -> float:
+    """The largest relative gap ``(best − method) / best`` in any cell of ``setting``'s table (default Table 10):
+    how far behind the best the paper still calls MT* 'close to the best' (Table 10: 1.7%, Spot first turn);
+    NaN where the paper has no table for ``setting``."""
+    cells = _paper_cells(methods, setting)
     return float(((cells.max(axis=1) - cells[method]) / cells.max(axis=1)).max())
 
 
@@ -126,10 +151,13 @@ def paper_window_tolerance() -> float:
     return float(((groups.drop(columns="ALL").sub(groups["ALL"], axis=0)).abs().div(groups["ALL"], axis=0)).max().max())
 
 
-def verdict_t1_parts(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> list[Verdict]:
+def verdict_t1_parts(
+    frame: pd.DataFrame, *, setting: dict | None = PAPER_SETTING, n_boot: int = 2000, seed: int = 0
+) -> list[Verdict]:
     """T1a: M − T > 0 on first-turn benchmark requests (single- and multi-image); T1b: T − M > 0 on second
     turns (benchmark and text-only NLP follow-ups); T1c: T − M > 0 on the OOD five-image stories (PSV, VIST).
-    Each is the mean paired difference of τ over the requests of its cells."""
+    Each is the mean paired difference of τ over the requests of its cells; the paper's is quoted from the table
+    of ``setting``."""
     frame = paper_scenarios(frame)
     turn = frame.turn.astype(int)
     parts = [
@@ -140,42 +168,53 @@ def verdict_t1_parts(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) 
         ("T1c", "T drafts better than M on the OOD multi-image stories PSV, VIST (τ(T) − τ(M) > 0)", "T", "M",
          frame.group == "ood", [(1, "ood")]),
     ]  # fmt: skip
-    paper = _paper_cells(["M", "T"])
+    paper, table = _paper_cells(["M", "T"], setting), paper_table_name(setting)
     out = []
     for name, claim, a, b, where, paper_cells in parts:
         est, low, high, n = _paired(frame[where], a, b, n_boot, seed)
         rows = paper[[(t, g) in paper_cells for t, g, _ in paper.index]]
-        p = float((rows[a] - rows[b]).mean())
+        quote = f"{float((rows[a] - rows[b]).mean()):+.2f} τ ({table}, cell mean)" if table else NO_NUMBER
         detail = "" if n else "No such requests in this frame: not tested."
-        out.append(
-            _verdict(name, claim, est, low, high, n, paper=f"{p:+.2f} τ ({PAPER_TABLE1}, cell mean)", detail=detail)
-        )
+        out.append(_verdict(name, claim, est, low, high, n, paper=quote, detail=detail))
     return out
 
 
 def verdict_t1(
-    frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0, parts: list[Verdict] | None = None
+    frame: pd.DataFrame,
+    *,
+    setting: dict | None = PAPER_SETTING,
+    n_boot: int = 2000,
+    seed: int = 0,
+    parts: list[Verdict] | None = None,
 ) -> Verdict:
-    """T1 (scenario-specific fluctuation): T1a, T1b and T1c all hold (``verdict_t1_parts``)."""
-    parts = parts or verdict_t1_parts(frame, n_boot=n_boot, seed=seed)
+    """T1 (scenario-specific fluctuation): T1a, T1b and T1c all hold (``verdict_t1_parts``, of ``setting``)."""
+    parts = parts or verdict_t1_parts(frame, setting=setting, n_boot=n_boot, seed=seed)
     return _all_of(
         "T1",
         "neither drafting method wins everywhere: M leads on first-turn benchmark tasks, T on second turns and "
         "OOD (value: the smallest of the three differences)",
         [(p, 0.0, True) for p in parts],
         sum(p.n for p in parts),
-        paper=", ".join(f"{p.name} {p.paper.split()[0]}" for p in parts),
+        paper=", ".join(f"{p.name} {p.paper.split()[0]}" for p in parts) if paper_table_name(setting) else NO_NUMBER,
     )
 
 
 def verdict_t2(
-    frame: pd.DataFrame, *, min_share: float | None = None, methods=T2_METHODS, n_boot: int = 2000, seed: int = 0
+    frame: pd.DataFrame,
+    *,
+    min_share: float | None = None,
+    methods=T2_METHODS,
+    setting: dict | None = PAPER_SETTING,
+    n_boot: int = 2000,
+    seed: int = 0,
 ) -> Verdict:
     """T2 (MT* is robust): the share of scenario cells (scenario x turn of the paper's scenarios) where MT* is
     best or second best among ``methods`` by mean τ (at most one method strictly higher), with the interval from
     resampling requests within each cell. Holds if the lower bound reaches ``min_share`` (default: the share in
-    the paper's Table 10, which is 1.0: 'best or second best across all scenarios')."""
-    paper_share = paper_top_two_share(methods)
+    the paper's table of ``setting``; Table 10's is 1.0: 'best or second best across all scenarios')."""
+    table = paper_table_name(setting)
+    paper_share = paper_top_two_share(methods, setting=_threshold_setting(setting))
+    fallback = "" if table or min_share is not None else f" Threshold: the share in {PAPER_TABLE1}."
     min_share = paper_share if min_share is None else min_share
     frame = paper_scenarios(frame[frame.method.isin(methods)])
     wide, info = _wide(frame)
@@ -197,22 +236,32 @@ def verdict_t2(
         high,
         len(wide),
         threshold=min_share - 1e-9,  # 'reaches': low ≥ min_share holds, high < min_share does not
-        paper=f"{paper_share:.0%} of the {len(_paper_cells(methods))} cells of {PAPER_TABLE1}",
-        detail=f"{len(cells)} cells (scenario x turn; NLP first turns left out: every method ties there).",
+        paper=f"{paper_share:.0%} of the {len(_paper_cells(methods, setting))} cells of {table}"
+        if table
+        else NO_NUMBER,
+        detail=f"{len(cells)} cells (scenario x turn; NLP first turns left out: every method ties there).{fallback}",
     )
 
 
 def verdict_t3_parts(
-    frame: pd.DataFrame, *, close: float | None = None, n_boot: int = 2000, seed: int = 0
+    frame: pd.DataFrame,
+    *,
+    close: float | None = None,
+    setting: dict | None = PAPER_SETTING,
+    n_boot: int = 2000,
+    seed: int = 0,
 ) -> list[Verdict]:
     """On the OOD requests (PSV, VIST). T3a: τ(MT*) − τ(MT) > 0 (the paper: 'MT* significantly outperforms MT'
     there); T3b: MT*'s relative gap to the best single method (M or T, the better one per OOD scenario, chosen
     again in every resample), ``(τ(MT*) − τ(best)) / τ(best)`` averaged over the OOD scenarios, is above
-    ``−close`` (default: ``paper_max_shortfall()``, the largest gap the paper still calls 'close to the best')."""
-    close = paper_max_shortfall() if close is None else close
+    ``−close`` (default: ``paper_max_shortfall`` of ``setting``, the largest gap the paper still calls 'close to
+    the best'; Table 10's where the paper has no table for ``setting``)."""
+    table = paper_table_name(setting)
+    fallback = "" if table or close is not None else f" Threshold: the largest gap in {PAPER_TABLE1}."
+    close = paper_max_shortfall(setting=_threshold_setting(setting)) if close is None else close
     ood = frame[frame.group == "ood"]
     est, low, high, n = _paired(ood, "MT*", "MT", n_boot, seed)
-    paper = _paper_cells(["M", "T", "MT", "MT*"])
+    paper = _paper_cells(["M", "T", "MT", "MT*"], setting)
     paper_ood = paper[[g == "ood" for _, g, _ in paper.index]]
     none = "" if n else "No OOD requests in this frame: not tested."
     t3a = _verdict(
@@ -222,7 +271,7 @@ def verdict_t3_parts(
         low,
         high,
         n,
-        paper=f"{(paper_ood['MT*'] - paper_ood['MT']).mean():+.2f} τ ({PAPER_TABLE1})",
+        paper=f"{(paper_ood['MT*'] - paper_ood['MT']).mean():+.2f} τ ({table})" if table else NO_NUMBER,
         detail=none,
     )
     wide, info = _wide(ood[ood.method.isin(["M", "T", "MT*"])])
@@ -236,6 +285,8 @@ def verdict_t3_parts(
 
     est, low, high = _cell_bootstrap(cells, gap, n_boot=n_boot, seed=seed)
     best = paper_ood[["M", "T"]].max(axis=1)
+    singles = sorted(set(paper_ood[["M", "T"]].idxmax(axis=1))) if table else []
+    single = f"{singles[0]} is the best single there" if len(singles) == 1 else "the best single per dataset"
     t3b = _verdict(
         "T3b",
         f"on OOD, MT* is within {close:.1%} of the best single method (relative gap > −{close:.3f})",
@@ -244,32 +295,41 @@ def verdict_t3_parts(
         high,
         len(wide),
         threshold=-close,
-        paper=f"{((paper_ood['MT*'] - best) / best).mean():+.1%} ({PAPER_TABLE1}; T is the best single there)",
-        detail=none,
+        paper=f"{((paper_ood['MT*'] - best) / best).mean():+.1%} ({table}; {single})" if table else NO_NUMBER,
+        detail=(none + fallback).strip(),
     )
     return [t3a, t3b]
 
 
-def verdict_t3(frame: pd.DataFrame, *, close: float | None = None, n_boot: int = 2000, seed: int = 0) -> Verdict:
-    """T3: T3a and T3b both hold (``verdict_t3_parts``)."""
-    close = paper_max_shortfall() if close is None else close
-    a, b = verdict_t3_parts(frame, close=close, n_boot=n_boot, seed=seed)
+def verdict_t3(
+    frame: pd.DataFrame,
+    *,
+    close: float | None = None,
+    setting: dict | None = PAPER_SETTING,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Verdict:
+    """T3: T3a and T3b both hold (``verdict_t3_parts``, of ``setting``)."""
+    close = paper_max_shortfall(setting=_threshold_setting(setting)) if close is None else close
+    a, b = verdict_t3_parts(frame, close=close, setting=setting, n_boot=n_boot, seed=seed)
     return _all_of(
         "T3",
         "out of distribution MT* beats the static MT and stays close to the best single method "
         "(value: the smaller margin of T3a, T3b over their thresholds)",
         [(a, 0.0, True), (b, -close, True)],
         a.n,
-        paper=f"T3a {a.paper.split()[0]}, T3b {b.paper.split()[0]}",
+        paper=f"T3a {a.paper.split()[0]}, T3b {b.paper.split()[0]}" if paper_table_name(setting) else NO_NUMBER,
     )
 
 
-def verdict_t4(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> Verdict:
+def verdict_t4(
+    frame: pd.DataFrame, *, setting: dict | None = PAPER_SETTING, n_boot: int = 2000, seed: int = 0
+) -> Verdict:
     """T4 (more drafting methods help): mean paired τ(MTCP*) − τ(MT*) > 0 over every request of the paper's
-    scenarios."""
+    scenarios; the paper's is quoted from the table of ``setting``."""
     frame = paper_scenarios(frame)
     est, low, high, n = _paired(frame, "MTCP*", "MT*", n_boot, seed)
-    paper = _paper_cells(["MT*", "MTCP*"])
+    paper, table = _paper_cells(["MT*", "MTCP*"], setting), paper_table_name(setting)
     return _verdict(
         "T4",
         "adding caption (C) and pooled (P) drafts helps: τ(MTCP*) − τ(MT*) > 0 over all requests",
@@ -277,7 +337,7 @@ def verdict_t4(frame: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> Ver
         low,
         high,
         n,
-        paper=f"{(paper['MTCP*'] - paper['MT*']).mean():+.3f} τ ({PAPER_TABLE1}, cell mean)",
+        paper=f"{(paper['MTCP*'] - paper['MT*']).mean():+.3f} τ ({table}, cell mean)" if table else NO_NUMBER,
         detail="" if n else "No request run with both MT* and MTCP* in this frame: not tested.",
     )
 
@@ -288,13 +348,18 @@ def verdict_t5(
     tolerance: float | None = None,
     method: str = "MT*",
     groups=T5_GROUPS,
+    setting: dict | None = PAPER_SETTING,
     n_boot: int = 2000,
     seed: int = 0,
 ) -> Verdict:
     """T5 (the window h barely matters): ``max over groups and h ≠ ALL of |τ(h) − τ(ALL)| / τ(ALL)`` on the group
     means of ``method``, over the requests run at every window in ``frame`` (runs of several windows, e.g.
     ``pd.concat(runs(f, window=h) for h in ...)``), resampling requests within their group. Holds if the upper
-    bound is below ``tolerance`` (default: ``paper_window_tolerance()``, the same statistic on Table 3)."""
+    bound is below ``tolerance`` (default: ``paper_window_tolerance()``, the same statistic on Table 3). Table 3
+    is of Table 10's pair: for a ``setting`` of another table, or none, the paper has no number to quote and the
+    default threshold stays Table 3's."""
+    own = paper_table_name(setting) == PAPER_TABLE1
+    fallback = "" if own or tolerance is not None else " Threshold: Table 3 (Table 10's pair)."
     tolerance = paper_window_tolerance() if tolerance is None else tolerance
     frame = frame[frame.method == method]
     wide, info = _wide(frame, "window")
@@ -323,32 +388,41 @@ def verdict_t5(
         n,
         threshold=tolerance,
         greater=False,
-        paper=f"{tolerance:.2%} (Table 3, the largest |τ(h) − τ(ALL)| / τ(ALL) of a group mean)",
-        detail=detail,
+        paper=f"{paper_window_tolerance():.2%} (Table 3, the largest |τ(h) − τ(ALL)| / τ(ALL) of a group mean)"
+        if own
+        else NO_NUMBER,
+        detail=detail + fallback,
     )
 
 
-def findings(frame: pd.DataFrame, window_frame: pd.DataFrame | None = None, **bootstrap) -> list[Verdict]:
-    """T1a-c, T1, T2, T3a-b, T3, T4, T5 on one setting's runs (``frame``); T5 on ``window_frame`` (runs of
-    several windows; default ``frame``, where it is inconclusive unless ``frame`` holds several windows)."""
-    t1 = verdict_t1_parts(frame, **bootstrap)
-    t3 = verdict_t3_parts(frame, **bootstrap)
+def findings(
+    frame: pd.DataFrame,
+    window_frame: pd.DataFrame | None = None,
+    setting: dict | None = PAPER_SETTING,
+    **bootstrap,
+) -> list[Verdict]:
+    """T1a-c, T1, T2, T3a-b, T3, T4, T5 on one setting's runs (``frame``), against the paper's table of
+    ``setting`` (the model pair's, ``bench.pair_setting``); T5 on ``window_frame`` (runs of several windows;
+    default ``frame``, where it is inconclusive unless ``frame`` holds several windows)."""
+    t1 = verdict_t1_parts(frame, setting=setting, **bootstrap)
+    t3 = verdict_t3_parts(frame, setting=setting, **bootstrap)
     return [
         *t1,
-        verdict_t1(frame, parts=t1, **bootstrap),
-        verdict_t2(frame, **bootstrap),
+        verdict_t1(frame, setting=setting, parts=t1, **bootstrap),
+        verdict_t2(frame, setting=setting, **bootstrap),
         *t3,
-        verdict_t3(frame, **bootstrap),
-        verdict_t4(frame, **bootstrap),
-        verdict_t5(frame if window_frame is None else window_frame, **bootstrap),
+        verdict_t3(frame, setting=setting, **bootstrap),
+        verdict_t4(frame, setting=setting, **bootstrap),
+        verdict_t5(frame if window_frame is None else window_frame, setting=setting, **bootstrap),
     ]
 
 
 def findings_from_results(profile: str = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
     """``findings`` on the committed ``results/<profile>/tabed_runs.csv`` with the notebooks' default settings
-    (γ = 5, h = ALL, criterion KL, ``tabed_bench.CAPTIONER``); T5 on the MT* runs at every window in ``windows``.
+    (γ = 5, h = ALL, criterion KL, ``tabed_bench.CAPTIONER``) and the paper's table of the profile's default pair;
+    T5 on the MT* runs at every window in ``windows``.
     ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
     stored = results.ResultStore(profile, "tabed_runs", KEY, root=root).frame()
     frame = runs(stored, gamma=5, window="ALL", criterion="kl")
     by_window = pd.concat([runs(stored, gamma=5, window=h, criterion="kl") for h in windows])
-    return findings(frame, by_window[by_window.method == "MT*"])
+    return findings(frame, by_window[by_window.method == "MT*"], setting=pair_setting(profile))
