@@ -134,6 +134,7 @@ def test_pipeline_end_to_end(trained):
         distinct = [r["finetune_tokens"] for r in points]
         assert examples == sorted(set(examples)) and distinct == sorted(set(distinct))
         assert points[-1]["same_as"] == main and points[-1]["finetune_budget"] == by[main]["finetune_budget"]
+        assert points[-1]["device"] == by[main]["device"] and points[-1]["parameters"] == by[main]["parameters"]
         passes = [r["finetune_tokens_seen"] / r["finetune_tokens"] for r in points]
         assert max(passes) < 3 * min(passes)  # about the same number of passes over each set
     distilled = [json.loads(line) for line in (out / "ml_distilled.jsonl").open()]

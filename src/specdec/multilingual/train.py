@@ -440,7 +440,7 @@ def finetuned_drafter(run: Run, name: str, lang: str, recipe_name: str, subset: 
     }
     run.save(model, name, info, [*origin.get("init_log", ()), *log])
     for alias in origin.get("aliases", ()):
-        run.rows.append({**info, "model": alias, "parameters": run.rows[-1]["parameters"], "same_as": name})
+        run.rows.append({**run.rows[-1], "model": alias, "same_as": name})
     return model
 
 
