@@ -41,6 +41,9 @@ RECORDED = {
     "tabed:tabed-target": (726.19424, 4.6997),
 }
 FINETUNE_TOKENS = {"ml-draft-f-de": 985, "ml-draft-pf-de": 991}
+# the multilingual pretraining mixture the checksums were recorded with (the zoo itself now pretrains its P on
+# general text, ``tm.MIXES["english"]``); this test checks the loop, not the recipe
+MULTILINGUAL_MIX = {"prose": 0.25, "code": 0.15, "translation": 0.60}
 
 
 def _streams(kinds, seed, n=6000):
@@ -100,7 +103,7 @@ def test_multilingual_pretrain_and_finetune():
     name = "ml-draft-pretrained"
     base = recipe.new_model(tm.SIZES["draft"], recipe.model_seed(name), "cpu")
     log = recipe.pretrain(
-        base, train, tm.MIXES["multilingual"], STEPS, 4, 32, 3e-3, recipe.model_seed(name), name, heldout, 2
+        base, train, MULTILINGUAL_MIX, STEPS, 4, 32, 3e-3, recipe.model_seed(name), name, heldout, 2
     )
     _check(f"ml_pretrain:{name}", base, log)
     assert log[0]["phase"] == "pretrain" and set(log[-1]["heldout_loss"]) == {"prose", "code", "translation"}

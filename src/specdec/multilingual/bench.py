@@ -401,8 +401,9 @@ def run_grid(
 
 def recompute(keys: list[dict], *, profile: str = "tiny") -> pd.DataFrame:
     """Decode the stored rows of ``keys`` (rows of ``KEYS`` plus ``drafter``, the method's spec as stored: a zoo
-    name, ``pld`` or empty for plain decoding) again and return the fresh rows (``KEYS`` + ``run_group``'s
-    columns) in the order of ``keys``. Every prompt is looked up among all held-out pairs of its direction and
+    name, ``pld`` or empty for plain decoding; ``weights`` may be left out) again and return the fresh rows
+    (``KEYS`` + ``run_group``'s columns; ``weights`` that of the models as they are now) in the order of ``keys``.
+    Every prompt is looked up among all held-out pairs of its direction and
     source, with its row's seed (``prompt_seed``) as in ``run_grid``; plain decoding runs first, so ``same_as_ar``
     is recomputed too, unless the key says ``plain_first=False`` (a grid without an ``ar`` method, as notebook
     32's: its rows' ``same_as_ar`` is empty). The tests run this in a subprocess with
@@ -434,7 +435,8 @@ def recompute(keys: list[dict], *, profile: str = "tiny") -> pd.DataFrame:
             seed=prompt_seed(int(key["seed"]), prompt["id"]),
             max_new_tokens=int(key["max_new_tokens"]),
         )
-        out.append({**{k: key[k] for k in KEYS}, **rows[-1]})
+        # the weights key of the models as they are now: a committed row of other weights does not match it
+        out.append({**{k: key[k] for k in KEYS if k != "weights"}, "weights": weights_digest(spec), **rows[-1]})
     return pd.DataFrame(out)
 
 
