@@ -167,6 +167,8 @@ def test_table7_counts_only_the_translatable_prompts():
     )
     speed, v = mf.table7_verdicts(frame, translatable=translatable)
     assert v.n == speed.n == 4 and v.estimate == pytest.approx(0.0) and v.status != HOLDS
+    none = mf.table7_verdicts(frame, translatable=translatable.assign(translatable=False))
+    assert [(v.n, v.status) for v in none] == [(0, INCONCLUSIVE)] * 2 and "not testable" in none[0].detail
 
 
 @pytest.mark.parametrize(

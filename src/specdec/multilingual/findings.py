@@ -29,7 +29,7 @@ import pandas as pd
 
 from specdec.multilingual.bench import architecture, budget_grid, translatable_set
 from specdec.results import RESULTS, paper_numbers
-from specdec.verdict import HOLDS, Verdict, bootstrap_ci, decide
+from specdec.verdict import HOLDS, INCONCLUSIVE, Verdict, bootstrap_ci, decide
 
 RUN = ["pair", "source", "temperature", "seed", "prompt"]  # one run of one method
 BASELINES = {"sps-generic": "generic SpS", "sps-f": "F", "pld": "PLD"}
@@ -379,6 +379,16 @@ def table7_verdicts(
     if translatable is not None:
         keep = translatable[translatable.translatable.astype(bool)]
         f = f.merge(keep[["pair", "prompt"]].astype({"prompt": str}), on=["pair", "prompt"])
+        if f.empty:  # e.g. random-weight stand-ins: nothing to test the claim on
+            nan, why = (
+                float("nan"),
+                "No prompt of the set is one the target translates: the claim is not testable here.",
+            )
+            return [
+                Verdict(name, "on a held-out dataset the target translates, P-F beats the generic drafter", nan, nan,
+                        nan, 0, INCONCLUSIVE, "2.51x vs 1.23x (IWSLT14 De-En)", why)
+                for name in ("Table 7", "Table 7-τ")
+            ]  # fmt: skip
     speed = _geo_verdict(
         "Table 7",
         "on a held-out dataset the target translates, P-F is faster than SpS with the generic drafter"
