@@ -102,9 +102,7 @@ def test_multilingual_pretrain_and_finetune():
     heldout = _streams(["prose", "code", "translation"], 5)
     name = "ml-draft-pretrained"
     base = recipe.new_model(tm.SIZES["draft"], recipe.model_seed(name), "cpu")
-    log = recipe.pretrain(
-        base, train, MULTILINGUAL_MIX, STEPS, 4, 32, 3e-3, recipe.model_seed(name), name, heldout, 2
-    )
+    log = recipe.pretrain(base, train, MULTILINGUAL_MIX, STEPS, 4, 32, 3e-3, recipe.model_seed(name), name, heldout, 2)
     _check(f"ml_pretrain:{name}", base, log)
     assert log[0]["phase"] == "pretrain" and set(log[-1]["heldout_loss"]) == {"prose", "code", "translation"}
 
