@@ -145,29 +145,39 @@ def m1_verdicts(frame: pd.DataFrame, temperature: float = 0.0) -> list[Verdict]:
     return out
 
 
+DRAFTERS = ("sps-generic", "sps-f", "sps-pf")  # the three SpS drafters of a pair: generic (P), F, P-F
+
+
+def _smallest_gap(frame: pd.DataFrame, gaps) -> tuple[float, float, float, int, dict]:
+    """The smallest of the τ gaps ``τ[a] − τ[b]`` for ``(a, b)`` in ``gaps`` (methods of ``DRAFTERS``), τ pooled over
+    the resampled prompts: (estimate, low, high, prompts, full-sample pooled τ by method)."""
+    values, cols = _tau_arrays(frame[frame.method.isin(list(DRAFTERS))], "method")
+    i = {m: cols.index(m) for m in DRAFTERS}
+
+    def smallest(v):
+        tau = _pooled_tau(v)
+        return float(min(tau[i[a]] - tau[i[b]] for a, b in gaps))
+
+    est, low, high = _boot(values, smallest)
+    tau = _pooled_tau(values)
+    return est, low, high, len(values), {m: tau[i[m]] for m in DRAFTERS}
+
+
 def m1_tau_verdict(frame: pd.DataFrame, temperature: float = 0.0) -> Verdict:
     """M1-τ: τ orders the drafters P-F > F > generic. Estimate: min(τ_PF − τ_F, τ_F − τ_generic), τ pooled over
     the resampled prompts; > 0."""
-    f = frame[(frame.temperature == temperature) & frame.method.isin(["sps-generic", "sps-f", "sps-pf"])]
-    values, cols = _tau_arrays(f, "method")
-    i = {m: cols.index(m) for m in ("sps-generic", "sps-f", "sps-pf")}
-
-    def gap(v):
-        tau = _pooled_tau(v)
-        return float(min(tau[i["sps-pf"]] - tau[i["sps-f"]], tau[i["sps-f"]] - tau[i["sps-generic"]]))
-
-    est, low, high = _boot(values, gap)
-    tau = _pooled_tau(values)
+    f = frame[frame.temperature == temperature]
+    est, low, high, n, tau = _smallest_gap(f, [("sps-pf", "sps-f"), ("sps-f", "sps-generic")])
     return Verdict(
         f"M1-τ T={temperature:g}",
         f"τ: P-F > F > generic (T = {temperature:g})",
         est,
         low,
         high,
-        len(values),
+        n,
         decide(low, high, 0.0),
         "De→En τ P-F 3.03 (T=0) / 2.50 (T=1); SpS baseline 1.47",
-        f"Pooled τ generic {tau[i['sps-generic']]:.2f}, F {tau[i['sps-f']]:.2f}, P-F {tau[i['sps-pf']]:.2f}; "
+        f"Pooled τ generic {tau['sps-generic']:.2f}, F {tau['sps-f']:.2f}, P-F {tau['sps-pf']:.2f}; "
         "estimate = the smaller of the two gaps.",
     )
 
@@ -341,27 +351,19 @@ def table3_verdict(frame: pd.DataFrame, pair: str = "zh-en", temperature: float 
     """Table 3 (training stages on Zh→En): pretrain-and-finetune beats each stage alone — pretrain only (the generic
     drafter, the SpS baseline) and finetune only (F). Estimate: min(τ_PF − τ_P, τ_PF − τ_F), τ pooled over the
     resampled prompts of ``pair``; > 0. ``frame``: ``ml_main`` rows."""
-    methods = {"sps-generic": "P", "sps-f": "F", "sps-pf": "P-F"}
-    f = frame[(frame.pair == pair) & (frame.temperature == temperature) & frame.method.isin(list(methods))]
-    values, cols = _tau_arrays(f, "method")
-    i = {m: cols.index(m) for m in methods}
-
-    def gap(v):
-        tau = _pooled_tau(v)
-        return float(min(tau[i["sps-pf"]] - tau[i["sps-generic"]], tau[i["sps-pf"]] - tau[i["sps-f"]]))
-
-    est, low, high = _boot(values, gap)
-    tau = _pooled_tau(values)
+    f = frame[(frame.pair == pair) & (frame.temperature == temperature)]
+    est, low, high, n, tau = _smallest_gap(f, [("sps-pf", "sps-generic"), ("sps-pf", "sps-f")])
+    stages = {"sps-generic": "P", "sps-f": "F", "sps-pf": "P-F"}
     return Verdict(
         f"Table 3 {pair} T={temperature:g}",
         f"{pair}: the P-F drafter has a higher τ than pretraining only (P) and finetuning only (F)",
         est,
         low,
         high,
-        len(values),
+        n,
         decide(low, high, 0.0),
         "speedup grows as the training stages continue (Table 3, WMT19 Zh→En)",
-        ", ".join(f"τ {label} {tau[i[m]]:.2f}" for m, label in methods.items())
+        ", ".join(f"τ {label} {tau[m]:.2f}" for m, label in stages.items())
         + "; estimate = the smaller of P-F's two gaps.",
     )
 

@@ -469,7 +469,8 @@ def train_drafters(run: Run, generic=None, only=None) -> None:
                 finetuned_drafter(run, f"ml-draft-{kind}-{lang}", lang, recipe_name, main, aliases=alias, **init)
     if BUDGET_LANG not in run.langs:
         return
-    for subset in run.grid(BUDGET_LANG)[:-1]:
+    grid = run.grid(BUDGET_LANG)
+    for subset in grid[:-1]:
         for kind, recipe_name, init in (("f", "F", {}), ("pf", "P-F", from_base)):
             name = _budget_name(kind, len(subset))
             if want(name):
@@ -480,8 +481,7 @@ def train_drafters(run: Run, generic=None, only=None) -> None:
         )
         from_large = dict(init_name="ml-draft-large-pretrained (not saved)", init_steps=large_steps)
         from_large.update(init_seconds=large_seconds, size="large", init_log=large_log)
-        main = run.grid(BUDGET_LANG)[-1]
-        finetuned_drafter(run, LARGE, BUDGET_LANG, "P-F", main, init=large, **from_large)
+        finetuned_drafter(run, LARGE, BUDGET_LANG, "P-F", grid[-1], init=large, **from_large)
 
 
 def write_summary(run: Run, data: dict, distil_stats: dict, seconds_total: float, summary_dir=None, extra=None):
