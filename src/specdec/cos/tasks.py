@@ -106,7 +106,7 @@ _BAD_START = ("*", "-", "+", "|", "=", "#", ">", "[", ":", "(")
 @functools.lru_cache(maxsize=1)
 def _prose_documents() -> tuple[tuple[str, str, str], ...]:
     """``(name, corpus split, text)`` of the corpus' prose documents (reads the installed sources once)."""
-    return tuple((d["name"], d["split"], d["text"]) for d in build_corpus() if d["kind"] == "prose")
+    return tuple((d["name"], d["split"], d["text"]) for d in build_corpus(split="name") if d["kind"] == "prose")
 
 
 def split_sentences(text: str) -> list[str]:

@@ -40,7 +40,7 @@ def build_streams(tokenizer) -> dict:
             ]
         return torch.tensor(ids, dtype=torch.int16)  # vocabulary 4096 fits
 
-    docs = corpus_lib.build_corpus()
+    docs = corpus_lib.build_corpus(split="name")
     out = {"train": {}, "heldout": {}}
     for split in out:
         for kind in ("prose", "code", "translation"):

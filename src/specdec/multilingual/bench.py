@@ -20,7 +20,6 @@ tokens/s ratios), named with its device. Prompts are ``[<s>] + prompt ids`` of `
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import pathlib
 import random
@@ -36,7 +35,8 @@ from specdec.engine import generate
 from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import hubdata, parallel
 from specdec.sampling import SamplingConfig
-from specdec.zoo.models import load, load_profile, load_tokenizer, profile_device, revision_of
+from specdec.zoo.models import load, load_profile, load_tokenizer, profile_device, revision_of, weights_identity
+from specdec.zoo.models import weights_digest as combine_weights
 from specdec.zoo.tasks import encode
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
@@ -131,16 +131,13 @@ def load_model(name: str):
 
 
 def _weights_identity(name: str) -> str:
-    """What a zoo name's weights are: the sha256 of its ``*.safetensors`` files when it is a folder (the tiny zoo, the
-    paper profile's trained drafters), else ``hub id@pinned revision``."""
+    """``zoo.models.weights_identity`` of a zoo name's model under the active profile (tiny: the shipped folder;
+    paper: the trained drafters' folder, or ``hub id@pinned revision``)."""
     source = model_source(name)
     path = zoo.model_dir(source) if _PROFILE["profile"] == "tiny" else pathlib.Path(source)
     if path.is_dir():
-        digest = hashlib.sha256()
-        for f in sorted(path.glob("*.safetensors")):
-            digest.update(f.read_bytes())
-        return digest.hexdigest()
-    return f"{source}@{revision_of(load_profile('paper'), source) or 'unpinned'}"
+        return weights_identity(path)
+    return weights_identity(source, revision_of(load_profile("paper"), source))
 
 
 @functools.cache
@@ -150,7 +147,7 @@ def weights_digest(spec) -> str:
     parts = [_weights_identity("ml-target")]
     if spec not in (None, "", "pld"):
         parts.append(_weights_identity(spec))
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+    return combine_weights(*parts)
 
 
 @functools.cache

@@ -110,7 +110,7 @@ def build_data(
             for r in parallel.pairs(source, lang, split)
         }
 
-    docs = corpus_lib.build_corpus()
+    docs = corpus_lib.build_corpus(split="name")
     general: dict[str, dict] = {"train": {}, "heldout": {}}
     dropped = 0
     for split in general:

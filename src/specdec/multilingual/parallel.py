@@ -236,7 +236,7 @@ def zoo_contamination() -> dict[str, int]:
     string, so the tiny zoo may have seen a held-out pair during pretraining. Counted per language.
     """
     train_text = normalise(
-        " ".join(d["text"] for d in build_corpus() if d["kind"] == "translation" and d["split"] == "train")
+        " ".join(d["text"] for d in build_corpus(split="name") if d["kind"] == "translation" and d["split"] == "train")
     )
     out = {}
     for lang, (language, _, _) in LANGUAGES.items():

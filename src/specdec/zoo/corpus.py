@@ -7,8 +7,19 @@ Three kinds of documents, all offline and versioned by the packages they come fr
 - ``translation``: English ``msgid`` / translated ``msgstr`` pairs from Django's gettext catalogs
   (de, fr, ru, ja, zh_Hans), rendered as ``"English: …\\nGerman: …"`` lines.
 
-Documents are split train / held-out by a hash of their name, so the split never depends on the order
-in which files are found. ``build_corpus`` returns plain dicts; ``write_corpus`` saves them as JSONL.
+Two splits, both by a hash (so neither depends on the order in which files are found):
+
+- ``split="content"`` (the tiny zoo's): by *unit of content*, so that no held-out text sits inside a training
+  document. A stdlib module's source and all its docstrings share one split (a held-out docstring would
+  otherwise be read in training inside its module's code); a pydoc topic is its own unit; a Django string
+  is split by its English ``msgid``, in every language and app at once (the same string recurs across the
+  catalogs of apps and languages), and the phrasebook pages are cut after the split.
+- ``split="name"``: by document name, the split the CoS and multilingual zoos (and the shared tokenizer)
+  were trained on. It leaks (39 of the 120 old held-out prompts sat verbatim in training text); those zoos
+  keep it so that their shipped weights stay what their code trains, and mask held-out content on their
+  own side where it matters (``multilingual.data.drop_heldout_entries``).
+
+``build_corpus`` returns plain dicts; ``write_corpus`` saves them as JSONL.
 """
 
 from __future__ import annotations
@@ -102,7 +113,11 @@ STDLIB_MODULES = [
 ]
 
 
+SPLITS = ("content", "name")
+
+
 def is_heldout(name: str, heldout_fraction: float) -> bool:
+    """Whether the unit ``name`` is held out: the first 4 bytes of its sha256 below ``heldout_fraction``."""
     digest = hashlib.sha256(name.encode()).digest()
     return int.from_bytes(digest[:4], "little") / 2**32 < heldout_fraction
 
@@ -180,43 +195,98 @@ def django_catalogs(lang: str) -> list[pathlib.Path]:
     return [f for f in files if f.exists()]
 
 
-def build_corpus(heldout_fraction: float = 0.1) -> list[dict]:
-    """Return the corpus as a list of ``{"name", "kind", "split", "text"}`` documents."""
+def build_corpus(heldout_fraction: float = 0.1, split: str = "content") -> list[dict]:
+    """Return the corpus as a list of ``{"name", "kind", "split", "text"}`` documents (split: see the module
+    docstring; ``"content"`` unless a zoo was trained on ``"name"``)."""
     import pydoc_data.topics
 
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    by_content = split == "content"
     docs = []
     for topic, text in sorted(pydoc_data.topics.topics.items()):
-        docs.append({"name": f"pydoc:{topic}", "kind": "prose", "text": text.strip()})
+        docs.append({"name": f"pydoc:{topic}", "unit": f"pydoc:{topic}", "kind": "prose", "text": text.strip()})
 
     stdlib = pathlib.Path(sysconfig.get_paths()["stdlib"])
     for module in STDLIB_MODULES:
         source = (stdlib / f"{module}.py").read_text(encoding="utf-8")
-        docs.append({"name": f"code:{module}", "kind": "code", "text": source})
+        unit = f"module:{module}"
+        docs.append({"name": f"code:{module}", "unit": unit, "kind": "code", "text": source})
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 doc = ast.get_docstring(node)
                 if doc and len(doc) > 200:  # short docstrings are mostly "Return x."
                     name = getattr(node, "name", "<module>")
-                    docs.append({"name": f"doc:{module}.{name}", "kind": "prose", "text": doc})
+                    docs.append({"name": f"doc:{module}.{name}", "unit": unit, "kind": "prose", "text": doc})
 
     for lang, language in LANGUAGES.items():
         for po in django_catalogs(lang):
             app = po.parts[-5] if "contrib" in po.parts else "core"
             pairs = read_po(po)
-            # Group pairs in chunks of 8 lines so each document is a short "phrasebook" page.
-            for start in range(0, len(pairs), 8):
-                lines = [f"English: {en}\n{language}: {tr}" for en, tr in pairs[start : start + 8]]
-                docs.append({"name": f"po:{lang}:{app}:{start}", "kind": "translation", "text": "\n\n".join(lines)})
+            if by_content:  # one page stream per split, each cut into pages after the split
+                held = [is_heldout(f"msgid:{en}", heldout_fraction) for en, _ in pairs]
+                groups = [("train", [p for p, h in zip(pairs, held) if not h])]
+                groups += [("heldout", [p for p, h in zip(pairs, held) if h])]
+            else:
+                groups = [("", pairs)]
+            for tag, group in groups:
+                # Chunks of 8 lines: each document is a short "phrasebook" page.
+                for start in range(0, len(group), 8):
+                    lines = [f"English: {en}\n{language}: {tr}" for en, tr in group[start : start + 8]]
+                    name = f"po:{lang}:{app}:{tag + ':' if tag else ''}{start}"
+                    docs.append({"name": name, "unit": tag, "kind": "translation", "text": "\n\n".join(lines)})
 
     seen = set()
     unique = []
+    shared = _shared_paragraph_units(docs) if by_content else {}
     for doc in docs:  # drop exact duplicates (same docstring inherited in several places)
         key = hashlib.sha256(doc["text"].encode()).hexdigest()
-        if key not in seen:
-            seen.add(key)
-            doc["split"] = "heldout" if is_heldout(doc["name"], heldout_fraction) else "train"
-            unique.append(doc)
+        if key in seen:
+            continue
+        seen.add(key)
+        unit = doc.pop("unit")
+        unit = shared.get(unit, unit)
+        if not by_content:
+            held = is_heldout(doc["name"], heldout_fraction)
+        elif doc["kind"] == "translation":
+            held = unit == "heldout"
+        else:
+            held = is_heldout(unit, heldout_fraction)
+        doc["split"] = "heldout" if held else "train"
+        unique.append(doc)
     return unique
+
+
+def _shared_paragraph_units(docs: list[dict], min_chars: int = 80) -> dict[str, str]:
+    """``{unit: representative unit}`` joining the prose units that share a paragraph of ``min_chars`` or more
+    (pydoc's ``compound`` topic repeats ``while``, ``for``, ``try``...): one union-find over paragraphs."""
+    parent: dict[str, str] = {}
+
+    def find(u: str) -> str:
+        while parent.setdefault(u, u) != u:
+            parent[u] = parent[parent[u]]
+            u = parent[u]
+        return u
+
+    owner: dict[str, str] = {}
+    for doc in docs:
+        if doc["kind"] != "prose":
+            continue
+        find(doc["unit"])
+        for para in doc["text"].split("\n\n"):
+            para = " ".join(para.split())
+            if len(para) >= min_chars:
+                first = owner.setdefault(para, doc["unit"])
+                a, b = find(first), find(doc["unit"])
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    return {u: find(u) for u in parent}
+
+
+def verbatim_in_train(texts: list[str], docs: list[dict]) -> list[int]:
+    """Indices of ``texts`` that occur verbatim (after collapsing whitespace) inside a training document."""
+    train = "\n".join(" ".join(d["text"].split()) for d in docs if d["split"] == "train")
+    return [i for i, text in enumerate(texts) if " ".join(text.split()) in train]
 
 
 def source_versions() -> dict[str, str]:

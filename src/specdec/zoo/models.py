@@ -112,6 +112,34 @@ def load_tokenizer(name_or_path: str | os.PathLike, revision: str | None = None)
         ) from None
 
 
+def weights_identity(name_or_path: str | os.PathLike, revision: str | None = None) -> str:
+    """What a model's weights are: the sha256 (hex) of its ``*.safetensors`` files for a zoo name or a local
+    directory, else ``"<hub id>@<revision>"`` (``unpinned`` without one; hashing a 7B checkpoint is not worth it)."""
+    import hashlib
+
+    local = pathlib.Path(resolve(name_or_path))
+    if local.is_dir():
+        digest = hashlib.sha256()
+        for f in sorted(local.glob("*.safetensors")):
+            digest.update(f.read_bytes())
+        return digest.hexdigest()
+    return f"{name_or_path}@{revision or 'unpinned'}"
+
+
+def weights_digest(*identities: str) -> str:
+    """The ``weights`` key of a result row: 12 hex digits of the sha256 of ``weights_identity`` strings, in order."""
+    import hashlib
+
+    return hashlib.sha256("|".join(identities).encode()).hexdigest()[:12]
+
+
+def pair_weights(profile: str = "tiny", pair: str = "default") -> str:
+    """``weights_digest`` of a profile pair's target and draft (what a row of that pair was computed with)."""
+    spec_all = load_profile(profile)
+    spec = spec_all["pairs"][pair]
+    return weights_digest(*(weights_identity(spec[r], revision_of(spec_all, spec[r])) for r in ("target", "draft")))
+
+
 def _config_dtype(config_file: pathlib.Path):
     """The ``dtype`` (or legacy ``torch_dtype``) a saved config names, as a torch dtype; None if absent."""
     import json

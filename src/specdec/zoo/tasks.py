@@ -1,11 +1,13 @@
 """Prompts to decode: the held-out prompts of the embedded corpus (tiny profile).
 
 ``data/prompts/heldout.jsonl`` holds ``{"id", "kind", "source", "prompt"}`` rows cut from held-out documents
-(English prose, Python code, translation phrasebooks); the models never saw those documents in training.
+(English prose, Python code, translation phrasebooks). The corpus is split by content (``corpus.build_corpus``):
+no prompt occurs verbatim in the tiny zoo's training text, and ``make models`` refuses to write one that does.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import torch
@@ -31,6 +33,12 @@ def heldout_prompts(kinds: list[str] | None = None, n: int | None = None) -> lis
                 kept.append(r)
         rows = kept
     return rows
+
+
+def text_digest(*texts: str) -> str:
+    """The ``prompts`` key of a result row: 12 hex digits of the sha256 of the prompt texts, in order (a prompt id
+    names a different text once the held-out prompts are regenerated)."""
+    return hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:12]
 
 
 def encode(tokenizer, text: str) -> torch.Tensor:

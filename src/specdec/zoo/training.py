@@ -323,26 +323,33 @@ def main(argv=None):
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    docs = corpus_lib.build_corpus()
+    docs = corpus_lib.build_corpus()  # split by content: no held-out text inside a training document
     tok_dir = args.out / "tokenizer"
     if args.skip_tokenizer:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     else:
-        tokenizer = train_tokenizer([d["text"] for d in docs if d["split"] == "train"])
+        # Every zoo shares this tokenizer, so it keeps the text it was first trained on (the name split's
+        # training documents); a new one would invalidate every model of every paper.
+        names = corpus_lib.build_corpus(split="name")
+        tokenizer = train_tokenizer([d["text"] for d in names if d["split"] == "train"])
         tokenizer.save_pretrained(tok_dir)
-        prompts = make_prompts(docs, tokenizer)
-        zoo.PROMPTS.parent.mkdir(parents=True, exist_ok=True)
-        with zoo.PROMPTS.open("w", encoding="utf-8") as f:
-            for p in prompts:
-                f.write(json.dumps(p, ensure_ascii=False) + "\n")
-        card = {
-            "sources": corpus_lib.source_versions(),
-            "stats": corpus_lib.corpus_stats(docs),
-            "vocab_size": len(tokenizer),
-        }
-        (args.out / "corpus_stats.json").write_text(json.dumps(card, indent=1) + "\n")
+    prompts = make_prompts(docs, tokenizer)
+    leaked = corpus_lib.verbatim_in_train([p["prompt"] for p in prompts], docs)
+    if leaked:
+        raise RuntimeError(f"{len(leaked)} held-out prompts occur verbatim in training text, e.g. {prompts[leaked[0]]}")
+    zoo.PROMPTS.parent.mkdir(parents=True, exist_ok=True)
+    with zoo.PROMPTS.open("w", encoding="utf-8") as f:
+        for p in prompts:
+            f.write(json.dumps(p, ensure_ascii=False) + "\n")
+    card = {
+        "sources": corpus_lib.source_versions(),
+        "split": "content",
+        "stats": corpus_lib.corpus_stats(docs),
+        "vocab_size": len(tokenizer),
+    }
+    (args.out / "corpus_stats.json").write_text(json.dumps(card, indent=1) + "\n")
 
     train = token_streams(docs, tokenizer, "train")
     heldout = token_streams(docs, tokenizer, "heldout")
