@@ -172,6 +172,9 @@ def execute(nb_path: Path, out_path: Path, params: dict, kernel: str, cwd: Path,
     # Execute into a temporary file beside the target and move it over the target only when every cell
     # ran: an error, a kill or a full disk never leaves a committed notebook half-executed.
     partial = out_path.with_name(f".{out_path.stem}.partial.ipynb")
+    # The kernel inherits this environment: a non-interactive MPLBACKEND (``agg``, as the tests set) would make
+    # it save the figures to files but embed none in the notebook a reader opens.
+    os.environ.pop("MPLBACKEND", None)
     start = time.perf_counter()
     status = "ok"
     try:

@@ -39,6 +39,21 @@ def test_notebooks_follow_the_profiles_device_unless_told():
     assert "device" not in run.build_parameters(run.parse_args([]))  # tiny: the notebooks' own default
 
 
+def test_executed_notebooks_embed_their_figures_even_under_a_headless_backend(tmp_path, monkeypatch):
+    """MPLBACKEND=agg (what make test sets) once left every committed notebook without its figures."""
+    import nbformat
+
+    run = script("run_notebooks")
+    monkeypatch.setenv("MPLBACKEND", "agg")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0]);")]
+    nbformat.write(nb, tmp_path / "plot.ipynb")
+    name, status, _ = run.execute(tmp_path / "plot.ipynb", tmp_path / "out.ipynb", {}, "specdec", tmp_path, None)
+    assert status == "ok", status
+    outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+
+
 def test_the_paper_profile_sets_each_notebooks_paper_settings(tmp_path):
     """paper.yaml notebook_params: CoS every Table 1 set and 256 new tokens; -p / -f still win; tiny untouched."""
     run = script("run_notebooks")

@@ -232,8 +232,9 @@ def source_versions() -> dict[str, str]:
 def zoo_contamination() -> dict[str, int]:
     """How many source-A held-out pairs sit in the training documents of the embedded corpus.
 
-    ``corpus.build_corpus`` splits its Django "phrasebook" documents by document name, not by English
-    string, so the tiny zoo may have seen a held-out pair during pretraining. Counted per language.
+    The multilingual zoo pretrains on ``corpus.build_corpus(split="name")``, which splits its Django "phrasebook"
+    documents by document name, not by English string, so a held-out pair may sit in a training page (the
+    pipeline drops those, ``data.drop_heldout_entries``). Counted per language.
     """
     train_text = normalise(
         " ".join(d["text"] for d in build_corpus(split="name") if d["kind"] == "translation" and d["split"] == "train")
@@ -286,10 +287,11 @@ _CARD_SPLIT_NOTE = (
     "for German is held out for every language."
 )
 _CARD_CONTAMINATION = (
-    "**Overlap with the tiny zoo's pretraining corpus.** `specdec.zoo.corpus` puts the same Django "
-    "pairs in its `translation` documents and splits those by document name, not by English "
-    "string. Source-A held-out pairs that occur verbatim in a *training* document of the "
-    "embedded corpus: {counts}. Source B never entered the embedded corpus."
+    "**Overlap with the multilingual zoo's pretraining corpus.** `specdec.zoo.corpus` puts the same "
+    "Django pairs in its `translation` documents, and the split this zoo pretrains on "
+    '(`build_corpus(split="name")`) is by document name, not by English string. Source-A held-out '
+    "pairs that occur verbatim in a *training* document of that split: {counts} (the pipeline drops them "
+    "from its general text, `drop_heldout_entries`). Source B never entered the embedded corpus."
 )
 _CARD_PROMPTS = [
     "",
