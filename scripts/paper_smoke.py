@@ -46,7 +46,7 @@ SMOKE: dict[str, dict] = {
         "latency_contexts": [16],
         "latency_gammas": [1, 2],
         "latency_repeats": 1,
-        "speed_prompts": 1,
+        "speed_per_kind": 1,
         "speed_repeats": 1,
     },
     "02_": {"n_per_kind": 1, "repeats": 1, "max_new_tokens": 16},

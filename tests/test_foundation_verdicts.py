@@ -1,38 +1,96 @@
-"""Notebook 01 (a) and notebook 02's findings as verdicts, on hand-built rows."""
+"""Notebook 01's findings as verdicts (``bench.iid_verdict``, ``bench.engine_verdict``) on hand-built rows, and the
+store keeping hex digests as strings."""
 
 import pandas as pd
 import pytest
 
-from specdec import paper, peer
+from specdec import bench
+from specdec.results import ResultStore
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
 
 
-def test_the_tabed_headline_is_recomputed_from_the_papers_tables():
-    v = paper.tabed_headline_verdict()
-    assert v.status == HOLDS and round(v.estimate, 2) == 1.74 and v.n == 4
+def sweep_rows(betas_per_prompt: list[dict], calls: int = 1000, draft: str = "d") -> pd.DataFrame:
+    """Per-prompt rows whose τ at each γ is the i.i.d. τ of the given β (``{gamma: beta}`` per prompt)."""
+    rows = []
+    for i, betas in enumerate(betas_per_prompt):
+        for gamma, beta in betas.items():
+            tau = bench.expected_block_efficiency(beta, gamma)
+            rows.append(
+                {"draft": draft, "gamma": gamma, "prompt": i, "new_tokens": round(tau * calls), "target_calls": calls}
+            )
+    return pd.DataFrame(rows)
 
 
-def _peer_rows(n, sd_seconds, same=True, jitter=0.0):
-    return pd.DataFrame(
-        {
-            "same_text": [same] * n,
-            "new_tokens": [48] * n,
-            "hf_seconds": [1.0 + jitter * ((i % 3) - 1) for i in range(n)],
-            "specdec_seconds": [sd_seconds + jitter * (((i + 1) % 3) - 1) for i in range(n)],
-        }
-    )
+def test_iid_verdict_holds_when_beta_is_level_across_gamma():
+    v = bench.iid_verdict(sweep_rows([{1: 0.5, 3: 0.5, 6: 0.5}] * 10))
+    assert v.status == HOLDS and v.estimate == pytest.approx(0, abs=1e-3) and v.n == 10
+
+
+def test_iid_verdict_fails_when_beta_moves_with_gamma():
+    v = bench.iid_verdict(sweep_rows([{1: 0.3, 3: 0.5, 6: 0.7}] * 10))
+    assert v.status == FAILS and v.estimate == pytest.approx(0.4, abs=1e-3)
+
+
+def test_iid_verdict_takes_the_worst_draft_and_is_inconclusive_on_mixed_prompts():
+    level = sweep_rows([{1: 0.5, 3: 0.5}] * 6, draft="a")
+    mixed = sweep_rows([{1: 0.5, 3: 0.5}] * 6 + [{1: 0.2, 3: 0.8}] * 2, draft="b")  # one resample in ~20 is level
+    v = bench.iid_verdict(pd.concat([level, mixed]))
+    assert v.status == INCONCLUSIVE and v.low < bench.IID_TOLERANCE < v.high
+
+
+def speed_rows(efficiencies: list[float]) -> list[dict]:
+    """Per-prompt rows at γ 1 with τ 2 where T_q/T_p 0 and verify cost 1 predict a 2x speedup: prompt ``i``'s
+    measured speedup is ``2 * efficiencies[i]``."""
+    rows = []
+    for i, e in enumerate(efficiencies):
+        for rep in range(3):
+            rows.append(
+                {
+                    "prompt": i,
+                    "repeat": rep,
+                    "method": "autoregressive",
+                    "total_time": 2.0 * e,
+                    "new_tokens": 10,
+                    "target_calls": 10,
+                }
+            )
+            rows.append(
+                {
+                    "prompt": i,
+                    "repeat": rep,
+                    "method": "speculative",
+                    "total_time": 1.0,
+                    "new_tokens": 10,
+                    "target_calls": 5,
+                }
+            )
+    return rows
 
 
 @pytest.mark.parametrize(
-    "sd_seconds,jitter,status", [(0.75, 0.02, HOLDS), (1.3, 0.02, FAILS), (0.98, 0.3, INCONCLUSIVE)]
+    "efficiencies, status",
+    [([1.0] * 8, HOLDS), ([0.5] * 8, FAILS), ([0.6, 1.4] * 4, INCONCLUSIVE)],
 )
-def test_peer_speed(sd_seconds, jitter, status):
-    same, speed = peer.peer_verdicts(_peer_rows(9, sd_seconds, jitter=jitter))
-    assert same.status == HOLDS and speed.status == status and speed.n == 9
-    assert speed.estimate == pytest.approx(1.0 / sd_seconds, rel=0.05)
+def test_engine_verdict(efficiencies, status):
+    v = bench.engine_verdict(speed_rows(efficiencies), gamma=1, latency_ratio_value=0.0, verify_cost=1.0)
+    assert v.status == status and v.n == len(efficiencies)
+    assert v.estimate == pytest.approx(sum(efficiencies) / len(efficiencies) if status != INCONCLUSIVE else 1.0)
 
 
-def test_one_different_text_fails_the_peer_check():
-    rows = _peer_rows(4, 0.8)
-    rows.loc[2, "same_text"] = False
-    assert peer.peer_verdicts(rows)[0].status == FAILS
+def test_pool_acceptance_sums_over_prompts():
+    rows = [
+        {"draft": "d", "gamma": 2, "prompt": 0, "new_tokens": 6, "target_calls": 3, "accepted": 3, "drafted": 6},
+        {"draft": "d", "gamma": 2, "prompt": 1, "new_tokens": 4, "target_calls": 2, "accepted": 1, "drafted": 4},
+    ]
+    (pooled,) = bench.pool_acceptance(rows)
+    assert pooled["block_efficiency"] == 2.0 and pooled["acceptance_rate"] == 0.4 and pooled["new_tokens"] == 10
+
+
+@pytest.mark.parametrize("digest", ["123456789012", "12e456789012", "0000000000ab"])
+def test_a_digest_key_stays_a_string(tmp_path, digest):
+    store = ResultStore("tiny", "demo", key=["weights", "prompts"], root=tmp_path)
+    store.append([{"weights": digest, "prompts": digest, "value": 1}])
+    frame = store.frame()
+    assert frame.weights.tolist() == [digest] and frame.prompts.tolist() == [digest]
+    layered = ResultStore("tiny", "demo", key=["weights", "prompts"], root=tmp_path / "fresh", base=tmp_path)
+    assert layered.frame().weights.tolist() == [digest]

@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 
 from specdec.cache import crop_cache
 from specdec.engine import generate, now
+from specdec.verdict import Verdict, bootstrap_ci, decide
 
 
 def expected_block_efficiency(alpha: float, gamma: int) -> float:
@@ -208,18 +209,17 @@ def summarize_speedup(
     return out
 
 
-def acceptance_sweep(
+def acceptance_rows(
     target, drafts: dict, prompts, gammas=(1, 2, 3, 4, 6, 8), max_new_tokens: int = 48, sampling=None, seed: int = 0
 ) -> list[dict]:
-    """Measured τ and α per draft and γ over ``prompts`` (pooled), beside the i.i.d. prediction from α.
-
-    ``drafts``: ``{name: model or drafter}``. Rows: draft, gamma, block_efficiency, acceptance_rate,
-    expected_block_efficiency, new_tokens, target_calls."""
+    """One row per draft, γ and prompt: ``draft, gamma, prompt`` (index in ``prompts``), ``new_tokens``,
+    ``target_calls``, ``accepted``, ``drafted``. ``drafts``: ``{name: model or drafter}``; prompt ``i`` is
+    decoded with seed ``seed + i`` whatever the draft and γ."""
     rows = []
     for name, draft in drafts.items():
         for gamma in tqdm(gammas, desc=f"γ sweep {name}", leave=False):
-            res = [
-                generate(
+            for i, p in enumerate(prompts):
+                res = generate(
                     target,
                     p,
                     draft,
@@ -229,23 +229,159 @@ def acceptance_sweep(
                     eos_token_id=[],
                     seed=seed + i,
                 )
-                for i, p in enumerate(prompts)
-            ]
-            new = sum(r.new_tokens for r in res)
-            calls = sum(r.target_calls for r in res)
-            alpha = sum(sum(r.accepted_per_block) for r in res) / sum(sum(r.drafted_per_block) for r in res)
-            rows.append(
-                {
-                    "draft": name,
-                    "gamma": gamma,
-                    "block_efficiency": new / calls,
-                    "acceptance_rate": alpha,
-                    "expected_block_efficiency": expected_block_efficiency(alpha, gamma),
-                    "new_tokens": new,
-                    "target_calls": calls,
-                }
-            )
+                rows.append(
+                    {
+                        "draft": name,
+                        "gamma": gamma,
+                        "prompt": i,
+                        "new_tokens": res.new_tokens,
+                        "target_calls": res.target_calls,
+                        "accepted": sum(res.accepted_per_block),
+                        "drafted": sum(res.drafted_per_block),
+                    }
+                )
     return rows
+
+
+def pool_acceptance(rows) -> list[dict]:
+    """Pool ``acceptance_rows`` over prompts, per draft and γ (first-seen order): ``draft, gamma,
+    block_efficiency`` (Σ new tokens ÷ Σ target calls), ``acceptance_rate`` (Σ accepted ÷ Σ drafted),
+    ``expected_block_efficiency`` (the i.i.d. formula at that α), ``new_tokens``, ``target_calls``."""
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        groups.setdefault((r["draft"], int(r["gamma"])), []).append(r)
+    out = []
+    for (name, gamma), rs in groups.items():
+        new, calls = sum(int(r["new_tokens"]) for r in rs), sum(int(r["target_calls"]) for r in rs)
+        alpha = sum(int(r["accepted"]) for r in rs) / sum(int(r["drafted"]) for r in rs)
+        out.append(
+            {
+                "draft": name,
+                "gamma": gamma,
+                "block_efficiency": new / calls,
+                "acceptance_rate": alpha,
+                "expected_block_efficiency": expected_block_efficiency(alpha, gamma),
+                "new_tokens": new,
+                "target_calls": calls,
+            }
+        )
+    return out
+
+
+def acceptance_sweep(
+    target, drafts: dict, prompts, gammas=(1, 2, 3, 4, 6, 8), max_new_tokens: int = 48, sampling=None, seed: int = 0
+) -> list[dict]:
+    """Measured τ and α per draft and γ over ``prompts`` (pooled), beside the i.i.d. prediction from α:
+    ``pool_acceptance(acceptance_rows(...))``."""
+    return pool_acceptance(acceptance_rows(target, drafts, prompts, gammas, max_new_tokens, sampling, seed))
+
+
+IID_TOLERANCE = 0.1
+
+
+def iid_verdict(frame, tolerance: float = IID_TOLERANCE) -> Verdict:
+    """Notebook 01 (b): is acceptance i.i.d.? Under i.i.d. acceptance the β implied by τ at each γ
+    (``iid_acceptance``) is one constant. Estimate: the largest spread (max − min over γ) of β over the drafts,
+    from τ pooled over prompts; 95% interval by a bootstrap over prompts (one resample serves every draft and
+    γ, as the same prompts were decoded for each). Holds when the whole interval is below ``tolerance``.
+
+    ``frame``: ``acceptance_rows`` (columns ``draft, gamma, prompt, new_tokens, target_calls``)."""
+    by_prompt: dict = {}
+    for r in frame[["draft", "gamma", "prompt", "new_tokens", "target_calls"]].itertuples(index=False):
+        by_prompt.setdefault(r.prompt, []).append((r.draft, int(r.gamma), int(r.new_tokens), int(r.target_calls)))
+
+    def spread(sample):
+        totals: dict = {}
+        for rows in sample:
+            for draft, gamma, new, calls in rows:
+                t = totals.setdefault((draft, gamma), [0, 0])
+                t[0], t[1] = t[0] + new, t[1] + calls
+        betas: dict = {}
+        for (draft, gamma), (new, calls) in totals.items():
+            betas.setdefault(draft, []).append(iid_acceptance(new / calls, gamma))
+        return max(max(b) - min(b) for b in betas.values())
+
+    units = [by_prompt[k] for k in sorted(by_prompt)]
+    est, low, high = bootstrap_ci(units, spread, n_boot=1000)
+    gammas = sorted(int(g) for g in frame.gamma.unique())
+    return Verdict(
+        "i.i.d. acceptance",
+        f"the per-token acceptance β implied by τ stays within {tolerance} across γ = {gammas} for every draft "
+        "(the i.i.d. model behind τ = (1 − α^(γ+1)) / (1 − α))",
+        est,
+        low,
+        high,
+        len(units),
+        decide(low, high, tolerance, greater=False),
+        "(assumption of Eq. (1); our check)",
+        f"Drafts {sorted(frame.draft.unique())}; n counts held-out prompts.",
+    )
+
+
+ENGINE_EFFICIENCY_GOAL = 0.95
+
+
+def engine_verdict(
+    rows, gamma: int, latency_ratio_value: float, verify_cost: float, goal: float = ENGINE_EFFICIENCY_GOAL
+):
+    """Notebook 01 (d): the decode loop adds no overhead beyond its model calls: the measured walltime speedup
+    (``summarize_speedup`` of ``speedup_rows``) is at least ``goal`` × the prediction from the measured τ,
+    ``T_q/T_p`` and verification cost (``engine_efficiency_refined``). Bootstrap over prompts."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    units = [g for _, g in df.groupby("prompt")]
+
+    def efficiency(sample):
+        part = pd.concat([g.assign(prompt=i) for i, g in enumerate(sample)])
+        return summarize_speedup(part, gamma, latency_ratio_value, verify_cost)["engine_efficiency_refined"]
+
+    est, low, high = bootstrap_ci(units, efficiency, n_boot=500)
+    return Verdict(
+        "engine efficiency",
+        f"measured speedup ≥ {goal} × the prediction from measured τ, T_q/T_p and verification cost "
+        "(no overhead of the decode loop)",
+        est,
+        low,
+        high,
+        len(units),
+        decide(low, high, goal),
+        f"(our goal: ≥ {goal})",
+        "Walltime on the machine that wrote the rows (see their device column).",
+    )
+
+
+def findings_from_results(profile: str = "tiny", root=None, pair: str = "default") -> list[Verdict]:
+    """Notebook 01's findings on a results folder (``root/<profile>``, default ``results.RESULTS``): ``iid_verdict``
+    on the τ sweep (``tau_vs_gamma.csv``) of the profile's current weights (its largest prompt set), and
+    ``engine_verdict`` of ``pair`` (``engine_efficiency.csv`` with its per-prompt ``engine_speed_rows.csv``).
+    Raises ``ValueError`` when a table holds no row of the current weights."""
+    import pathlib
+
+    import pandas as pd
+
+    from specdec import results
+    from specdec.zoo.models import load_profile, pair_weights
+
+    folder = pathlib.Path(root or results.RESULTS) / profile
+    current = {pair_weights(profile, name) for name in load_profile(profile)["pairs"]}
+    sweep = pd.read_csv(folder / "tau_vs_gamma.csv", dtype=results.DIGEST_DTYPES)
+    sweep = sweep[sweep.weights.isin(current)]
+    if sweep.empty:
+        raise ValueError(f"{folder / 'tau_vs_gamma.csv'} holds no row of the current weights")
+    largest = sweep.groupby(["prompts", "max_new_tokens"]).size().idxmax()
+    sweep = sweep[(sweep.prompts == largest[0]) & (sweep.max_new_tokens == largest[1])]
+
+    keys = ["pair", "weights", "prompts", "gamma", "device"]
+    eff = pd.read_csv(folder / "engine_efficiency.csv", dtype=results.DIGEST_DTYPES)
+    eff = eff[(eff.pair == pair) & (eff.weights == pair_weights(profile, pair))]
+    if eff.empty:
+        raise ValueError(f"{folder / 'engine_efficiency.csv'} holds no row of pair {pair!r} at its current weights")
+    last = eff.iloc[-1]
+    timed = pd.read_csv(folder / "engine_speed_rows.csv", dtype=results.DIGEST_DTYPES)
+    timed = timed[(timed[keys] == last[keys]).all(axis=1)]
+    engine = engine_verdict(timed.to_dict("records"), int(last.gamma), last.latency_ratio, last.verify_cost)
+    return [iid_verdict(sweep), engine]
 
 
 def random_model(config: dict, dtype=None, device="cpu"):

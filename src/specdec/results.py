@@ -202,7 +202,7 @@ class ResultStore:
 
         self._repair()
         if not self.base_path:
-            return pd.read_csv(self.path) if self.path.exists() else pd.DataFrame(columns=self.key)
+            return pd.read_csv(self.path, dtype=DIGEST_DTYPES) if self.path.exists() else pd.DataFrame(columns=self.key)
         own = self._read()
         own_keys = {self.key_of(r) for r in own}
         base = [r for r in self._base_rows if self.key_of(r) not in own_keys]
@@ -216,7 +216,12 @@ class ResultStore:
         writer.writeheader()
         writer.writerows(base + own)  # one parse, so the dtypes are those of the committed table
         text.seek(0)
-        return pd.read_csv(text)
+        return pd.read_csv(text, dtype=DIGEST_DTYPES)
+
+
+# Hex digests in keys (model weights, prompt texts) stay strings: "123456789012" or "12e456789012" would parse as
+# numbers and no longer match the key they were written with.
+DIGEST_DTYPES = {"weights": str, "model_weights": str, "prompts": str}
 
 
 def stratified_sample(frame, by: list[str], n: int = 1, seed: int = 0):
