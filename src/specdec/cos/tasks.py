@@ -105,7 +105,8 @@ _BAD_START = ("*", "-", "+", "|", "=", "#", ">", "[", ":", "(")
 
 @functools.lru_cache(maxsize=1)
 def _prose_documents() -> tuple[tuple[str, str, str], ...]:
-    """``(name, corpus split, text)`` of the corpus' prose documents (reads the installed sources once)."""
+    """``(name, corpus split, text)`` of the corpus' prose documents (reads the installed sources once), on the name
+    split the CoS zoo was trained on (its test articles partly occur in its training text: see the data card)."""
     return tuple((d["name"], d["split"], d["text"]) for d in build_corpus(split="name") if d["kind"] == "prose")
 
 

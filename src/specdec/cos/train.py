@@ -40,7 +40,7 @@ def build_streams(tokenizer) -> dict:
             ]
         return torch.tensor(ids, dtype=torch.int16)  # vocabulary 4096 fits
 
-    docs = corpus_lib.build_corpus(split="name")
+    docs = corpus_lib.build_corpus(split="name")  # the split the shipped CoS zoo was trained on (see its data card)
     out = {"train": {}, "heldout": {}}
     for split in out:
         for kind in ("prose", "code", "translation"):

@@ -110,7 +110,9 @@ def build_data(
             for r in parallel.pairs(source, lang, split)
         }
 
-    docs = corpus_lib.build_corpus(split="name")
+    docs = corpus_lib.build_corpus(
+        split="name"
+    )  # the split the shipped zoo was trained on; held-out strings dropped below
     general: dict[str, dict] = {"train": {}, "heldout": {}}
     dropped = 0
     for split in general:
