@@ -111,18 +111,33 @@ def accepted_histogram(accepted_per_block, gamma: int, ax=None, title: str = "")
 
 
 def tau_vs_formula(df, ax=None):
-    """Measured block efficiency against the i.i.d. formula, per γ. ``df``: gamma, block_efficiency,
-    expected_block_efficiency (and optionally a ``draft`` column for one line per draft)."""
+    """Measured block efficiency per γ against the i.i.d. formula ``(1 − β^(γ+1)) / (1 − β)`` at one constant β
+    per draft (the mean over γ of the β each τ implies; the curve the i.i.d. model predicts), and, dotted, the
+    formula at accepted ÷ drafted (the biased plug-in: that ratio falls with γ even at constant β).
+    ``df``: gamma, block_efficiency, expected_block_efficiency (the plug-in) and optionally ``draft``."""
+    from specdec.bench import expected_block_efficiency, iid_acceptance
+
     ax = ax or plt.subplots(figsize=(5, 3.5))[1]
     groups = df.groupby("draft") if "draft" in df else [("", df)]
     for name, part in groups:
+        part = part.sort_values("gamma")
         (line,) = ax.plot(part.gamma, part.block_efficiency, "o-", label=f"measured {name}".strip())
+        beta = sum(iid_acceptance(t, int(g)) for t, g in zip(part.block_efficiency, part.gamma)) / len(part)
+        gammas = range(int(part.gamma.min()), int(part.gamma.max()) + 1)
+        ax.plot(
+            list(gammas),
+            [expected_block_efficiency(beta, g) for g in gammas],
+            "--",
+            color=line.get_color(),
+            label=f"i.i.d., constant β = {beta:.2f} {name}".strip(),
+        )
         ax.plot(
             part.gamma,
             part.expected_block_efficiency,
-            "--",
+            ":",
             color=line.get_color(),
-            label=f"(1-α^(γ+1))/(1-α) {name}".strip(),
+            alpha=0.6,
+            label=f"formula at accepted/drafted {name}".strip(),
         )
     ax.set_xlabel(label("gamma"))
     ax.set_ylabel(label("tau"))
