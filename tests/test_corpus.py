@@ -83,3 +83,20 @@ def test_units_sharing_a_paragraph_are_joined():
 def test_unknown_split_is_one_clear_error():
     with pytest.raises(ValueError, match="split must be one of"):
         corpus.build_corpus(split="random")
+
+
+# sha256 of [(name, split, kind, text), ...] of build_corpus(split="name") before the content split existed (commit
+# e709fff, Python 3.11.7, Django 5.2.19): the CoS and multilingual zoos were trained on exactly this corpus.
+NAME_SPLIT_DIGEST = "95afc6896d0411a4bd0a9d301bd89cf49b00d0b60f77583f233cb91b18fa9cf2"
+
+
+def test_the_name_split_is_the_corpus_the_cos_and_multilingual_zoos_were_trained_on(by_name):
+    import hashlib
+    import json
+
+    rows = [(d["name"], d["split"], d["kind"], d["text"]) for d in by_name]
+    digest = hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+    assert digest == NAME_SPLIT_DIGEST, (
+        "build_corpus(split='name') changed: the shipped CoS and multilingual zoos no longer match their code "
+        f"({corpus.source_versions()})"
+    )
