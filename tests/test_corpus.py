@@ -100,3 +100,13 @@ def test_the_name_split_is_the_corpus_the_cos_and_multilingual_zoos_were_trained
         "build_corpus(split='name') changed: the shipped CoS and multilingual zoos no longer match their code "
         f"({corpus.source_versions()})"
     )
+
+
+def test_make_models_retrains_the_shipped_tokenizer_exactly(by_name):
+    """The shared tokenizer stays the one trained on the name split's training documents (every zoo uses it)."""
+    import json
+
+    tokenizer = training.train_tokenizer([d["text"] for d in by_name if d["split"] == "train"])
+    ours = json.loads(tokenizer.backend_tokenizer.to_str())["model"]
+    shipped = json.loads((zoo.TOKENIZER_DIR / "tokenizer.json").read_text())["model"]
+    assert ours["vocab"] == shipped["vocab"] and ours["merges"] == shipped["merges"]
