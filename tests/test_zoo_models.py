@@ -94,3 +94,24 @@ def test_missing_hub_id_fails_fast_without_offline_flags(monkeypatch):
     with pytest.raises(ModelNotAvailableError, match="download"):
         load("specdec-tests/no-such-model")
     assert time.perf_counter() - t0 < 15
+
+
+def test_model_weights_change_with_one_byte_and_name_hub_ids_by_commit(tmp_path):
+    """The ``weights`` key of result rows: a retrained (here: one flipped byte) model gets a new digest."""
+    import shutil
+
+    from specdec.zoo.models import model_weights, pair_weights, weights_identity
+
+    copy = tmp_path / "draft"
+    shutil.copytree(zoo.model_dir("tiny-draft-xs"), copy)
+    before = model_weights(load(copy)[0])
+    assert before == model_weights(load(copy)[0]) and len(before) == 12
+    weights = copy / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # the last byte of the last tensor
+    weights.write_bytes(bytes(data))
+    assert model_weights(load(copy)[0]) != before
+    assert model_weights(load("tiny-draft-xs")[0]) == model_weights(load(zoo.model_dir("tiny-draft-xs"))[0])
+    assert weights_identity("org/model", "abc123") == "org/model@abc123"
+    assert weights_identity("org/model") == "org/model@unpinned"
+    assert pair_weights("tiny", "default") != pair_weights("tiny", "xs")

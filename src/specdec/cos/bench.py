@@ -19,7 +19,7 @@ from specdec.cos import tasks as cos_tasks
 from specdec.cos.combine import Combination
 from specdec.results import RESULTS, ResultStore, paper_numbers
 from specdec.sampling import SamplingConfig
-from specdec.zoo.models import load_collab
+from specdec.zoo.models import load_collab, model_weights
 from specdec.zoo.tasks import encode
 
 
@@ -105,13 +105,16 @@ def run_task(
 
     device = next(models[-1].parameters()).device.type
     store.provenance.update(results.model_provenance(**{f"model_{i}": m for i, m in enumerate(models)}))
+    weights = model_weights(*models)
 
     def compute(method, gamma, prompt, **_):
         return decode_row(
             models, tokenizer, prompts[prompt], combine, method, gamma, default, max_new_tokens, sampling, seed
         )
 
-    keys = task_keys(set_name, task, methods, list(prompts), temperature, lam, mu, max_new_tokens, seed, device)
+    keys = task_keys(
+        set_name, weights, task, methods, list(prompts), temperature, lam, mu, max_new_tokens, seed, device
+    )
     store.run(keys, compute, desc=desc or f"{set_name}/{task}")
 
 
@@ -135,12 +138,15 @@ def decode_row(models, tokenizer, prompt_ids, combine, method, gamma, default, m
     return row
 
 
-def task_keys(set_name, task, methods, prompt_ids, temperature, lam, mu, max_new_tokens, seed, device) -> list[dict]:
+def task_keys(
+    set_name, weights, task, methods, prompt_ids, temperature, lam, mu, max_new_tokens, seed, device
+) -> list[dict]:
     """The keys (``KEYS`` + prompt) of every ``(method, gamma)`` of ``methods`` on every prompt id, the methods
-    of one prompt next to each other (they run back to back)."""
+    of one prompt next to each other (they run back to back). ``weights``: ``model_weights`` of the set's models."""
     return [
         dict(
             set=set_name,
+            weights=weights,
             task=task,
             method=m,
             gamma=g,
@@ -200,6 +206,7 @@ def main_grid(
                 temperature, device_type = cfg.get("temperature", 0.0), next(models[-1].parameters()).device.type
                 keys += task_keys(
                     cfg["set"],
+                    model_weights(*models),
                     task,
                     methods,
                     list(prompts[task]),
@@ -271,7 +278,8 @@ def _warm_up(models, combine, prompt_ids) -> None:
 
 # Every parameter that changes a stored row is part of its key (a rerun with another max_new_tokens, seed or
 # device computes new rows instead of returning the old ones).
-KEYS = ["set", "task", "method", "gamma", "temperature", "lam", "mu", "max_new_tokens", "seed", "device"]
+# ``weights`` is ``zoo.models.model_weights`` of the set's models: a retrained model never reuses old rows.
+KEYS = ["set", "weights", "task", "method", "gamma", "temperature", "lam", "mu", "max_new_tokens", "seed", "device"]
 MAX_MODELS = 3  # per-model columns are written for up to this many models, so one table holds every set
 _EMPTY = {f"{name}_{i}": "" for name in ("calls", "tokens_fed", "proposed", "accepted") for i in range(MAX_MODELS)}
 
@@ -340,6 +348,7 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_prompts: int = 64) -
         combine = make_combination(kind, len(models), lam, mu, temperature if kind == "cd" else 1.0)
         sampling = SamplingConfig(temperature=0.0 if temperature == 0 else 1.0)
         ids = encode(tokenizer, prompts[task][str(key["prompt"])])
+        key = {**key, "weights": model_weights(*models)}  # today's weights: a row made with others comes back stale
         row = decode_row(
             models,
             tokenizer,

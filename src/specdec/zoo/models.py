@@ -133,6 +133,12 @@ def weights_digest(*identities: str) -> str:
     return hashlib.sha256("|".join(identities).encode()).hexdigest()[:12]
 
 
+def model_weights(*models) -> str:
+    """``weights_digest`` of loaded models, in order: each by the folder or hub id it was loaded from
+    (``name_or_path``) and, for a hub id, the commit it was loaded at."""
+    return weights_digest(*(weights_identity(m.name_or_path, getattr(m.config, "_commit_hash", None)) for m in models))
+
+
 def pair_weights(profile: str = "tiny", pair: str = "default") -> str:
     """``weights_digest`` of a profile pair's target and draft (what a row of that pair was computed with)."""
     spec_all = load_profile(profile)
