@@ -235,3 +235,18 @@ def test_paper_profile_fails_fast_offline(monkeypatch):
     assert aasd_bench.profile_targets("paper") == ["llava-hf/llava-1.5-7b-hf", "llava-hf/llava-1.5-13b-hf"]
     with pytest.raises(DatasetNotAvailableError, match="hf download"):
         aasd_bench.load_requests(2, profile="paper")
+
+
+def test_runs_are_keyed_by_the_weights_of_target_and_draft(tmp_path, monkeypatch):
+    from specdec.aasd import bench as ab
+    from specdec.zoo.models import weights_digest, weights_identity
+
+    w = {d: ab.weights_of(d, "tabed-target") for d in ("AR", "AASD", "AASD k=1", "AASD w/o image KV", "FT-LLaVA")}
+    assert w["AR"] == weights_digest(weights_identity("tabed-target"))
+    assert w["AASD"] == w["AASD w/o image KV"]  # same module, another context at inference
+    assert len(set(w.values())) == 4 and ab.weights_of("AASD", "aasd-target-s") != w["AASD"]
+    module = tmp_path / "aasd-module-tabed-target"
+    module.mkdir()
+    (module / "module.safetensors").write_bytes(b"retrained")
+    monkeypatch.setattr(ab, "module_name", lambda target, variant: str(module))  # a retrained module, same target
+    assert ab.weights_of("AASD", "tabed-target") != w["AASD"] and ab.weights_of("AR", "tabed-target") == w["AR"]

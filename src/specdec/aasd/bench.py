@@ -38,7 +38,8 @@ TASKS: dict[str, list[tuple[str, int, str]]] = {
     "COCO Caption": [("describe", 1, "caption")],
     "ScienceQA CoT": [("mmvet", 1, "reasoning")],
 }
-KEY = ["table", "target", "draft", "gamma", "max_new_tokens", "device", "row"]
+# ``weights``: ``weights_of`` the target and the draft, so a retrained model never reuses old rows.
+KEY = ["table", "target", "draft", "weights", "gamma", "max_new_tokens", "device", "row"]
 PAPER_TARGET = {  # the larger tiny target plays 13B
     "tabed-target": "LLaVA-13B",
     "aasd-target-s": "LLaVA-7B",
@@ -90,13 +91,39 @@ def paper_requests(profile: str, n_per_task: int) -> list[dict]:
     return out
 
 
+def draft_source(name: str, target_name: str, profile: str = "tiny") -> tuple[str | pathlib.Path, str | None]:
+    """``(folder or hub id, revision)`` of a draft name's weights (``make_drafter`` loads from there): a module
+    folder (``AASD*``), the tiny zoo's baseline, or on another profile the paper-scale zoo's distilled baseline or
+    the public draft of ``aasd.drafts`` at its pinned revision."""
+    zoo_dir = zoo.MODELS if profile == "tiny" else paper_zoo.zoo_dir()
+    if name.startswith("AASD"):
+        return zoo_dir / module_name(target_name, ABLATIONS[name][0]), None
+    if profile == "tiny":
+        kind, family = name.split("-")
+        return f"aasd-{kind.lower()}-{family.lower()}" + (f"-{target_name}" if kind == "DT" else ""), None
+    spec = models.load_profile(profile)
+    draft = spec["aasd"]["drafts"][name]
+    if "model" in draft:
+        return draft["model"], models.revision_of(spec, draft["model"])
+    return zoo_dir / paper_zoo.distilled_name(name, target_name), None
+
+
+def weights_of(draft: str, target_name: str, profile: str = "tiny") -> str:
+    """The ``weights`` key of a run: ``zoo.models.weights_digest`` of the target's and (but for ``AR``) the draft's
+    ``weights_identity``."""
+    revision = None if profile == "tiny" else models.revision_of(models.load_profile(profile), target_name)
+    parts = [models.weights_identity(target_name, revision)]
+    if draft != "AR":
+        parts.append(models.weights_identity(*draft_source(draft, target_name, profile)))
+    return models.weights_digest(*parts)
+
+
 def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, profile: str = "tiny"):
     """``(drafter, uses_images)`` for a draft name of ``MAIN_DRAFTS`` or ``ABLATIONS``: the tiny zoo's, or on
     another profile the paper-scale zoo (``paper_zoo.zoo_dir()``) and the public drafts of ``aasd.drafts``."""
-    zoo_dir = zoo.MODELS if profile == "tiny" else paper_zoo.zoo_dir()
     if name.startswith("AASD"):
-        variant, context = ABLATIONS[name]
-        folder = zoo_dir / module_name(target_name, variant)
+        folder, _ = draft_source(name, target_name, profile)
+        context = ABLATIONS[name][1]
         if not (folder / "module.safetensors").exists():
             raise paper_zoo.missing(folder, f"AASD module ({name})", target_name)
         module = load_module(folder, target)
@@ -104,20 +131,17 @@ def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, p
             module.config = dataclasses.replace(module.config, context=context)
         return AASDDrafter(module, lm), False
     if profile == "tiny":
-        kind, family = name.split("-")
-        folder = f"aasd-{kind.lower()}-{family.lower()}" + (f"-{target_name}" if kind == "DT" else "")
-        if family == "LLaMA":
+        folder, _ = draft_source(name, target_name, profile)
+        if name.endswith("LLaMA"):
             model, _ = models.load(folder, with_tokenizer=False)
             return baselines.text_drafter(model, processor.tokenizer), False
         model, _ = models.load(folder, kind="llava", with_tokenizer=False)
         return ModelDrafter(model), True
-    spec = models.load_profile(profile)
-    draft = spec["aasd"]["drafts"][name]
-    source = draft.get("model") or zoo_dir / paper_zoo.distilled_name(name, target_name)
+    draft = models.load_profile(profile)["aasd"]["drafts"][name]
+    source, revision = draft_source(name, target_name, profile)
     if "model" not in draft and not (pathlib.Path(source) / "config.json").exists():
         raise paper_zoo.missing(pathlib.Path(source), f"distilled baseline ({name})", target_name)
     device, dtype = next(target.parameters()).device, target.dtype
-    revision = models.revision_of(spec, draft["model"]) if "model" in draft else None
     if draft["kind"] == "llava":
         model, _ = models.load(
             source, kind="llava", device=device, dtype=dtype, revision=revision, with_tokenizer=False
@@ -173,13 +197,20 @@ def run(
         drafter, uses_images = drafters[draft]
         if isinstance(drafter, AASDDrafter):
             drafter.target_lm = lm
-        reference = json.loads(store.get(**setting, draft="AR", gamma=0, row=row)["output"])
+        reference = json.loads(store.get(**setting, draft="AR", weights=weights["AR"], gamma=0, row=row)["output"])
         res = generate(lm, ids, drafter, gamma=gamma, max_new_tokens=max_new_tokens, eos_token_id=eos,
                        target_inputs=inputs, draft_inputs=inputs if uses_images else {})  # fmt: skip
         return _row(by_id[row], res, reference)
 
-    store.run([dict(setting, draft="AR", gamma=0, row=rid) for rid in by_id], compute, desc=f"{table} AR")
-    keys = [dict(setting, draft=d, gamma=g, row=rid) for d in drafts for g in gammas for rid in by_id]
+    weights = {d: weights_of(d, target_name, profile) for d in ["AR", *drafts]}
+    store.run(
+        [dict(setting, draft="AR", weights=weights["AR"], gamma=0, row=rid) for rid in by_id],
+        compute,
+        desc=f"{table} AR",
+    )
+    keys = [
+        dict(setting, draft=d, weights=weights[d], gamma=g, row=rid) for d in drafts for g in gammas for rid in by_id
+    ]
     store.run(keys, compute, desc=f"{table} {target_name}")
 
 
