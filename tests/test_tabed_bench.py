@@ -180,3 +180,22 @@ def test_each_pair_compares_with_its_own_table_of_the_paper():
     assert empty.index.equals(tb.paper_table(tb.TABLE1).index) and empty.isna().all().all()
     with pytest.raises(ValueError, match="no LLaVA pair"):
         tb.pair_setting("paper", "default")
+
+
+def test_runs_are_keyed_by_the_weights_of_the_models_they_used(tmp_path):
+    import shutil
+
+    from specdec.zoo.models import load
+
+    target, draft, _ = tb.load_vlm_pair("tiny")
+    ar, m = tb.run_weights(target, draft, "AR"), tb.run_weights(target, draft, "M")
+    assert len({ar, m, tb.run_weights(target, draft, "C")}) == 3  # C adds the captioner's weights
+    assert tb.run_weights(target, draft, "C", "draft") == tb.run_weights(target, draft, "C", "oracle") == m
+    assert tb.run_weights(target, draft, "T", "draft") == m  # T uses no captioner
+    copy = tmp_path / "draft"
+    shutil.copytree(tb.models.hub.resolve("tabed-draft"), copy)
+    data = bytearray((copy / "model.safetensors").read_bytes())
+    data[-1] ^= 1
+    (copy / "model.safetensors").write_bytes(bytes(data))
+    retrained, _ = load(copy, kind="llava", with_tokenizer=False)
+    assert tb.run_weights(target, retrained, "M") != m and tb.run_weights(target, retrained, "AR") == ar

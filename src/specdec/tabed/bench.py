@@ -44,7 +44,9 @@ ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
 # the captioner of caption drafting C (the paper: Florence-2, a separate small model): the tiny zoo's own
 CAPTIONER = "tabed-captioner"
 # every parameter that changes a stored run (walltime depends on the device, the rest does not)
-KEY = ["method", "gamma", "window", "criterion", "captioner", "max_new_tokens", "device", "row"]
+# ``model_weights`` (``run_weights``: target, draft, captioner) so that a retrained model never reuses old rows; the
+# column ``weights`` of a row is something else, the MT* ensemble weights it chose per block.
+KEY = ["method", "gamma", "window", "criterion", "captioner", "model_weights", "max_new_tokens", "device", "row"]
 PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
 # Paper datasets (App. J) for the paper profile, first turns: (id, config, split, question field, image field), as
 # the authors' code loads them (github.com/furiosa-ai/TABED, tabed/datamodules/). Loading them needs the local
@@ -466,14 +468,20 @@ def run(
     requests = {r["id"]: r for r in rows}
     w_key = "ALL" if window is None else window
     setting = dict(max_new_tokens=max_new_tokens, device=target.device.type)
-    keys = [run_key(m, gamma, w_key, criterion, captioner, setting, rid) for rid in requests for m in methods]
+    digests = {m: run_weights(target, draft, m, captioner) for m in ["AR", *methods]}
+    keys = [
+        run_key(m, gamma, w_key, criterion, captioner, {**setting, "model_weights": digests[m]}, rid)
+        for rid in requests
+        for m in methods
+    ]
     if all(store.done(**k) for k in keys):  # e.g. every key in the committed base layer: load nothing
         return
     encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in requests.items()}
     caption = make_captioner(captioner, draft, processor) if any("C" in tabed.ENSEMBLES[m] for m in methods) else None
 
     def reference(rid):
-        key = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", **setting, row=rid)
+        key = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", model_weights=digests["AR"])
+        key = {**key, **setting, "row": rid}
         if not store.done(**key):
             ids, inputs = encoded[rid]
             res = autoregressive(target, ids, max_new_tokens=max_new_tokens, eos_token_id=eos, target_inputs=inputs)
@@ -508,6 +516,18 @@ def run(
         return out
 
     store.run(keys, compute, desc=desc or "tabed")
+
+
+def run_weights(target, draft, method: str, captioner: str = CAPTIONER) -> str:
+    """The ``model_weights`` key of a run: ``zoo.models.weights_digest`` of the target's weights, for a speculative
+    method also the draft's, and for a caption method (C) the captioner's when it is a model of its own (a zoo
+    name or folder; ``"draft"``: the draft; ``"oracle"``: none; ``"blip"``: named)."""
+    if method == "AR":
+        return models.model_weights(target)
+    parts = [models.model_weights(target, draft)]
+    if "C" in tabed.ENSEMBLES[method] and captioner not in ("draft", "oracle"):
+        parts.append(captioner if captioner == "blip" else models.weights_identity(captioner))
+    return models.weights_digest(*parts) if len(parts) > 1 else parts[0]
 
 
 def run_key(method: str, gamma: int, window, criterion: str, captioner: str, setting: dict, row: str) -> dict:
