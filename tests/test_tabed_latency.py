@@ -112,3 +112,17 @@ def test_paper_caption_table_and_gpu_reference():
     ref = tl.gpu_reference(grid)
     assert ref.iloc[0]["T_q/T_p (draft-68m/llava-1.5-7b)"] == pytest.approx(0.1)
     assert ref.iloc[0]["draft-68m T(B=4)/T(B=1)"] == pytest.approx(1.25)
+
+
+def test_the_papers_ratio_and_tau_follow_the_pair():
+    """Notebooks 12 and 14 quote Table 6's T_q/T_p for the pair's sizes and the pair's own table's τ."""
+    from specdec.tabed import bench as tb
+
+    ratios = {p: tb.pair_latency_ratio("paper", p) for p in ("llava-7b", "llava-13b", "llava-7b-160m", "llava-next-7b")}
+    assert ratios == {"llava-7b": 0.063, "llava-13b": 0.042, "llava-7b-160m": 0.206, "llava-next-7b": 0.063}
+    assert tb.pair_latency_ratio("tiny") == 0.063 and tb.pair_sizes("paper", "llava-next-7b-160m") == ("160M", "7B")
+    methods = ["M", "T", "MT", "MT*"]
+    table10 = tl.paper_tau(methods)
+    table11 = tl.paper_tau(methods, tb.pair_setting("paper", "llava-next-7b"))
+    assert table10.notna().all() and table11.notna().all() and not table10.equals(table11)
+    assert tl.paper_tau(methods, tb.pair_setting("paper", "llava-13b")).isna().all()  # the paper has no table for it

@@ -15,11 +15,12 @@ import functools
 import hashlib
 import json
 import pathlib
+import re
 
 import pandas as pd
 import torch
 
-from specdec import results
+from specdec import paper, results
 from specdec.engine import autoregressive, generate
 from specdec.hub import cached_commit, load_dataset
 from specdec.tabed import drafting as tabed
@@ -652,6 +653,31 @@ def pair_setting(profile: str = "tiny", pair: str | None = None) -> dict | None:
         raise ValueError(f"profile {profile!r} has no LLaVA pair {pair!r}; LLaVA pairs: {llava}")
     setting = pairs[pair].get("setting")
     return dict(setting) if setting else None
+
+
+def pair_sizes(profile: str = "tiny", pair: str | None = None) -> tuple[str, str]:
+    """``(draft size, target size)`` of a LLaVA pair as Table 6 writes them (``"68M"``, ``"7B"``), read from the pair's
+    hub ids (``mjbooo/lvlm160m-bf16`` -> 160M, ``llava-hf/llava-v1.6-vicuna-13b-hf`` -> 13B); the tiny zoo's default
+    pair stands in for 68M / 7B (``PAPER_SETTING``)."""
+    if profile == "tiny" and not pair:
+        return PAPER_SETTING["draft_size"], PAPER_SETTING["target"].split()[-1]
+    spec = models.load_profile(profile).get("pairs", {}).get(pair or "llava-7b")
+    if not spec or spec.get("kind") != "llava":
+        raise ValueError(f"profile {profile!r} has no LLaVA pair {pair!r}")
+    draft, target = re.search(r"(\d+)m", spec["draft"].lower()), re.search(r"(\d+)b", spec["target"].lower())
+    if not draft or not target:
+        raise ValueError(f"cannot read the sizes of pair {pair!r} from {spec['draft']!r} / {spec['target']!r}")
+    return f"{draft.group(1)}M", f"{target.group(1)}B"
+
+
+def pair_latency_ratio(profile: str = "tiny", pair: str | None = None) -> float | None:
+    """The paper's T_q/T_p (Table 6, A6000) for the sizes of a pair's draft and target (``pair_sizes``): the paper
+    timed LLaVA-1.5 7B / 13B with 68M / 160M drafts, and a LLaVA-NeXT pair of the same sizes takes that ratio.
+    ``None`` where Table 6 has no such sizes."""
+    draft_size, target_size = pair_sizes(profile, pair)
+    table = paper.tabed_latency_ratios()
+    hit = table[(table.draft_size == draft_size) & (table.target_size == target_size)]
+    return float(hit.latency_ratio_Tq_over_Tp.iloc[0]) if len(hit) else None
 
 
 def paper_table_name(setting: dict | None = PAPER_SETTING) -> str | None:

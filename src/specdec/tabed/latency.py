@@ -318,10 +318,11 @@ def expected_speedup_table(
     return table
 
 
-def paper_tau(methods) -> pd.Series:
-    """The paper's τ per method: mean over the two turns of the benchmark ``Avg.`` cells of Table 10
-    (LLaVA-1.5 68M draft, LLaVA-1.5 7B target; its M / T / MT / MT* cells are Table 1's)."""
-    table = tabed_bench.paper_table(methods)
+def paper_tau(methods, setting: dict | None = tabed_bench.PAPER_SETTING) -> pd.Series:
+    """The paper's τ per method: mean over the two turns of the benchmark ``Avg.`` cells of the table of ``setting``
+    (``tabed_bench.pair_setting``; default Table 10, LLaVA-1.5 68M draft and 7B target, whose M / T / MT / MT* cells
+    are Table 1's); NaN where the paper has no table for the pair."""
+    table = tabed_bench.pair_paper_table(methods, setting)
     averages = table[[d == "Avg." for d in table.index.get_level_values("dataset")]]
     return averages.mean().reindex(methods)
 
@@ -461,25 +462,34 @@ def _gpu_reading(values, tol: float) -> str:
     return "Remark 3 does not hold there either"
 
 
-def verdict_speedup(table: pd.DataFrame, ratio: float, device: str) -> str:
-    """Eq. (1): which method is fastest with the measured and with the paper's latency ratio."""
+def verdict_speedup(table: pd.DataFrame, ratio: float, device: str, ratio_paper: float = PAPER_RATIO) -> str:
+    """Eq. (1): which method is fastest with the measured and with the paper's latency ratio (``ratio_paper``: Table
+    6's for the pair's sizes, ``tabed_bench.pair_latency_ratio``)."""
     measured, paper = "Eq.(1), measured T_q/T_p", [c for c in table.columns if c.startswith("Eq.(1), paper")][0]
     best_m, best_p = table[measured].idxmax(), table[paper].idxmax()
     return (
         f"**Eq. (1)**: with the measured T_q/T_p = {ratio:.3f} ({device}) the expected speedups are "
         f"{table[measured].min():.2f}–{table[measured].max():.2f}x (best {best_m}); with the paper's "
-        f"T_q/T_p = {PAPER_RATIO} (A6000, 68M/7B) they would be {table[paper].min():.2f}–"
+        f"T_q/T_p = {ratio_paper} (Table 6, A6000) they would be {table[paper].min():.2f}–"
         f"{table[paper].max():.2f}x (best {best_p}). MT* : {table.loc['MT*', measured]:.2f}x measured, "
-        f"{table.loc['MT*', paper]:.2f}x at the paper's ratio (paper: 1.74x with its own τ). "
+        f"{table.loc['MT*', paper]:.2f}x at the paper's ratio{_papers_own(table)}. "
         + (
             "Per-call overhead dominates the steps of tiny models, so the measured ratio is far above the "
             "paper's and eats most of τ; "
-            if ratio > 2 * PAPER_RATIO
+            if ratio > 2 * ratio_paper
             else ""
         )
         + "the ranking of the methods is τ's at any one ratio."
         + _charged(table)
     )
+
+
+def _papers_own(table: pd.DataFrame) -> str:
+    """`` (paper: 1.74x with its own τ)``: MT*'s Eq. (1) from the paper's τ and ratio, where the table has it."""
+    own = [c for c in table.columns if c.startswith("paper Eq.(1)")]
+    if not own or pd.isna(table.loc["MT*", own[0]]):
+        return " (the paper has no τ for this pair)"
+    return f" (paper: {table.loc['MT*', own[0]]:.2f}x with its own τ)"
 
 
 def _charged(table: pd.DataFrame) -> str:
