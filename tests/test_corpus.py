@@ -45,12 +45,18 @@ def test_a_module_and_its_docstrings_share_one_split(content):
     assert {d["split"] for d in content if d["kind"] == "code"} == {"train", "heldout"}
 
 
-def test_a_django_string_is_held_out_in_every_language_and_app_or_in_none(content):
+def english_splits(docs) -> dict[str, set]:
+    """``{English string: the splits of the translation pages it is on}``."""
     split_of: dict[str, set] = {}
-    for doc in content:
+    for doc in docs:
         if doc["kind"] == "translation":
             for english in re.findall(r"^English: (.*)$", doc["text"], flags=re.M):
                 split_of.setdefault(english, set()).add(doc["split"])
+    return split_of
+
+
+def test_a_django_string_is_held_out_in_every_language_and_app_or_in_none(content):
+    split_of = english_splits(content)
     assert len(split_of) > 500
     assert [e for e, s in split_of.items() if len(s) > 1] == []
     held = sum(s == {"heldout"} for s in split_of.values()) / len(split_of)
@@ -59,12 +65,7 @@ def test_a_django_string_is_held_out_in_every_language_and_app_or_in_none(conten
 
 def test_the_name_split_lets_strings_cross(by_name):
     """Why the split changed: under the name split the same English string is in both splits."""
-    split_of: dict[str, set] = {}
-    for doc in by_name:
-        if doc["kind"] == "translation":
-            for english in re.findall(r"^English: (.*)$", doc["text"], flags=re.M):
-                split_of.setdefault(english, set()).add(doc["split"])
-    assert sum(len(s) > 1 for s in split_of.values()) > 100
+    assert sum(len(s) > 1 for s in english_splits(by_name).values()) > 100
 
 
 def test_units_sharing_a_paragraph_are_joined():
