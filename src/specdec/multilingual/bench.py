@@ -134,10 +134,9 @@ def _weights_identity(name: str) -> str:
     """``zoo.models.weights_identity`` of a zoo name's model under the active profile (tiny: the shipped folder;
     paper: the trained drafters' folder, or ``hub id@pinned revision``)."""
     source = model_source(name)
-    path = zoo.model_dir(source) if _PROFILE["profile"] == "tiny" else pathlib.Path(source)
-    if path.is_dir():
-        return weights_identity(path)
-    return weights_identity(source, revision_of(load_profile("paper"), source))
+    if _PROFILE["profile"] == "tiny":
+        return weights_identity(zoo.model_dir(source))
+    return weights_identity(source, revision_of(load_profile("paper"), source))  # a folder is hashed, an id is not
 
 
 @functools.cache
