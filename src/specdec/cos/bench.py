@@ -336,8 +336,9 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_prompts: int = 64) -
     for key in keys:
         name, kind, proposer = collab_of(str(key["set"]), profile)
         if name not in loaded:
-            loaded[name] = load_collab(profile, name, device=str(key["device"]))
-        models, tokenizer, own_kind = loaded[name]
+            models, tokenizer, own_kind = load_collab(profile, name, device=str(key["device"]))
+            loaded[name] = models, tokenizer, own_kind, model_weights(*models)  # hashed once per set
+        models, tokenizer, own_kind, weights = loaded[name]
         kind = kind or own_kind
         lam, mu, temperature = float(key["lam"]), float(key["mu"]), float(key["temperature"])
         if proposer is None:
@@ -348,7 +349,7 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_prompts: int = 64) -
         combine = make_combination(kind, len(models), lam, mu, temperature if kind == "cd" else 1.0)
         sampling = SamplingConfig(temperature=0.0 if temperature == 0 else 1.0)
         ids = encode(tokenizer, prompts[task][str(key["prompt"])])
-        key = {**key, "weights": model_weights(*models)}  # today's weights: a row made with others comes back stale
+        key = {**key, "weights": weights}  # today's weights: a row made with others comes back stale
         row = decode_row(
             models,
             tokenizer,
