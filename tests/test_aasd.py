@@ -250,3 +250,18 @@ def test_runs_are_keyed_by_the_weights_of_target_and_draft(tmp_path, monkeypatch
     (module / "module.safetensors").write_bytes(b"retrained")
     monkeypatch.setattr(ab, "module_name", lambda target, variant: str(module))  # a retrained module, same target
     assert ab.weights_of("AASD", "tabed-target") != w["AASD"] and ab.weights_of("AR", "tabed-target") == w["AR"]
+
+
+def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
+    from specdec import results
+    from specdec.aasd import bench as ab
+
+    request = ab.load_requests(3)[0]  # one request of a task, with its image
+    store = results.ResultStore("tiny", "runs", ab.KEY, root=tmp_path)
+    ab.run(store, "table1", "tabed-target", [request], ["AASD"], [3], max_new_tokens=4)
+    ab.run(store, "table1", "tabed-target", [request], ["AASD"], [3], max_new_tokens=4)  # the same request: done
+    assert len(store.frame()) == 2  # AR and AASD
+    reworded = {**request, "prompt": request["prompt"].replace("\n", " \n", 1)}
+    ab.run(store, "table1", "tabed-target", [reworded], ["AASD"], [3], max_new_tokens=4)
+    frame = store.frame()
+    assert len(frame) == 4 and frame.row.nunique() == 1 and frame.request.nunique() == 2

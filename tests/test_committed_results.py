@@ -122,7 +122,7 @@ def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_wi
 
 
 COS_TABLES = ("cos_main", "cos_sweeps", "cos_theory")
-COS_KEY = cb.KEYS + ["prompt"]
+COS_KEY = cb.ROW_KEY
 
 
 def cos_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -153,7 +153,7 @@ def test_the_cos_sample_covers_every_cell_and_setting():
 def test_the_committed_cos_cells_have_16_prompts():
     for table in COS_TABLES:
         committed = _committed_cos(table)
-        per_cell = committed.groupby([k for k in cb.KEYS], dropna=False).prompt.nunique()
+        per_cell = committed.groupby([k for k in cb.KEYS], dropna=False).request.nunique()  # distinct texts
         assert per_cell.min() >= 16, (table, per_cell[per_cell < 16].head())
 
 

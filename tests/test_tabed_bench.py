@@ -199,3 +199,25 @@ def test_runs_are_keyed_by_the_weights_of_the_models_they_used(tmp_path):
     (copy / "model.safetensors").write_bytes(bytes(data))
     retrained, _ = load(copy, kind="llava", with_tokenizer=False)
     assert tb.run_weights(target, retrained, "M") != m and tb.run_weights(target, retrained, "AR") == ar
+
+
+def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
+    from PIL import ImageOps
+
+    from specdec import results
+    from specdec.tabed.drafting import load_images
+
+    target, draft, processor = tb.load_vlm_pair("tiny")
+    row = tb.load_suite("tiny", 1, scenarios=[("pope", 1)])[0]
+    store = results.ResultStore("tiny", "runs", tb.KEY, root=tmp_path)
+    tb.run(store, target, draft, processor, [row], ["M"], gamma=2, max_new_tokens=4)
+    tb.run(store, target, draft, processor, [row], ["M"], gamma=2, max_new_tokens=4)  # the same request: done
+    assert len(store.frame()) == 2  # AR and M
+    reworded = {**row, "prompt": row["prompt"].replace("?", " ?", 1)}
+    flipped = {**row, "images": [ImageOps.mirror(load_images(row["images"])[0])]}
+    assert len({tb.request_digest(r) for r in (row, reworded, flipped)}) == 3
+    for edited in (reworded, flipped):  # same row id, another request: its rows are computed, not read back
+        tb.run(store, target, draft, processor, [edited], ["M"], gamma=2, max_new_tokens=4)
+    frame = store.frame()
+    assert len(frame) == 6 and frame.row.nunique() == 1 and frame.request.nunique() == 3
+    assert frame.request.map(len).eq(16).all()

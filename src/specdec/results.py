@@ -219,9 +219,9 @@ class ResultStore:
         return pd.read_csv(text, dtype=DIGEST_DTYPES)
 
 
-# Hex digests in keys (model weights, prompt texts) stay strings: "123456789012" or "12e456789012" would parse as
-# numbers and no longer match the key they were written with.
-DIGEST_DTYPES = {"weights": str, "model_weights": str, "prompts": str}
+# Hex digests in keys (model weights, prompt texts, requests) stay strings: "123456789012" or "12e456789012" would
+# parse as numbers and no longer match the key they were written with.
+DIGEST_DTYPES = {"weights": str, "model_weights": str, "prompts": str, "request": str}
 
 
 def stratified_sample(frame, by: list[str], n: int = 1, seed: int = 0):

@@ -30,7 +30,7 @@ from specdec.cache import CachedLM
 from specdec.drafters import ModelDrafter
 from specdec.engine import generate
 from specdec.tabed import scenes
-from specdec.tabed.bench import encode
+from specdec.tabed.bench import encode, request_digest
 from specdec.zoo import models
 
 TASKS: dict[str, list[tuple[str, int, str]]] = {
@@ -38,8 +38,9 @@ TASKS: dict[str, list[tuple[str, int, str]]] = {
     "COCO Caption": [("describe", 1, "caption")],
     "ScienceQA CoT": [("mmvet", 1, "reasoning")],
 }
-# ``weights``: ``weights_of`` the target and the draft, so a retrained model never reuses old rows.
-KEY = ["table", "target", "draft", "weights", "gamma", "max_new_tokens", "device", "row"]
+# ``weights``: ``weights_of`` the target and the draft, so a retrained model never reuses old rows; ``request``:
+# ``request_digest`` of the prompt and its pixels, so a row id that names another request is computed again.
+KEY = ["table", "target", "draft", "weights", "gamma", "max_new_tokens", "device", "row", "request"]
 PAPER_TARGET = {  # the larger tiny target plays 13B
     "tabed-target": "LLaVA-13B",
     "aasd-target-s": "LLaVA-7B",
@@ -197,19 +198,24 @@ def run(
         drafter, uses_images = drafters[draft]
         if isinstance(drafter, AASDDrafter):
             drafter.target_lm = lm
-        reference = json.loads(store.get(**setting, draft="AR", weights=weights["AR"], gamma=0, row=row)["output"])
+        ar_key = dict(setting, draft="AR", weights=weights["AR"], gamma=0, row=row, request=request_sha[row])
+        reference = json.loads(store.get(**ar_key)["output"])
         res = generate(lm, ids, drafter, gamma=gamma, max_new_tokens=max_new_tokens, eos_token_id=eos,
                        target_inputs=inputs, draft_inputs=inputs if uses_images else {})  # fmt: skip
         return _row(by_id[row], res, reference)
 
     weights = {d: weights_of(d, target_name, profile) for d in ["AR", *drafts]}
+    request_sha = {rid: request_digest(r) for rid, r in by_id.items()}
     store.run(
-        [dict(setting, draft="AR", weights=weights["AR"], gamma=0, row=rid) for rid in by_id],
+        [dict(setting, draft="AR", weights=weights["AR"], gamma=0, row=rid, request=request_sha[rid]) for rid in by_id],
         compute,
         desc=f"{table} AR",
     )
     keys = [
-        dict(setting, draft=d, weights=weights[d], gamma=g, row=rid) for d in drafts for g in gammas for rid in by_id
+        dict(setting, draft=d, weights=weights[d], gamma=g, row=rid, request=request_sha[rid])
+        for d in drafts
+        for g in gammas
+        for rid in by_id
     ]
     store.run(keys, compute, desc=f"{table} {target_name}")
 

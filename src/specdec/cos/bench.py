@@ -20,7 +20,7 @@ from specdec.cos.combine import Combination
 from specdec.results import RESULTS, ResultStore, paper_numbers
 from specdec.sampling import SamplingConfig
 from specdec.zoo.models import load_collab, model_weights
-from specdec.zoo.tasks import encode
+from specdec.zoo.tasks import encode, text_digest
 
 
 def theorem_3_1(alpha: float, gamma: int, c: float) -> float:
@@ -92,7 +92,7 @@ def run_task(
 ) -> None:
     """Run every ``(method, gamma)`` of ``methods`` on every prompt of ``rows``; one stored row per run.
 
-    Keys: ``KEYS`` + prompt (``gamma`` 0 for methods without proposals; ``device`` the models' device type).
+    Keys: ``ROW_KEY`` (``gamma`` 0 for methods without proposals; ``device`` the models' device type).
     ``temperature`` 0 decodes ``argmax r``; otherwise tokens are sampled from ``r`` (CD uses
     ``T = temperature``, WE its members at T = 1). The methods of one prompt run back to back, so their
     walltime ratio sees the same machine state. default: the proposer (``None``: ``default_proposer``).
@@ -112,9 +112,8 @@ def run_task(
             models, tokenizer, prompts[prompt], combine, method, gamma, default, max_new_tokens, sampling, seed
         )
 
-    keys = task_keys(
-        set_name, weights, task, methods, list(prompts), temperature, lam, mu, max_new_tokens, seed, device
-    )
+    texts = {r["id"]: r["prompt"] for r in rows}
+    keys = task_keys(set_name, weights, task, methods, texts, temperature, lam, mu, max_new_tokens, seed, device)
     store.run(keys, compute, desc=desc or f"{set_name}/{task}")
 
 
@@ -139,10 +138,11 @@ def decode_row(models, tokenizer, prompt_ids, combine, method, gamma, default, m
 
 
 def task_keys(
-    set_name, weights, task, methods, prompt_ids, temperature, lam, mu, max_new_tokens, seed, device
+    set_name, weights, task, methods, prompts, temperature, lam, mu, max_new_tokens, seed, device
 ) -> list[dict]:
-    """The keys (``KEYS`` + prompt) of every ``(method, gamma)`` of ``methods`` on every prompt id, the methods
-    of one prompt next to each other (they run back to back). ``weights``: ``model_weights`` of the set's models."""
+    """The keys (``ROW_KEY``) of every ``(method, gamma)`` of ``methods`` on every prompt of ``prompts`` (``{prompt
+    id: prompt text}``), the methods of one prompt next to each other (they run back to back). ``weights``:
+    ``model_weights`` of the set's models; ``request``: ``text_digest`` of the prompt's text."""
     return [
         dict(
             set=set_name,
@@ -157,8 +157,9 @@ def task_keys(
             seed=seed,
             device=device,
             prompt=pid,
+            request=text_digest(text),
         )
-        for pid in prompt_ids
+        for pid, text in prompts.items()
         for m, g in methods
     ]
 
@@ -209,7 +210,7 @@ def main_grid(
                     model_weights(*models),
                     task,
                     methods,
-                    list(prompts[task]),
+                    prompts[task],
                     temperature,
                     lam,
                     mu,
@@ -234,7 +235,7 @@ def main_grid(
                 seed=seed,
             )
     if executor is not None:
-        by = [k for k in KEYS if k not in ("method", "gamma")] + ["prompt"]
+        by = [k for k in ROW_KEY if k not in ("method", "gamma")]
         sharding.run_sharded(store, keys, GridSetup(profile, device, prompts), shards=shards, executor=executor, by=by)
     return costs
 
@@ -280,16 +281,19 @@ def _warm_up(models, combine, prompt_ids) -> None:
 # device computes new rows instead of returning the old ones).
 # ``weights`` is ``zoo.models.model_weights`` of the set's models: a retrained model never reuses old rows.
 KEYS = ["set", "weights", "task", "method", "gamma", "temperature", "lam", "mu", "max_new_tokens", "seed", "device"]
+# A stored row is one prompt of a cell: its id and ``request``, the ``text_digest`` of its text (a prompt id that
+# names another text, after a task generator or template changed, is computed again).
+ROW_KEY = KEYS + ["prompt", "request"]
 MAX_MODELS = 3  # per-model columns are written for up to this many models, so one table holds every set
 _EMPTY = {f"{name}_{i}": "" for name in ("calls", "tokens_fed", "proposed", "accepted") for i in range(MAX_MODELS)}
 
 
 def store(profile: str, table: str) -> ResultStore:
-    """A CoS runs table (``cos_main``, ``cos_sweeps``, ``cos_theory``; keys ``KEYS`` + prompt). It stands on the
+    """A CoS runs table (``cos_main``, ``cos_sweeps``, ``cos_theory``; keys ``ROW_KEY``). It stands on the
     committed one (``results.COMMITTED``, read-only), so under ``make test`` (an empty ``SPECDEC_OUTPUT_DIR``)
     the notebooks read the committed 16-prompt cells and compute only keys that are not there;
     ``tests/test_committed_results.py`` recomputes a sample of them (``recompute``)."""
-    return ResultStore(profile, table, KEYS + ["prompt"], base=results.COMMITTED)
+    return ResultStore(profile, table, ROW_KEY, base=results.COMMITTED)
 
 
 def cost_store(profile: str) -> ResultStore:
@@ -324,7 +328,7 @@ def collab_of(label: str, profile: str = "tiny") -> tuple[str, str, int]:
 
 
 def recompute(keys: list[dict], *, profile: str = "tiny", n_prompts: int = 64) -> pd.DataFrame:
-    """Decode the stored CoS rows of ``keys`` (rows of ``KEYS`` + prompt, e.g. a sample of a committed table)
+    """Decode the stored CoS rows of ``keys`` (rows of ``ROW_KEY``, e.g. a sample of a committed table)
     again and return the fresh rows (key columns + ``decode_row``'s) in the order of ``keys``.
 
     The set label says which models, combination and proposer (``collab_of``); a plain set's proposer follows
@@ -348,8 +352,10 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_prompts: int = 64) -
             prompts[task] = {r["id"]: r["prompt"] for r in cos_tasks.load_task(task, n_prompts, profile=profile)}
         combine = make_combination(kind, len(models), lam, mu, temperature if kind == "cd" else 1.0)
         sampling = SamplingConfig(temperature=0.0 if temperature == 0 else 1.0)
-        ids = encode(tokenizer, prompts[task][str(key["prompt"])])
-        key = {**key, "weights": weights}  # today's weights: a row made with others comes back stale
+        text = prompts[task][str(key["prompt"])]
+        ids = encode(tokenizer, text)
+        # today's weights and prompt text: a row made with other weights, or for another text, comes back stale
+        key = {**key, "weights": weights, "request": text_digest(text)}
         row = decode_row(
             models,
             tokenizer,
@@ -362,7 +368,7 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_prompts: int = 64) -
             sampling,
             int(key["seed"]),
         )
-        out.append({**{k: key[k] for k in KEYS + ["prompt"]}, **row})
+        out.append({**{k: key[k] for k in ROW_KEY}, **row})
     return pd.DataFrame(out)
 
 
@@ -553,7 +559,7 @@ def main(argv=None):
         {"set": "cd", "temperature": 1.0},
     ]
     root = args.results or pathlib.Path(tempfile.mkdtemp())
-    store = ResultStore(args.profile, "cos_main", KEYS + ["prompt"], root=root)
+    store = ResultStore(args.profile, "cos_main", ROW_KEY, root=root)
     cost_store = ResultStore(args.profile, "cos_call_costs", ["set", "device"], root=root)
     costs = main_grid(
         store,

@@ -37,7 +37,7 @@ from specdec.multilingual import hubdata, parallel
 from specdec.sampling import SamplingConfig
 from specdec.zoo.models import load, load_profile, load_tokenizer, profile_device, revision_of, weights_identity
 from specdec.zoo.models import weights_digest as combine_weights
-from specdec.zoo.tasks import encode
+from specdec.zoo.tasks import encode, text_digest
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
 METHODS = ("ar", "sps-generic", "sps-f", "sps-pf", "pld")
@@ -55,8 +55,12 @@ NOT_BUILT = {
 }
 # every parameter that changes a row, the device included (rows carry walltimes)
 # and ``weights``, a digest of the target's and the method's drafter's weights (``weights_digest``): a retrained model
-# never reuses the rows of the one it replaces
-KEYS = ["pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "device", "prompt", "method", "weights"]
+# never reuses the rows of the one it replaces; ``request``, the ``text_digest`` of the prompt's text: a prompt id
+# that names another text (a new prompt template) is computed again
+KEYS = [
+    "pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "device", "prompt", "request", "method",
+    "weights",
+]  # fmt: skip
 GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
 
 TRAIN_COMMAND = "python -m specdec.multilingual.train --profile paper all --out $SPECDEC_ML_DRAFTERS"
@@ -381,6 +385,7 @@ def run_grid(
                         seed=s,
                         device=device,
                         prompt=row["id"],
+                        request=text_digest(row["prompt"]),
                     )
                     methods = drafters_for(pair)
                     if not all(store.done(**key, method=m, weights=weights_digest(d)) for m, d in methods.items()):
@@ -431,8 +436,9 @@ def recompute(keys: list[dict], *, profile: str = "tiny") -> pd.DataFrame:
             seed=prompt_seed(int(key["seed"]), prompt["id"]),
             max_new_tokens=int(key["max_new_tokens"]),
         )
-        # the weights key of the models as they are now: a committed row of other weights does not match it
-        out.append({**{k: key[k] for k in KEYS if k != "weights"}, "weights": weights_digest(spec), **rows[-1]})
+        # the weights and text of today: a committed row of other weights or another text does not match it
+        today = {"weights": weights_digest(spec), "request": text_digest(prompt["prompt"])}
+        out.append({**{k: key[k] for k in KEYS if k not in today}, **today, **rows[-1]})
     return pd.DataFrame(out)
 
 

@@ -46,8 +46,13 @@ ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
 CAPTIONER = "tabed-captioner"
 # every parameter that changes a stored run (walltime depends on the device, the rest does not)
 # ``model_weights`` (``run_weights``: target, draft, captioner) so that a retrained model never reuses old rows; the
-# column ``weights`` of a row is something else, the MT* ensemble weights it chose per block.
-KEY = ["method", "gamma", "window", "criterion", "captioner", "model_weights", "max_new_tokens", "device", "row"]
+# column ``weights`` of a row is something else, the MT* ensemble weights it chose per block. ``request``
+# (``request_digest``: prompt text and image pixels) so that a regenerated suite, a new prompt template or another
+# dataset revision never reuses the rows of a row id that now names another request.
+KEY = [
+    "method", "gamma", "window", "criterion", "captioner", "model_weights", "max_new_tokens", "device", "row",
+    "request",
+]  # fmt: skip
 PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
 # Paper datasets (App. J) for the paper profile, first turns: (id, config, split, question field, image field), as
 # the authors' code loads them (github.com/furiosa-ai/TABED, tabed/datamodules/). Loading them needs the local
@@ -470,8 +475,9 @@ def run(
     w_key = "ALL" if window is None else window
     setting = dict(max_new_tokens=max_new_tokens, device=target.device.type)
     digests = {m: run_weights(target, draft, m, captioner) for m in ["AR", *methods]}
+    request_sha = {rid: request_digest(r) for rid, r in requests.items()}
     keys = [
-        run_key(m, gamma, w_key, criterion, captioner, {**setting, "model_weights": digests[m]}, rid)
+        run_key(m, gamma, w_key, criterion, captioner, {**setting, "model_weights": digests[m]}, rid, request_sha[rid])
         for rid in requests
         for m in methods
     ]
@@ -482,7 +488,7 @@ def run(
 
     def reference(rid):
         key = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", model_weights=digests["AR"])
-        key = {**key, **setting, "row": rid}
+        key = {**key, **setting, "row": rid, "request": request_sha[rid]}
         if not store.done(**key):
             ids, inputs = encoded[rid]
             res = autoregressive(target, ids, max_new_tokens=max_new_tokens, eos_token_id=eos, target_inputs=inputs)
@@ -531,8 +537,11 @@ def run_weights(target, draft, method: str, captioner: str = CAPTIONER) -> str:
     return models.weights_digest(*parts) if len(parts) > 1 else parts[0]
 
 
-def run_key(method: str, gamma: int, window, criterion: str, captioner: str, setting: dict, row: str) -> dict:
-    """The stored key of one run: settings a method does not use are ``"-"`` (so they never split its rows)."""
+def run_key(
+    method: str, gamma: int, window, criterion: str, captioner: str, setting: dict, row: str, request: str
+) -> dict:
+    """The stored key of one run: settings a method does not use are ``"-"`` (so they never split its rows);
+    ``request``: ``request_digest`` of the row's request."""
     adaptive = method.endswith("*")
     return dict(
         method=method,
@@ -542,6 +551,7 @@ def run_key(method: str, gamma: int, window, criterion: str, captioner: str, set
         captioner=captioner if "C" in tabed.ENSEMBLES[method] else "-",
         **setting,
         row=row,
+        request=request,
     )
 
 
