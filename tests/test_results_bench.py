@@ -44,6 +44,22 @@ def test_a_base_layer_counts_as_done_is_read_back_and_never_written(tmp_path):
     assert ResultStore("tiny", "other", ["draft", "gamma"], root=fresh, base=committed).frame().empty
 
 
+def test_a_requested_frame_holds_only_the_rows_this_run_asked_for(tmp_path):
+    key = ["weights", "prompt", "gamma"]
+    committed = ResultStore("tiny", "demo", key, root=tmp_path / "committed")
+    committed.append([{"weights": "0a", "prompt": p, "gamma": 1, "tau": 1.0} for p in ("x", "y")])  # old weights
+    store = ResultStore("tiny", "demo", key, root=tmp_path / "fresh", base=tmp_path / "committed")
+    assert store.frame(requested=True).empty  # nothing asked for yet
+    store.run([{"weights": "0b", "prompt": "x", "gamma": 1}], lambda **k: {"tau": 2.0})  # retrained: computed
+    store.want([{"weights": "0a", "prompt": "y", "gamma": 1}])  # asked for, already stored: read back
+    assert len(store.frame()) == 3  # the table holds all three
+    requested = store.frame(requested=True)
+    assert requested[["weights", "prompt", "tau"]].values.tolist() == [["0a", "y", 1.0], ["0b", "x", 2.0]]
+    own = ResultStore("tiny", "demo", key, root=tmp_path / "committed")  # no base: the same filter
+    own.want([{"weights": "0a", "prompt": "x", "gamma": 1.0}])  # formatted as written: 1.0 is the key 1
+    assert own.frame(requested=True).prompt.tolist() == ["x"] and len(own.frame()) == 2
+
+
 def test_stale_rows_names_every_difference_and_a_missing_recomputation():
     import pandas as pd
 

@@ -221,3 +221,7 @@ def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
     frame = store.frame()
     assert len(frame) == 6 and frame.row.nunique() == 1 and frame.request.nunique() == 3
     assert frame.request.map(len).eq(16).all()
+    rerun = results.ResultStore("tiny", "runs", tb.KEY, root=tmp_path)  # a later run of the flipped request only
+    tb.run(rerun, target, draft, processor, [flipped], ["M"], gamma=2, max_new_tokens=4)
+    mine = rerun.frame(requested=True)  # its table: its own rows, none of the two older requests'
+    assert sorted(mine.method) == ["AR", "M"] and set(mine.request) == {tb.request_digest(flipped)}

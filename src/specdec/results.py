@@ -62,6 +62,7 @@ class ResultStore:
         self.key = list(key)
         self.provenance: dict = {}  # the caller's part of each provenance line (device, dtype, model ids, ...)
         self._done: set[tuple] = set()
+        self._requested: dict[tuple, None] = {}  # the keys this run asked for (``want``), in order
         base_path = pathlib.Path(base) / profile / f"{table}.csv" if base is not None else None
         same = base_path is not None and base_path.resolve() == self.path.resolve()
         self.base_path = None if same or base_path is None or not base_path.exists() else base_path
@@ -178,12 +179,19 @@ class ResultStore:
         with self.provenance_path.open("a") as f:
             f.write(json.dumps(line, default=str) + "\n")
 
+    def want(self, keys: list[dict]) -> None:
+        """Record ``keys`` as asked for by this run (``run`` does it for its keys): ``frame(requested=True)`` is then
+        their rows only, whatever else the table holds."""
+        self._requested.update(dict.fromkeys(self.key_of(k) for k in keys))
+
     def run(self, keys: list[dict], compute, desc: str = "") -> None:
-        """Compute and append the rows of every key not done yet, one key at a time (resumable).
+        """Compute and append the rows of every key not done yet, one key at a time (resumable); every key counts
+        as asked for (``want``).
 
         ``compute(**key)`` returns a row dict or a list of rows; the key columns are added to each row."""
         from tqdm.auto import tqdm
 
+        self.want(keys)
         missing = [k for k in keys if not self.done(**k)]
         for key in tqdm(missing, desc=desc or self.path.stem, disable=not missing):
             if self.done(**key):  # another worker finished it meanwhile
@@ -196,17 +204,24 @@ class ResultStore:
         with self.path.open(newline="") as f:
             return next(csv.reader(f))
 
-    def frame(self):
-        """Every row as a DataFrame: the base layer's rows whose key this store does not hold, then its own."""
+    def frame(self, requested: bool = False):
+        """Every row as a DataFrame: the base layer's rows whose key this store does not hold, then its own.
+
+        ``requested``: only the rows of the keys this run asked for (``want``, ``run``), so that a table of this
+        run's settings never mixes in rows stored beside them under another key: another model's weights, an
+        older version of a request, another ``max_new_tokens``."""
         import pandas as pd
 
         self._repair()
-        if not self.base_path:
+        if not self.base_path and not requested:
             return pd.read_csv(self.path, dtype=DIGEST_DTYPES) if self.path.exists() else pd.DataFrame(columns=self.key)
         own = self._read()
         own_keys = {self.key_of(r) for r in own}
         base = [r for r in self._base_rows if self.key_of(r) not in own_keys]
         header = self._header() if own else list(self._base_rows[0]) if self._base_rows else self.key
+        rows = base + own
+        if requested:
+            rows = [r for r in rows if self.key_of(r) in self._requested]
         if own and self._base_rows and list(self._base_rows[0]) != header:
             raise ValueError(
                 f"{self.path} and its base {self.base_path} have different columns: rerun the table from scratch"
@@ -214,7 +229,7 @@ class ResultStore:
         text = io.StringIO()
         writer = csv.DictWriter(text, fieldnames=header)
         writer.writeheader()
-        writer.writerows(base + own)  # one parse, so the dtypes are those of the committed table
+        writer.writerows(rows)  # one parse, so the dtypes are those of the committed table
         text.seek(0)
         return pd.read_csv(text, dtype=DIGEST_DTYPES)
 

@@ -235,6 +235,7 @@ def main_grid(
                 seed=seed,
             )
     if executor is not None:
+        store.want(keys)  # the shards compute them; the rows are this run's (``store.frame(requested=True)``)
         by = [k for k in ROW_KEY if k not in ("method", "gamma")]
         sharding.run_sharded(store, keys, GridSetup(profile, device, prompts), shards=shards, executor=executor, by=by)
     return costs

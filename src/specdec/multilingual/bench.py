@@ -388,7 +388,9 @@ def run_grid(
                         request=text_digest(row["prompt"]),
                     )
                     methods = drafters_for(pair)
-                    if not all(store.done(**key, method=m, weights=weights_digest(d)) for m, d in methods.items()):
+                    wanted = [dict(key, method=m, weights=weights_digest(d)) for m, d in methods.items()]
+                    store.want(wanted)  # this run's rows, for ``store.frame(requested=True)``
+                    if not all(store.done(**k) for k in wanted):
                         groups.append((key, methods, row, prompt_seed(s, row["id"])))
     if groups:  # the first calls of a model pay one-time costs: warm every model up once, untimed
         key, methods, row, _ = groups[0]

@@ -481,14 +481,16 @@ def run(
         for rid in requests
         for m in methods
     ]
+    plain = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", model_weights=digests["AR"], **setting)
+    ar = {rid: {**plain, "row": rid, "request": request_sha[rid]} for rid in requests}
+    store.want([*keys, *ar.values()])  # the rows of this run, for ``store.frame(requested=True)``
     if all(store.done(**k) for k in keys):  # e.g. every key in the committed base layer: load nothing
         return
     encoded = {rid: encode(processor, r["prompt"], r["images"]) for rid, r in requests.items()}
     caption = make_captioner(captioner, draft, processor) if any("C" in tabed.ENSEMBLES[m] for m in methods) else None
 
     def reference(rid):
-        key = dict(method="AR", gamma=0, window="-", criterion="-", captioner="-", model_weights=digests["AR"])
-        key = {**key, **setting, "row": rid, "request": request_sha[rid]}
+        key = ar[rid]
         if not store.done(**key):
             ids, inputs = encoded[rid]
             res = autoregressive(target, ids, max_new_tokens=max_new_tokens, eos_token_id=eos, target_inputs=inputs)
