@@ -37,6 +37,18 @@ def test_t1_holds_when_all_three_parts_hold_and_n_counts_requests():
     assert t1.estimate == pytest.approx(min(p.estimate for p in parts)) and t1.low == min(p.low for p in parts)
 
 
+def test_two_row_ids_of_one_request_count_as_one_request():
+    frame = tabed_runs(PAPER_PATTERN, n=8)
+    frame["request"] = frame.row  # every row its own request: as without the column
+    assert [p.n for p in tf.verdict_t1_parts(frame)] == [16, 16, 8]
+    frame.loc[frame.row == "psv-t1-001", "request"] = "psv-t1-000"  # a story drawn twice (same prompt, same images)
+    frame.loc[frame.row == "psv-t1-001", "block_efficiency"] = frame.loc[
+        frame.row == "psv-t1-000"
+    ].block_efficiency.to_numpy()
+    parts = tf.verdict_t1_parts(frame)
+    assert [p.n for p in parts] == [16, 16, 7]
+
+
 def test_t1_does_not_hold_when_m_leads_ood_and_says_so_the_right_way_round():
     m_ood = dict(PAPER_PATTERN)
     m_ood[("psv", 1)] = dict(M=2.0, T=1.5)

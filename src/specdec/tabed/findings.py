@@ -57,10 +57,15 @@ def paper_scenarios(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _wide(frame: pd.DataFrame, column: str = "method") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(τ per request x method (or window), request info)``."""
-    wide = frame.pivot_table(index="row", columns=column, values="block_efficiency", aggfunc="mean")
+    """``(τ per request x method (or window), request info)``. A request is a distinct ``request`` digest where the
+    frame has one: two row ids of the same prompt and images (the small NQ fact pool repeats questions) are one
+    request, not two samples of the bootstrap."""
+    unit = "request" if "request" in frame else "row"
+    first = frame.sort_values("row", kind="stable").drop_duplicates(unit)  # requests in the order of their row ids
+    wide = frame.pivot_table(index=unit, columns=column, values="block_efficiency", aggfunc="mean")
+    wide = wide.reindex(first[unit])
     wide.columns = [str(c) for c in wide.columns]
-    info = frame.drop_duplicates("row").set_index("row")[["scenario", "turn", "group"]]
+    info = first.set_index(unit)[["scenario", "turn", "group"]]
     info = info.assign(turn=info.turn.astype(int))
     info["cell"] = info.group.where(info.group != "benchmark", "benchmark t" + info.turn.astype(str))
     return wide, info.reindex(wide.index)
