@@ -303,3 +303,22 @@ def test_training_keeps_image_features_apart(image_data):
         "tabed-draft", image_data, steps=20, batch_size=8, splits=(train, held, images), log_every=1000
     )
     assert _image_feature_spread(model, images, n) > 0.03
+
+
+def test_every_second_turn_says_what_its_answer_rests_on():
+    from specdec.tabed import dialogues
+    from specdec.tabed.groundtruth import COLORS, SHAPES
+
+    rows = scenes.scenario_suite("test", 20, seed=0)
+    assert {r["rests_on"] for r in rows if r["turn"] == 1} == {None}
+    kinds = {(r["scenario"], r["rests_on"]) for r in rows if r["turn"] == 2}
+    assert {k for _, k in kinds} == {dialogues.IMAGE, dialogues.PREVIOUS, dialogues.TEXT_TASK}
+    assert {s for s, k in kinds if k == dialogues.TEXT_TASK} == {"nq", "gsm8k"}
+
+    def new_words(row):  # colour and shape words of the answer that the conversation so far never wrote
+        words = set(re.findall(r"[a-z]+", row["answer"].lower())) & set(COLORS + SHAPES)
+        return words - set(re.findall(r"[a-z]+", row["prompt"].lower()))
+
+    second = [r for r in rows if r["turn"] == 2]
+    assert all(not new_words(r) for r in second if r["rests_on"] == dialogues.PREVIOUS)
+    assert sum(bool(new_words(r)) for r in second if r["rests_on"] == dialogues.IMAGE) >= 10  # seen only there

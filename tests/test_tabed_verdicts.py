@@ -72,6 +72,32 @@ def test_t1_is_inconclusive_with_too_few_requests_or_a_straddling_part():
     assert tf.verdict_t1(tabed_runs(straddle, n=8, noise=0.1)).status == INCONCLUSIVE
 
 
+def _by_rest(prev, text, n: int = 8):
+    """Second turns: describe (rests on the first answer) with T − M = ``prev``, gsm8k (a text task) with ``text``
+    (scalars, or one value per request), pope (rests on the image) with M far ahead; and their kinds, as
+    ``bench.rests_on`` gives them."""
+    keys = [("describe", 2), ("gsm8k", 2)]
+    if np.isscalar(prev):
+        cells = {k: dict(M=2.0, T=2.0 + d) for k, d in zip(keys, (prev, text))}
+    else:  # per-request T − M, taken as they are
+        cells = {k: dict(M=[2.0] * n, T=[2.0 + d for d in v]) for k, v in zip(keys, (prev, text))}
+    frame = tabed_runs(cells | {("pope", 2): dict(M=3.0, T=2.0)}, n=n, noise=0.05, difficulty=0.3)
+    kinds = {"describe": "previous answer", "gsm8k": "text task", "pope": "image"}
+    return frame, {row: kinds[row.split("-")[0]] for row in frame.row}
+
+
+def test_t1b_by_rest_holds_fails_and_is_inconclusive_per_kind_of_follow_up():
+    frame, rests = _by_rest(prev=0.5, text=-0.5)
+    prev, text = tf.verdict_t1b_by_rest(frame, rests)
+    assert (prev.name, prev.status, prev.n) == ("T1b-prev", HOLDS, 8) and prev.estimate == pytest.approx(0.5, abs=0.1)
+    assert (text.name, text.status, text.n) == ("T1b-text", FAILS, 8) and text.estimate == pytest.approx(-0.5, abs=0.1)
+    assert "Table 10" in text.paper and "no number" in prev.paper
+    tied, _ = tf.verdict_t1b_by_rest(*_by_rest(prev=[-0.1, 0.1] * 4, text=[0.0] * 8))
+    assert tied.status == INCONCLUSIVE and tied.low < 0 < tied.high
+    untested = tf.verdict_t1b_by_rest(frame, None)  # the image-bound pope turns never count
+    assert [(v.status, v.n) for v in untested] == [(INCONCLUSIVE, 0)] * 2 and "not tested" in untested[0].detail
+
+
 # ------------------------------------------------------------------------------------------------- T2
 def _t2_cells(mt_star: float, scenarios=("describe", "pope", "psv")):
     return {(s, 1): dict(M=3.0, T=2.0, MT=2.5, **{"MT*": mt_star}) for s in scenarios} | {
@@ -178,8 +204,9 @@ def test_findings_are_in_order_and_seeded():
         PAPER_PATTERN | {k: dict(v, MT=2.0, **{"MT*": 2.5, "MTCP*": 2.6}) for k, v in PAPER_PATTERN.items()}
     )
     first = tf.findings(frame)
-    names = ["T1a", "T1b", "T1c", "T1", "T2", "T3a", "T3b", "T3", "T4", "T5"]
+    names = ["T1a", "T1b", "T1c", "T1", "T1b-prev", "T1b-text", "T2", "T3a", "T3b", "T3", "T4", "T5"]
     assert [v.name for v in first] == names
+    assert _by_name(first)["T1b-prev"].n == 0  # no follow-up kinds given: untested
     assert str([v.row() for v in first]) == str([v.row() for v in tf.findings(frame)])  # nan != nan
     assert _by_name(first)["T5"].status == INCONCLUSIVE  # one window only
 

@@ -23,8 +23,8 @@ import torch
 from specdec import paper, results
 from specdec.engine import autoregressive, generate
 from specdec.hub import cached_commit, load_dataset
+from specdec.tabed import dialogues, scenes
 from specdec.tabed import drafting as tabed
-from specdec.tabed import scenes
 from specdec.zoo import models
 
 GROUP = {
@@ -92,6 +92,16 @@ FOLLOW_UPS = {
     "captioning": "Provide a detailed caption for the provided image.",
     "summary": "Summarize the previous answer.",
     "story": "Can you use the previous responses to write a long story for children?",
+}
+# what each kind of second turn rests on (``dialogues``' kinds): the set's next request and a caption need the images,
+# a summary or a story the first answer; NQ / GSM8K after an image conversation are independent text tasks
+RESTS_ON = {
+    "qaorg": dialogues.IMAGE,
+    "captioning": dialogues.IMAGE,
+    "summary": dialogues.PREVIOUS,
+    "story": dialogues.PREVIOUS,
+    "nq": dialogues.TEXT_TASK,
+    "gsm8k": dialogues.TEXT_TASK,
 }
 # the first turns a text-only second turn (NQ, GSM8K) follows: every image set in turn (the authors run qaorg-nq
 # and qaorg-gsm8k after each of their nine datasets)
@@ -267,7 +277,8 @@ def second_turn_rows(
 
     ``first_rows(scenario, n)`` gives a set's first-turn rows (``paper_rows``); ``revision``: the target's pinned
     hub revision (``first_turn_answers``). Row ids
-    ``<scenario>-t2-paper-<i>``; ``follow_up`` names the second query's kind."""
+    ``<scenario>-t2-paper-<i>``; ``follow_up`` names the second query's kind, ``rests_on`` what its answer needs
+    (``RESTS_ON``)."""
     pairs = []  # (first-turn row, second user text, second images, follow-up kind)
     if GROUP[scenario] == "nlp":
         questions = first_rows(scenario, n)
@@ -294,6 +305,7 @@ def second_turn_rows(
                 "prompt": conversation_prompt(processor, turns),
                 "first_turn": first["id"],
                 "follow_up": kind,
+                "rests_on": RESTS_ON[kind],
             }
         )
     return rows
@@ -319,6 +331,12 @@ def conversation_prompt(processor, turns: list[tuple[str, str | None]]) -> str:
 def answer_store(profile: str = "paper"):
     """The cache of first-turn answers (``results/<profile>/tabed_first_answers.csv``, key ``ANSWER_KEY``)."""
     return results.ResultStore(profile, "tabed_first_answers", ANSWER_KEY)
+
+
+def rests_on(rows) -> dict[str, str]:
+    """``{row id: what its answer rests on}`` of the second-turn requests among ``rows`` (``dialogues.IMAGE``,
+    ``PREVIOUS`` answer, ``TEXT_TASK``; the tiny suite's follow-ups and the paper's ``RESTS_ON``)."""
+    return {r["id"]: r["rests_on"] for r in rows if r.get("rests_on")}
 
 
 def request_digest(request: dict) -> str:
@@ -633,6 +651,20 @@ def block_table(frame: pd.DataFrame, methods, turns=(1, 2)) -> pd.DataFrame:
             key=lambda i: (table.index[i][0], table.index[i][1] != "benchmark", order[table.index[i][2]]),
         )
     ]
+
+
+def rest_table(frame: pd.DataFrame, rests: dict[str, str], methods) -> pd.DataFrame:
+    """Mean τ per kind of second turn (what its answer rests on, ``rests_on``) x method, with the number of requests
+    and τ(T) − τ(M) where both ran: the second turns of ``block_table`` regrouped by follow-up instead of dataset."""
+    frame = frame[(frame.turn.astype(int) == 2) & frame.method.isin(methods)]
+    frame = frame.assign(rests_on=frame.row.map(rests)).dropna(subset=["rests_on"])
+    table = frame.pivot_table(index="rests_on", columns="method", values="block_efficiency", aggfunc="mean")
+    table = table.reindex(columns=list(methods))
+    table["requests"] = frame.groupby("rests_on").row.nunique()
+    if {"M", "T"} <= set(table.columns):
+        table["T − M"] = table["T"] - table["M"]
+    order = [k for k in (dialogues.IMAGE, dialogues.PREVIOUS, dialogues.TEXT_TASK) if k in table.index]
+    return table.reindex(order).rename_axis("answer rests on")
 
 
 def paper_table(methods, **setting) -> pd.DataFrame:

@@ -2,9 +2,12 @@
 
 Two registries, in the style of ``specdec.cos.tasks``: ``FIRST_TURNS`` maps a scenario name to a function
 ``(rng, split) -> turn`` and ``FOLLOW_UPS`` maps a scenario with a second turn to a function
-``(first turn, rng) -> (question, answer)``. A turn is ``{"user", "answer", "gt", "images": [(kind, gt,
-render)], "items": [(kind, gt)]}``: ``user`` holds one ``<image>`` per image, ``render`` makes the PIL image
-lazily, ``items`` are what the train / test split is decided on. ``first_turn`` / ``follow_up`` look a scenario
+``(first turn, rng) -> (question, answer, rests_on)``: ``rests_on`` says what the answer needs, ``IMAGE``
+(look at the picture again) or ``PREVIOUS`` (the first turn's answer holds all it needs), the paper's kinds of
+follow-up (Sec. 4: text-only drafting leads "particularly in tasks dependent on prior responses"). A turn is
+``{"user", "answer", "gt", "images": [(kind, gt, render)], "items": [(kind, gt)]}``: ``user`` holds one
+``<image>`` per image, ``render`` makes the PIL image lazily, ``items`` are what the train / test split is decided
+on. ``first_turn`` / ``follow_up`` look a scenario
 up; ``specdec.tabed.scenes`` assembles them into chat prompts and suite rows.
 """
 
@@ -55,6 +58,9 @@ def _shape_image(gt):
 
 def _doc_image(gt):
     return ("document", gt, lambda: render_document(gt))
+
+
+IMAGE, PREVIOUS, TEXT_TASK = "image", "previous answer", "text task"  # what a second turn's answer rests on
 
 
 def _turn(user, answer, gt, images, items=None) -> dict:
@@ -249,22 +255,24 @@ def first_turn(scenario: str, rng: random.Random, split: str) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- second turns
-def _follow_docvqa(first: dict, rng: random.Random) -> tuple[str, str]:
+def _follow_docvqa(first: dict, rng: random.Random) -> tuple[str, str, str]:
     """Another line (needs the image again), or arithmetic / spelling on the line just read."""
     gt = first["gt"]
     doc = gt["document"]
     text = doc["lines"][LINES.index(gt["line"])]
     if rng.random() < 0.5:  # needs the image again
         other = rng.choice([x for x in LINES if x != gt["line"]])
-        return f"And what is written {LINE_AT[other]}?", read_line(doc, other)
+        return f"And what is written {LINE_AT[other]}?", read_line(doc, other), IMAGE
     if is_number(text):
         k = rng.randint(1, 9)
-        return f"What is that number plus {k}?", f"{text} plus {k} is {int(text) + k}."
-    return ("How many letters does that word have?", f"The word {text} has {number_word(len(text))} letters.")
+        return f"What is that number plus {k}?", f"{text} plus {k} is {int(text) + k}.", PREVIOUS
+    text_answer = f"The word {text} has {number_word(len(text))} letters."
+    return "How many letters does that word have?", text_answer, PREVIOUS
 
 
-def _follow_describe(first: dict, rng: random.Random) -> tuple[str, str]:
-    """A document: the sum of its numbers or its word count; a scene: total, colours, or is there a shape."""
+def _follow_describe(first: dict, rng: random.Random) -> tuple[str, str, str]:
+    """A document: the sum of its numbers or its word count; a scene: total, colours, or is there a shape. The
+    first answer described every line or shape, so each rests on it."""
     gt = first["gt"]
     if "document" in gt:
         doc = gt["document"]
@@ -274,15 +282,16 @@ def _follow_describe(first: dict, rng: random.Random) -> tuple[str, str]:
                 "What is the sum of the numbers?",
                 f"The numbers are {join_and([str(n) for n in nums])}, and "
                 f"{' + '.join(str(n) for n in nums)} = {sum(nums)}.",
+                PREVIOUS,
             )
         words = [x for x in doc["lines"] if not is_number(x)]
         n = len(words)
-        return ("How many words are in the document?", there_are(n, "word", "in the document"))
+        return "How many words are in the document?", there_are(n, "word", "in the document"), PREVIOUS
     scene = gt["scene"]
     choice = rng.choice(["total", "colors", "is_there"])
     n = len(scene["shapes"])
     if choice == "total":
-        return ("And how many shapes are there in total?", there_are(n, "shape", "in total"))
+        return "And how many shapes are there in total?", there_are(n, "shape", "in total"), PREVIOUS
     if choice == "colors":
         cols = colors_of(scene)
         return (
@@ -290,16 +299,18 @@ def _follow_describe(first: dict, rng: random.Random) -> tuple[str, str]:
             f"The colour in the image is {cols[0]}."
             if len(cols) == 1
             else f"The colours in the image are {join_and(cols)}.",
+            PREVIOUS,
         )
     shape = rng.choice(SHAPES)
     k = sum(s == shape for s, _, _ in scene["shapes"])
     return (
         f"Is there {article(shape)} {shape} in the image?",
         "Yes, t" + there_are(k, shape, "in the image")[1:] if k else f"No, there is no {shape} in the image.",
+        PREVIOUS,
     )
 
 
-def _follow_pope(first: dict, rng: random.Random) -> tuple[str, str]:
+def _follow_pope(first: dict, rng: random.Random) -> tuple[str, str, str]:
     """Where the object is (it was there), or which shapes there are instead."""
     gt = first["gt"]
     scene = gt["scene"]
@@ -311,22 +322,24 @@ def _follow_pope(first: dict, rng: random.Random) -> tuple[str, str]:
             f"The {gt['color']} {gt['shape']} is {at}."
             if len(positions) == 1
             else f"There are {number_word(len(positions))} {gt['color']} {gt['shape']}s, {at}.",
+            IMAGE,
         )
-    return "What shapes are in the image then?", f"The image shows {scene_caption(scene)}."
+    return "What shapes are in the image then?", f"The image shows {scene_caption(scene)}.", IMAGE
 
 
-def _follow_mmvet_document(gt: dict) -> tuple[str, str]:
+def _follow_mmvet_document(gt: dict) -> tuple[str, str, str]:
     nums = document_numbers(gt["document"])
     if gt["task"] == "doc_sum":
         hi, lo = max(nums[:2]), min(nums[:2])
         return (
             "What is the difference between the first two numbers?",
             f"The first two numbers are {nums[0]} and {nums[1]}, so the difference is {hi} - {lo} = {hi - lo}.",
+            PREVIOUS,
         )
-    return "And what is it plus one?", f"{nums[0]} plus 1 is {nums[0] + 1}."
+    return "And what is it plus one?", f"{nums[0]} plus 1 is {nums[0] + 1}.", PREVIOUS
 
 
-def _follow_mmvet(first: dict, rng: random.Random) -> tuple[str, str]:
+def _follow_mmvet(first: dict, rng: random.Random) -> tuple[str, str, str]:
     """One more step on the first task: add shapes, count all, look elsewhere, name the shape."""
     gt = first["gt"]
     if "document" in gt:
@@ -338,27 +351,30 @@ def _follow_mmvet(first: dict, rng: random.Random) -> tuple[str, str]:
         return (
             f"And if we add {number_word(k)} more shape{'' if k == 1 else 's'}, how many will there be?",
             f"There will be {n} + {k} = {n + k} shapes.",
+            PREVIOUS,
         )
-    if task == "count_color":
-        return ("And how many shapes are there in total?", there_are(n, "shape", "in total"))
+    if task == "count_color":  # the first answer counted one colour only
+        return "And how many shapes are there in total?", there_are(n, "shape", "in total"), IMAGE
     if task == "where":
         other = rng.choice([p for p in POSITIONS if p != gt["pos"]])
         hit = shape_at(scene, other)
         return (
             f"And what is {AT[other]}?",
             f"There is {article(hit[1])} {hit[1]} {hit[0]} {AT[other]}." if hit else f"There is nothing {AT[other]}.",
+            IMAGE,
         )
     shape, color = shape_at(scene, gt["pos"])
-    return "And what shape is it?", f"The {color} shape {AT[gt['pos']]} is {article(shape)} {shape}."
+    return "And what shape is it?", f"The {color} shape {AT[gt['pos']]} is {article(shape)} {shape}.", IMAGE
 
 
-def _count_shapes(which: str, scene: dict) -> tuple[str, str]:
+def _count_shapes(which: str, scene: dict) -> tuple[str, str, str]:
     n = len(scene["shapes"])
-    return (f"How many shapes are in the {which} image?", there_are(n, "shape", f"in the {which} image"))
+    return f"How many shapes are in the {which} image?", there_are(n, "shape", f"in the {which} image"), IMAGE
 
 
-def _follow_iedit(first: dict, rng: random.Random) -> tuple[str, str]:
-    """What the edited shape was like before the edit, or how many shapes the second image has."""
+def _follow_iedit(first: dict, rng: random.Random) -> tuple[str, str, str]:
+    """What the edited shape was like before the edit (the instruction named it), or how many shapes the second
+    image has."""
     gt = first["gt"]
     edit = gt["edit"]
     if rng.random() < 0.5:
@@ -366,29 +382,31 @@ def _follow_iedit(first: dict, rng: random.Random) -> tuple[str, str]:
             return (
                 "What colour was the shape before the edit?",
                 f"The {edit['shape']} was {edit['color']} before the edit.",
+                PREVIOUS,
             )
         return (
             "Where was the shape before the edit?",
             f"The {edit['color']} {edit['shape']} was {AT[edit['pos']]} before the edit.",
+            PREVIOUS,
         )
     return _count_shapes("second", gt["after"])
 
 
-def _follow_magicbrush(first: dict, rng: random.Random) -> tuple[str, str]:
+def _follow_magicbrush(first: dict, rng: random.Random) -> tuple[str, str, str]:
     """How many shapes the first or the second image has."""
     gt = first["gt"]
     return _count_shapes("first", gt["before"]) if rng.random() < 0.5 else _count_shapes("second", gt["after"])
 
 
-def _follow_spot(first: dict, rng: random.Random) -> tuple[str, str]:
+def _follow_spot(first: dict, rng: random.Random) -> tuple[str, str, str]:
     """Describe the first image, or count the shapes of the second."""
     gt = first["gt"]
     if rng.random() < 0.5:
-        return "Describe the first image.", describe_scene(gt["before"])
+        return "Describe the first image.", describe_scene(gt["before"]), IMAGE
     return _count_shapes("second", gt["after"])
 
 
-# scenario -> follow-up (first turn, rng) -> (question, answer); some need the image, some only the first answer
+# scenario -> follow-up (first turn, rng) -> (question, answer, rests_on): ``IMAGE`` or ``PREVIOUS`` answer
 FOLLOW_UPS = {
     "describe": _follow_describe,
     "docvqa": _follow_docvqa,
@@ -400,8 +418,9 @@ FOLLOW_UPS = {
 }
 
 
-def follow_up(scenario: str, first: dict, rng: random.Random) -> tuple[str, str]:
-    """A follow-up question on the first turn and its answer (some need the image, some only the first answer)."""
+def follow_up(scenario: str, first: dict, rng: random.Random) -> tuple[str, str, str]:
+    """A follow-up question on the first turn, its answer and what the answer rests on (``IMAGE``: the picture
+    again; ``PREVIOUS``: the first turn's answer)."""
     if scenario not in FOLLOW_UPS:
         raise ValueError(f"scenario {scenario!r} has no second turn")
     return FOLLOW_UPS[scenario](first, rng)

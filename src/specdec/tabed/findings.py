@@ -21,12 +21,15 @@ from specdec import results
 from specdec.tabed.bench import (
     KEY,
     PAPER_SETTING,
+    load_suite,
     pair_paper_table,
     pair_setting,
     paper_table_name,
     paper_window_table,
+    rests_on,
     runs,
 )
+from specdec.tabed.dialogues import PREVIOUS, TEXT_TASK
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, decide, paired_difference
 
 # T1-T5 as ``Verdict``s on the tidy runs frame (``runs(...)``: one row per method x request). Every method decodes
@@ -202,6 +205,44 @@ def verdict_t1(
         sum(p.n for p in parts),
         paper=", ".join(f"{p.name} {p.paper.split()[0]}" for p in parts) if paper_table_name(setting) else NO_NUMBER,
     )
+
+
+def verdict_t1b_by_rest(
+    frame: pd.DataFrame,
+    rests: dict[str, str] | None,
+    *,
+    setting: dict | None = PAPER_SETTING,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> list[Verdict]:
+    """T1b split by what a second turn's answer rests on (``rests``: ``{row id: kind}``, ``bench.rests_on`` of the
+    requests), the paper's reading of its Table 1 (Sec. 4: text-only drafting surpasses multimodal drafting in
+    later turns "particularly in tasks dependent on prior responses and independent reasoning tasks"):
+
+    - T1b-prev: τ(T) − τ(M) > 0 on second turns whose answer rests on the first answer (``dialogues.PREVIOUS``);
+    - T1b-text: τ(T) − τ(M) > 0 on independent text tasks after an image conversation (NQ / GSM8K second turns).
+
+    The paper gives no number per kind of follow-up; T1b-text quotes its NLP second-turn cells (the table of
+    ``setting``). Without ``rests`` (or without such requests) a part is inconclusive with n = 0."""
+    turn2 = frame[frame.turn.astype(int) == 2]
+    kind = turn2.row.map(rests or {})
+    paper, table = _paper_cells(["M", "T"], setting), paper_table_name(setting)
+    nlp = paper[[(t, g) == (2, "nlp") for t, g, _ in paper.index]]
+    prev_quote = "no number per kind of follow-up (Sec. 4: 'particularly in tasks dependent on prior responses')"
+    prev_quote = prev_quote if table else NO_NUMBER
+    nlp_quote = f"{float((nlp['T'] - nlp['M']).mean()):+.2f} τ ({table}, NLP second-turn cells)" if table else NO_NUMBER
+    parts = [
+        ("T1b-prev", "T drafts better than M on second turns that rest on the first answer (τ(T) − τ(M) > 0)",
+         PREVIOUS, prev_quote),
+        ("T1b-text", "T drafts better than M on text tasks after an image conversation (τ(T) − τ(M) > 0)",
+         TEXT_TASK, nlp_quote),
+    ]  # fmt: skip
+    out = []
+    for name, claim, which, quote in parts:
+        est, low, high, n = _paired(turn2[kind == which], "T", "M", n_boot, seed)
+        detail = "" if n else "No second turn of this kind (or no follow-up kinds given): not tested."
+        out.append(_verdict(name, claim, est, low, high, n, paper=quote, detail=detail))
+    return out
 
 
 def verdict_t2(
@@ -404,16 +445,19 @@ def findings(
     frame: pd.DataFrame,
     window_frame: pd.DataFrame | None = None,
     setting: dict | None = PAPER_SETTING,
+    rests: dict[str, str] | None = None,
     **bootstrap,
 ) -> list[Verdict]:
-    """T1a-c, T1, T2, T3a-b, T3, T4, T5 on one setting's runs (``frame``), against the paper's table of
-    ``setting`` (the model pair's, ``bench.pair_setting``); T5 on ``window_frame`` (runs of several windows;
-    default ``frame``, where it is inconclusive unless ``frame`` holds several windows)."""
+    """T1a-c, T1, T1b-prev / -text, T2, T3a-b, T3, T4, T5 on one setting's runs (``frame``), against the paper's
+    table of ``setting`` (the model pair's, ``bench.pair_setting``); T1b by kind of follow-up with ``rests``
+    (``bench.rests_on`` of the requests); T5 on ``window_frame`` (runs of several windows; default ``frame``, where
+    it is inconclusive unless ``frame`` holds several windows)."""
     t1 = verdict_t1_parts(frame, setting=setting, **bootstrap)
     t3 = verdict_t3_parts(frame, setting=setting, **bootstrap)
     return [
         *t1,
         verdict_t1(frame, setting=setting, parts=t1, **bootstrap),
+        *verdict_t1b_by_rest(frame, rests, setting=setting, **bootstrap),
         verdict_t2(frame, setting=setting, **bootstrap),
         *t3,
         verdict_t3(frame, setting=setting, **bootstrap),
@@ -425,9 +469,13 @@ def findings(
 def findings_from_results(profile: str = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
     """``findings`` on the committed ``results/<profile>/tabed_runs.csv`` with the notebooks' default settings
     (γ = 5, h = ALL, criterion KL, ``tabed_bench.CAPTIONER``) and the paper's table of the profile's default pair;
-    T5 on the MT* runs at every window in ``windows``.
+    T5 on the MT* runs at every window in ``windows``; T1b by kind of follow-up from the tiny suite's rows.
     ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
     stored = results.ResultStore(profile, "tabed_runs", KEY, root=root).frame()
     frame = runs(stored, gamma=5, window="ALL", criterion="kl")
     by_window = pd.concat([runs(stored, gamma=5, window=h, criterion="kl") for h in windows])
-    return findings(frame, by_window[by_window.method == "MT*"], setting=pair_setting(profile))
+    rests = None
+    if profile == "tiny":  # the paper's second turns need the target's own first answers: T1b by kind untested
+        n = 1 + max(int(r.rsplit("-", 1)[1]) for r in frame.row)
+        rests = rests_on(load_suite(profile, n, turns=(2,)))
+    return findings(frame, by_window[by_window.method == "MT*"], setting=pair_setting(profile), rests=rests)

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import random
 
-from specdec.tabed.dialogues import first_turn, follow_up
+from specdec.tabed.dialogues import TEXT_TASK, first_turn, follow_up
 from specdec.tabed.groundtruth import (
     AT,
     COLORS,
@@ -166,6 +166,7 @@ def make_row(scenario: str, turn: int, rng: random.Random, split: str) -> dict:
         first = first_turn(scenario, rng, split)
         turns = [(first["user"], None)]
         answer, gt, items, images = first["answer"], first["gt"], first["items"], first["images"]
+        rests_on = None
     elif turn == 2:
         if scenario in ("nq", "gsm8k"):  # an unrelated image conversation, then a text-only question
             first = first_turn(rng.choice(["describe", "docvqa", "pope", "mmvet"]), rng, split)
@@ -173,9 +174,10 @@ def make_row(scenario: str, turn: int, rng: random.Random, split: str) -> dict:
             question, answer = second["user"], second["answer"]
             gt = {"first": first["gt"], **second["gt"]}
             items = first["items"] + second["items"]
+            rests_on = TEXT_TASK
         else:
             first = first_turn(scenario, rng, split)
-            question, answer = follow_up(scenario, first, rng)
+            question, answer, rests_on = follow_up(scenario, first, rng)
             gt = {"first": first["gt"], "follow_up": question}
             items = first["items"]
         turns = [(first["user"], first["answer"]), (question, None)]
@@ -193,6 +195,7 @@ def make_row(scenario: str, turn: int, rng: random.Random, split: str) -> dict:
         "caption": render_caption(pil),
         "gt": gt,
         "items": [[kind, g] for kind, g in items],
+        "rests_on": rests_on,
     }
 
 
@@ -203,7 +206,9 @@ def scenario_suite(split: str, n_per_scenario: int, seed: int = 0, scenarios=Non
 
     ``prompt`` holds one ``<image>`` per image; ``answer`` is the reference reply (without the leading space and
     ``</s>``); ``caption`` one short caption per image; ``items`` the ``[kind, ground truth]`` the split is
-    decided on. Deterministic in ``(split, n_per_scenario, seed)``; the first rows do not depend on ``n``.
+    decided on; ``rests_on`` what a second turn's answer needs (``dialogues.IMAGE``, ``PREVIOUS`` answer, or
+    ``TEXT_TASK``: an NQ / GSM8K question after an unrelated image conversation; ``None`` on first turns).
+    Deterministic in ``(split, n_per_scenario, seed)``; the first rows do not depend on ``n``.
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
