@@ -1,9 +1,10 @@
 """TABED's findings T1-T5 as ``specdec.verdict.Verdict``s, decided on the tidy runs frame of ``bench.runs``.
 
 Every method decodes the same requests, so methods are compared *paired by request* and the bootstrap resamples
-requests (``row``), never tokens; cell-level statistics (ranks, window spreads) resample requests within their
-cell. Thresholds default to the paper's own numbers (``data/paper``). ``findings_from_results`` reads the committed
-``tabed_runs`` table (the scoreboard, notebook 90).
+requests (distinct ``request`` digests; ``row`` ids in a frame without them), never tokens; cell-level statistics
+(ranks, window spreads) resample requests within their cell. T1b is also split by what a second turn's answer rests
+on (``verdict_t1b_by_rest``). Thresholds default to the paper's own numbers (``data/paper``).
+``findings_from_results`` reads the committed ``tabed_runs`` table (the scoreboard, notebook 90).
 
 The paper numbers quoted (and the thresholds drawn from them) follow the model pair: ``setting`` (the pair's rows of
 ``tabed_block_efficiency``, ``bench.pair_setting(profile, pair)``; default ``bench.PAPER_SETTING``, Table 10) picks
@@ -32,9 +33,6 @@ from specdec.tabed.bench import (
 from specdec.tabed.dialogues import PREVIOUS, TEXT_TASK
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, decide, paired_difference
 
-# T1-T5 as ``Verdict``s on the tidy runs frame (``runs(...)``: one row per method x request). Every method decodes
-# the same requests, so methods are compared *paired by request* and the bootstrap resamples requests (``row``),
-# never tokens; cell-level statistics (ranks, window spreads) resample requests within their cell.
 PAPER_TABLE1 = "Table 10"  # LLaVA-1.5 68M draft, LLaVA-1.5 7B target (``PAPER_SETTING``): Table 1, the main text
 NO_NUMBER = "the paper has no number for this pair"
 T2_METHODS = ("M", "T", "MT", "MT*")
