@@ -225,3 +225,18 @@ def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
     tb.run(rerun, target, draft, processor, [flipped], ["M"], gamma=2, max_new_tokens=4)
     mine = rerun.frame(requested=True)  # its table: its own rows, none of the two older requests'
     assert sorted(mine.method) == ["AR", "M"] and set(mine.request) == {tb.request_digest(flipped)}
+
+
+def test_the_ood_story_sets_can_hold_more_requests_than_the_other_cells():
+    base = tb.load_suite("tiny", 2)
+    more = tb.load_suite("tiny", 2, n_ood=5)
+    assert [r["id"] for r in base] == [r["id"] for r in tb.load_suite("tiny", 2, n_ood=2)]
+    count = {}
+    for r in more:
+        count[r["scenario"], r["turn"]] = count.get((r["scenario"], r["turn"]), 0) + 1
+    assert {k: v for k, v in count.items() if v != 2} == {("psv", 1): 5, ("vist", 1): 5}
+    same = {r["id"]: r["prompt"] for r in base}  # the first requests of a cell do not depend on its n
+    assert all(same[r["id"]] == r["prompt"] for r in more if r["id"] in same)
+    assert [(r["scenario"], r["turn"]) for r in more] == sorted(
+        [(r["scenario"], r["turn"]) for r in more], key=list(tb.scenes.SCENARIOS).index
+    )  # still in the order of SCENARIOS

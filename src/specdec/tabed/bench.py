@@ -157,10 +157,13 @@ def load_suite(
     processor=None,
     answer_tokens: int = ANSWER_TOKENS,
     answers=None,
+    n_ood: int | None = None,
 ) -> list[dict]:
     """Requests ``{"id", "scenario", "turn", "prompt", "images", ...}`` of every ``(scenario, turn)`` of
     ``scenes.SCENARIOS`` (``scenarios``: only these names or ``(name, turn)`` pairs; ``turns``: only these turns),
-    in that order: the synthetic suite (tiny) or the paper's requests (paper profile).
+    in that order: the synthetic suite (tiny) or the paper's requests (paper profile). ``n_per_scenario`` requests
+    per ``(scenario, turn)``, ``n_ood`` (default the same) per OOD story set (PSV, VIST: the OOD findings T1c and
+    T3 rest on these two cells alone). The first requests of a cell do not depend on its n.
 
     Paper profile: first turns are the App. J datasets (``PAPER_DATASETS``; the multi-image sets from the
     LLaVA-Interleave bench, ``INTERLEAVE``) with the App. I prompts (``paper_rows``; ``hub.DatasetNotAvailableError``
@@ -175,8 +178,12 @@ def load_suite(
         for s, t in scenes.SCENARIOS
         if t in turns and (scenarios is None or s in scenarios or (s, t) in scenarios)
     ]
+
+    def n_of(scenario: str) -> int:
+        return n_ood if n_ood is not None and GROUP[scenario] == "ood" else n_per_scenario
+
     if profile == "tiny":
-        return scenes.scenario_suite("test", n_per_scenario, seed=seed, scenarios=wanted)
+        return [row for s, t in wanted for row in scenes.scenario_suite("test", n_of(s), seed=seed, scenarios=[(s, t)])]
     unknown = [x for x in scenarios or [] if not isinstance(x, str) and tuple(x) not in scenes.SCENARIOS]
     if unknown:
         raise ValueError(
@@ -198,7 +205,7 @@ def load_suite(
     rows = []
     for scenario, turn in wanted:
         if turn == 1:
-            rows += first_rows(scenario, n_per_scenario)[:n_per_scenario]
+            rows += first_rows(scenario, n_of(scenario))[: n_of(scenario)]
         else:
             store = answers if answers is not None else answer_store(profile)
             revision = models.revision_of(
