@@ -81,3 +81,12 @@ def test_a5(llama, llava, noise, expected):
 
 def test_no_runs_is_inconclusive():
     assert af.verdict_a3(frame({"AASD": 2.0})).status == INCONCLUSIVE
+
+
+def test_a_request_drawn_twice_counts_once():
+    f = frame({"AASD": 3.0, **BASE}, n=12)
+    f["request"] = f.row  # every row its own request: as without the column
+    assert af.paired_part(f, "AASD", "FT-LLaMA", "tau")[3] == 12
+    twice = f.row == "r1"
+    f.loc[twice, "request"] = "r0"  # r1 is r0 again (same prompt, same image)
+    assert af.paired_part(f, "AASD", "FT-LLaMA", "tau")[3] == 11

@@ -1,9 +1,10 @@
 """AASD's findings A1-A4 and the implicit "text-only small drafts beat multimodal ones" (A5) as ``Verdict``s.
 
 Every draft decodes the same requests, so drafts are compared *paired by request* and the bootstrap resamples
-requests (``row``). A finding made of several comparisons (targets x γ x baselines) holds only if every part
-holds, does not hold if any part does not, and is inconclusive otherwise; its estimate and interval are those of
-the weakest part (the smallest estimate). Frames are ``bench.runs(...)`` frames (one row per draft x request).
+requests (distinct ``request`` digests; ``row`` ids in a frame without them). A finding made of several comparisons
+(targets x γ x baselines) holds only if every part holds, does not hold if any part does not, and is inconclusive
+otherwise; its estimate and interval are those of the weakest part (the smallest estimate). Frames are
+``bench.runs(...)`` frames (one row per draft x request).
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ METRICS = {"tau": "block_efficiency", "alpha": "acceptance_rate", "omega": "spee
 
 def paired_part(frame: pd.DataFrame, a: str, b: str, metric: str, n_boot: int = 2000, seed: int = 0):
     """``(estimate, low, high, n)``: mean over requests of ``metric(a) − metric(b)`` (``metric`` a key of
-    ``METRICS``), on the requests both drafts decoded."""
+    ``METRICS``), on the requests both drafts decoded (a request drawn twice counts once)."""
     col = METRICS[metric]
-    wide = frame[frame.draft.isin([a, b])].pivot_table(index="row", columns="draft", values=col, aggfunc="mean")
+    unit = "request" if "request" in frame else "row"  # two row ids of one prompt and image are one request
+    pair = frame[frame.draft.isin([a, b])]
+    order = pair.sort_values("row", kind="stable").drop_duplicates(unit)[unit]  # in the order of the row ids
+    wide = pair.pivot_table(index=unit, columns="draft", values=col, aggfunc="mean").reindex(order)
     if a not in wide or b not in wide:
         return float("nan"), float("nan"), float("nan"), 0
     both = wide[[a, b]].dropna()
