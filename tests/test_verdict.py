@@ -39,3 +39,19 @@ def test_a_paired_difference_decides_only_with_enough_units():
 def test_markdown_names_the_interval_and_n():
     v = Verdict("T1", "M leads T on first turns", 0.4, 0.1, 0.7, 60, HOLDS, paper="+0.1")
     assert "95% CI 0.100 to 0.700, n = 60" in v.markdown() and v.row()["verdict"] == HOLDS
+
+
+def test_per_request_counts_a_repeated_input_once_in_row_order():
+    import pandas as pd
+
+    from specdec.verdict import per_request
+
+    frame = pd.DataFrame(
+        dict(row=["b", "a", "c", "b", "a", "c"], request=["x", "y", "y", "x", "y", "y"], method=list("MMMTTT"),
+             tau=[1.0, 2.0, 2.0, 3.0, 4.0, 4.0])
+    )  # fmt: skip
+    wide, first = per_request(frame, "method", "tau")
+    assert list(wide.index) == ["y", "x"] and list(first.row) == ["a", "b"]  # the order of the row ids
+    assert wide.loc["y"].tolist() == [2.0, 4.0] and wide.loc["x"].tolist() == [1.0, 3.0]
+    by_row, _ = per_request(frame.drop(columns="request"), "method", "tau")  # no digests: one unit per row id
+    assert list(by_row.index) == ["a", "b", "c"]

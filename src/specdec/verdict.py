@@ -82,6 +82,17 @@ def bootstrap_ci(
     return estimate, float(low), float(high)
 
 
+def per_request(frame, column: str, value: str):
+    """``(wide, first)``: the mean ``value`` per request (index) x ``column`` of a runs frame, and each request's
+    first row (same index). A request is a distinct ``request`` digest where the frame has one, so two row ids of
+    one input (a generator that drew it twice) are one bootstrap unit, not two; else a ``row`` id. Requests are in
+    the order of their row ids, so a frame without repeats resamples exactly as one indexed by ``row``."""
+    unit = "request" if "request" in frame else "row"
+    first = frame.sort_values("row", kind="stable").drop_duplicates(unit).set_index(unit)
+    wide = frame.pivot_table(index=unit, columns=column, values=value, aggfunc="mean").reindex(first.index)
+    return wide, first
+
+
 def paired_difference(a: Sequence[float], b: Sequence[float], *, n_boot: int = 2000, seed: int = 0):
     """Mean of ``a − b`` over paired units (the same prompts under two methods) with its bootstrap interval."""
     diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from specdec import results
 from specdec.aasd.bench import KEY, runs
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, decide, paired_difference
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, decide, paired_difference, per_request
 
 BASELINES = ("FT-LLaMA", "DT-LLaMA", "FT-LLaVA", "DT-LLaVA")
 METRICS = {"tau": "block_efficiency", "alpha": "acceptance_rate", "omega": "speedup"}
@@ -23,10 +23,7 @@ def paired_part(frame: pd.DataFrame, a: str, b: str, metric: str, n_boot: int = 
     """``(estimate, low, high, n)``: mean over requests of ``metric(a) − metric(b)`` (``metric`` a key of
     ``METRICS``), on the requests both drafts decoded (a request drawn twice counts once)."""
     col = METRICS[metric]
-    unit = "request" if "request" in frame else "row"  # two row ids of one prompt and image are one request
-    pair = frame[frame.draft.isin([a, b])]
-    order = pair.sort_values("row", kind="stable").drop_duplicates(unit)[unit]  # in the order of the row ids
-    wide = pair.pivot_table(index=unit, columns="draft", values=col, aggfunc="mean").reindex(order)
+    wide, _ = per_request(frame[frame.draft.isin([a, b])], "draft", col)
     if a not in wide or b not in wide:
         return float("nan"), float("nan"), float("nan"), 0
     both = wide[[a, b]].dropna()

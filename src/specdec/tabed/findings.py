@@ -31,7 +31,7 @@ from specdec.tabed.bench import (
     runs,
 )
 from specdec.tabed.dialogues import PREVIOUS, TEXT_TASK
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, decide, paired_difference
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, decide, paired_difference, per_request
 
 PAPER_TABLE1 = "Table 10"  # LLaVA-1.5 68M draft, LLaVA-1.5 7B target (``PAPER_SETTING``): Table 1, the main text
 NO_NUMBER = "the paper has no number for this pair"
@@ -58,15 +58,11 @@ def paper_scenarios(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _wide(frame: pd.DataFrame, column: str = "method") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(τ per request x method (or window), request info)``. A request is a distinct ``request`` digest where the
-    frame has one: two row ids of the same prompt and images (the small NQ fact pool repeats questions) are one
-    request, not two samples of the bootstrap."""
-    unit = "request" if "request" in frame else "row"
-    first = frame.sort_values("row", kind="stable").drop_duplicates(unit)  # requests in the order of their row ids
-    wide = frame.pivot_table(index=unit, columns=column, values="block_efficiency", aggfunc="mean")
-    wide = wide.reindex(first[unit])
+    """``(τ per request x method (or window), request info)``; requests as ``verdict.per_request`` counts them (the
+    small NQ fact pool repeats questions)."""
+    wide, first = per_request(frame, column, "block_efficiency")
     wide.columns = [str(c) for c in wide.columns]
-    info = first.set_index(unit)[["scenario", "turn", "group"]]
+    info = first[["scenario", "turn", "group"]]
     info = info.assign(turn=info.turn.astype(int))
     info["cell"] = info.group.where(info.group != "benchmark", "benchmark t" + info.turn.astype(str))
     return wide, info.reindex(wide.index)
