@@ -289,6 +289,34 @@ def test_images_reach_the_model_and_get_gradients(image_data):
         assert (real - white).abs().max() > 1e-2, name
 
 
+def test_the_draft_reads_multi_image_rows_as_text_only(tokenizer):
+    """``text_rows``: a training row with more images than ``max_images`` enters as the text-only row T drafts
+    from (each image's run -> the ids of "\\n"), with no images and the same answer; rows within ``max_images``
+    keep theirs, and the held-out rows keep every image."""
+    data = tl.build_data(train_per_scenario=2, heldout_per_scenario=1, seed=0, scenarios=[("describe", 1), ("psv", 1)])
+    spec = tl.TABED_ZOO["tabed-draft"]
+    assert spec["text_rows"] and spec["max_images"] == 1 and not tl.TABED_ZOO["tabed-target"].get("text_rows")
+    train, held, _ = tl.spec_splits(data, spec)
+    base = tl._Split(data["train"], "cpu")
+    newline = tokenizer("\n", add_special_tokens=False)["input_ids"]
+    assert tl.newline_ids(data) == newline and not base.text_only.any()
+    stories = [i for i, sc in enumerate(train.scenario) if sc == "psv-t1"]
+    others = [i for i in range(len(train.scenario)) if i not in stories]
+    assert stories and others and train.text_only[stories].all() and not train.text_only[others].any()
+    for i in stories:
+        row, old = train.ids[i, : train.lengths[i]].tolist(), base.ids[i, : base.lengths[i]].tolist()
+        assert tl.IMAGE_TOKEN_ID not in row and int(train.n_images[i]) == 0 and (train.table[i] < 0).all()
+        assert row == tl._replace_images(old, newline) and int(base.n_images[i]) == 5
+        assert row[train.prompt_len[i] :] == old[base.prompt_len[i] :]  # the same answer, and only it in the loss
+    for i in others:
+        assert torch.equal(train.ids[i], base.ids[i][: train.ids.shape[1]])
+        assert torch.equal(train.table[i], base.table[i])
+    assert tl._select(train, 1)[stories].all()  # trained on
+    assert int(held.n_images.max()) == 5 and not held.text_only.any()
+    with pytest.raises(ValueError, match="multiple of 16"):
+        tl._replace_images([1, *[tl.IMAGE_TOKEN_ID] * 15, 5], newline)
+
+
 def test_training_keeps_image_features_apart(image_data):
     # With the CLIP mean / std the spread fell from 0.30 to 0.003 in 20 steps (and the trained models ignored the
     # images); with the white-is-zero normalisation it is ~0.17 after 20 steps and grows back as the model

@@ -12,10 +12,14 @@ Models (``TABED_ZOO``): ``LlavaForConditionalGeneration`` with a CLIP vision tow
 16 patches, CLS dropped, last layer's features), a 2-layer GELU projector and a Llama text model on the
 foundation tokenizer (``data/models/tokenizer``, 4096 ids, nothing added). ``tabed-target`` has the text size of
 ``zoo.TINY_ZOO["tiny-target"]``; ``tabed-draft`` a ~10x smaller text model and a vision tower of the same size.
-The target trains on every scenario (1, 2 and 5 images, second turns, text-only turns); the draft, like the
-paper's drafts (LLaVA single-image data), only on rows with at most one image (``max_images``), so the
-two-image edit tasks and above all the five-image stories (PSV / VIST: 80 visual tokens, 5x any the draft saw)
-are out of distribution for it. ``tabed-captioner`` (the captioner of caption drafting C, in the role of the
+The target trains on every scenario (1, 2 and 5 images, second turns, text-only turns). The draft, like the
+paper's drafts, is multimodal only on single-image data (LLaVA's): it sees images only in rows with at most one
+image (``max_images``), so the two-image edit tasks and above all the five-image stories (PSV / VIST: 80 visual
+tokens, 5x any it saw) are out of its distribution. Its text model, like the paper's (a language model
+pretrained on text before its LLaVA training), has read the language of every task: rows with more images enter
+its training as text only (``text_rows``: each image's run replaced by ``"\\n"``, the row T drafts from), so on
+the stories text-only drafting (T) works and multimodal drafting (M) faces a context it never saw.
+``tabed-captioner`` (the captioner of caption drafting C, in the role of the
 paper's Florence-2) is an even smaller LLaVA trained only on the caption rows (``rows="caption"``: every
 distinct training image once with its short caption, ``specdec.tabed.data.caption_split``).
 
@@ -78,6 +82,7 @@ TABED_ZOO: dict[str, dict] = {
         ),
         vision=VISION,
         max_images=1,  # single-image and text-only rows, as the paper's drafts (LLaVA single-image data)
+        text_rows=True,  # ... but reads the multi-image rows as text (T's rows): see the module docstring
         seed=1,
         train=dict(TABED_TRAIN, steps=1500, weight_decay=0.3),
     ),
@@ -115,26 +120,62 @@ def llava_config(name: str, spec: dict | None = None):
 
 # ----------------------------------------------------------------------------------------------- train step
 class _Split:
-    """One split of the data file on ``device``: padded ids, lengths, prompt lengths, image table."""
+    """One split of the data file on ``device``: padded ids, lengths, prompt lengths, image table.
 
-    def __init__(self, split: dict, device):
-        offsets = split["offsets"]
-        lengths = offsets[1:] - offsets[:-1]
-        n, max_len = len(lengths), int(lengths.max())
-        ids = torch.zeros(n, max_len, dtype=torch.long)
-        flat = split["input_ids"].long()
-        for i in range(n):
-            ids[i, : lengths[i]] = flat[offsets[i] : offsets[i + 1]]
-        img_off = split["image_offsets"]
+    ``text_only_above``: rows with more images than this enter in their text-only form, each image's run of
+    ``IMAGE_TOKENS`` replaced by ``newline`` (the ids of ``"\\n"``, what the text-only drafting row T does), with no
+    images (``text_only`` marks them). Images sit in the prompt, so the prompt length moves with the row's."""
+
+    def __init__(self, split: dict, device, text_only_above: int | None = None, newline=()):
+        offsets, img_off = split["offsets"].tolist(), split["image_offsets"]
         self.n_images = img_off[1:] - img_off[:-1]
-        table = torch.full((n, max(1, int(self.n_images.max()))), -1, dtype=torch.long)
-        for i in range(n):
+        above = text_only_above if text_only_above is not None else int(self.n_images.max())  # None: no row
+        self.text_only = self.n_images > above
+        flat = split["input_ids"].tolist()
+        rows = [flat[offsets[i] : offsets[i + 1]] for i in range(len(self.n_images))]
+        shifts = torch.zeros(len(rows), dtype=torch.long)
+        for i in self.text_only.nonzero().flatten().tolist():
+            text = _replace_images(rows[i], list(newline))
+            rows[i], shifts[i] = text, len(text) - len(rows[i])
+        table = torch.full((len(rows), max(1, int(self.n_images.max()))), -1, dtype=torch.long)
+        for i in (~self.text_only).nonzero().flatten().tolist():
             table[i, : self.n_images[i]] = split["image_ids"][img_off[i] : img_off[i + 1]].long()
+        self.n_images = self.n_images.masked_fill(self.text_only, 0)
+        lengths = torch.tensor([len(r) for r in rows])
+        ids = torch.zeros(len(rows), int(lengths.max()), dtype=torch.long)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row)
         self.lengths_cpu = lengths
         self.ids, self.lengths = ids.to(device), lengths.to(device)
-        self.prompt_len = split["prompt_len"].long().to(device)
+        self.prompt_len = (split["prompt_len"].long() + shifts).to(device)
         self.table = table.to(device)
         self.scenario = [f"{s}-t{int(t)}" for s, t in zip(split["scenario"], split["turn"])]
+
+
+def _replace_images(row: list[int], replacement: list[int]) -> list[int]:
+    """``row`` with each image (a run of ``IMAGE_TOKENS`` image tokens; adjacent images make one longer run)
+    replaced by ``replacement``; ``ValueError`` for a run that is not a whole number of images."""
+    out, i = [], 0
+    while i < len(row):
+        if row[i] != IMAGE_TOKEN_ID:
+            out.append(row[i])
+            i += 1
+            continue
+        j = i
+        while j < len(row) and row[j] == IMAGE_TOKEN_ID:
+            j += 1
+        if (j - i) % IMAGE_TOKENS:
+            raise ValueError(f"an image run of {j - i} tokens is not a multiple of {IMAGE_TOKENS}")
+        out += replacement * ((j - i) // IMAGE_TOKENS)
+        i = j
+    return out
+
+
+def newline_ids(data: dict) -> list[int]:
+    """The ids of ``"\\n"`` under the data file's tokenizer (what the text-only row T puts for an image)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_str(data["processor_files"]["tokenizer.json"]).encode("\n", add_special_tokens=False).ids
 
 
 class _Images:
@@ -154,13 +195,28 @@ class _Images:
         return self.palette[idx].permute(0, 3, 1, 2).contiguous()  # [n, 3, H, W]
 
 
-def splits_of(data: dict, rows: str = "chat", device="cpu") -> tuple[_Split, _Split, _Images]:
+def splits_of(
+    data: dict, rows: str = "chat", device="cpu", text_only_above: int | None = None
+) -> tuple[_Split, _Split, _Images]:
     """``(train, held-out, images)`` of the data file for ``rows``: ``"chat"`` (the scenario rows) or
-    ``"caption"`` (the captioner's rows; ``ValueError`` for a data file built before they existed)."""
+    ``"caption"`` (the captioner's rows; ``ValueError`` for a data file built before they existed). Training rows
+    with more than ``text_only_above`` images enter in their text-only form (``_Split``); the held-out rows keep
+    their images (the training log scores a model on the requests as they are)."""
     prefix = {"chat": "", "caption": "caption_"}[rows]
     if f"{prefix}train" not in data:
         raise ValueError("the data file has no caption rows: rebuild it with `python -m specdec.tabed.train data`")
-    return _Split(data[f"{prefix}train"], device), _Split(data[f"{prefix}heldout"], device), _Images(data, device)
+    newline = newline_ids(data) if text_only_above is not None else ()
+    return (
+        _Split(data[f"{prefix}train"], device, text_only_above, newline),
+        _Split(data[f"{prefix}heldout"], device),
+        _Images(data, device),
+    )
+
+
+def spec_splits(data: dict, spec: dict, device="cpu") -> tuple[_Split, _Split, _Images]:
+    """``splits_of`` as a ``TABED_ZOO``-shaped ``spec`` trains on it: its rows, and with ``text_rows`` its training
+    rows with more than ``max_images`` images in their text-only form."""
+    return splits_of(data, spec.get("rows", "chat"), device, spec["max_images"] if spec.get("text_rows") else None)
 
 
 def _batch(split: _Split, images: _Images, rows: torch.Tensor, blank: bool = False) -> dict:
@@ -282,7 +338,7 @@ def train_model(
     cfg = train_settings(name, spec, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
     steps, batch_size = cfg["steps"], cfg["batch_size"]
     log_every = log_every or max(1, steps // 20)
-    train, heldout, images = splits or splits_of(data, spec.get("rows", "chat"), device)
+    train, heldout, images = splits or spec_splits(data, spec, device)
     allowed = torch.nonzero(_select(train, spec["max_images"], scenarios)).squeeze(1)
     held_rows = torch.nonzero(_select(heldout, spec["max_images"], scenarios, held_out=True)).squeeze(1)
     torch.manual_seed(spec["seed"])
@@ -359,9 +415,9 @@ def train_all(
     rows = []
     for name in names:
         spec = specs[name]
-        kind = spec.get("rows", "chat")
+        kind = (spec.get("rows", "chat"), bool(spec.get("text_rows")), spec["max_images"])
         if kind not in by_rows:
-            by_rows[kind] = splits_of(data, kind, device)
+            by_rows[kind] = spec_splits(data, spec, device)
         splits = by_rows[kind]
         cfg = train_settings(name, spec, steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay)
         t0 = time.perf_counter()
