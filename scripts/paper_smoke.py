@@ -50,7 +50,7 @@ SMOKE: dict[str, dict] = {
         "speed_repeats": 1,
     },
     "02_": {"n_per_kind": 1, "repeats": 1, "max_new_tokens": 16},
-    "10_": {"n_per_scenario": 1, "n_ood": 1, "max_new_tokens": 6},
+    "10_": {"n_per_scenario": 1, "n_ood": 1, "n_second": 1, "max_new_tokens": 6},
     "11_": {"n_per_scenario": 1, "n_ood": 1, "max_new_tokens": 6, "compare_oracle": False},
     "12_": {
         "n_per_scenario": 1,
@@ -66,6 +66,7 @@ SMOKE: dict[str, dict] = {
     "13_": {
         "n_per_scenario": 1,
         "n_ood": 1,
+        "n_second": 1,
         "max_new_tokens": 7,
         "examples": ["describe-t1-paper-00000", "psv-t1-paper-00000", "iedit-t2-paper-00000"],
     },

@@ -240,3 +240,17 @@ def test_the_ood_story_sets_can_hold_more_requests_than_the_other_cells():
     assert [(r["scenario"], r["turn"]) for r in more] == sorted(
         [(r["scenario"], r["turn"]) for r in more], key=list(tb.scenes.SCENARIOS).index
     )  # still in the order of SCENARIOS
+
+
+def test_second_turn_cells_can_hold_more_requests_and_keep_their_first_ones():
+    base = tb.load_suite("tiny", 2, n_ood=3)
+    more = tb.load_suite("tiny", 2, n_ood=3, n_second=4)
+    assert [r["id"] for r in base] == [r["id"] for r in tb.load_suite("tiny", 2, n_ood=3, n_second=2)]
+    count = {}
+    for r in more:
+        count[r["scenario"], r["turn"]] = count.get((r["scenario"], r["turn"]), 0) + 1
+    second = {(s, t) for s, t in tb.scenes.SCENARIOS if t == 2}
+    assert {k: v for k, v in count.items() if v != 2} == {**dict.fromkeys(second, 4), ("psv", 1): 3, ("vist", 1): 3}
+    same = {r["id"]: r["prompt"] for r in base}
+    assert all(same[r["id"]] == r["prompt"] for r in more if r["id"] in same)
+    assert {r["rests_on"] for r in more if r["turn"] == 2} == {"image", "previous answer", "text task"}

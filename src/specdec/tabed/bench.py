@@ -158,12 +158,14 @@ def load_suite(
     answer_tokens: int = ANSWER_TOKENS,
     answers=None,
     n_ood: int | None = None,
+    n_second: int | None = None,
 ) -> list[dict]:
     """Requests ``{"id", "scenario", "turn", "prompt", "images", ...}`` of every ``(scenario, turn)`` of
     ``scenes.SCENARIOS`` (``scenarios``: only these names or ``(name, turn)`` pairs; ``turns``: only these turns),
     in that order: the synthetic suite (tiny) or the paper's requests (paper profile). ``n_per_scenario`` requests
     per ``(scenario, turn)``, ``n_ood`` (default the same) per OOD story set (PSV, VIST: the OOD findings T1c and
-    T3 rest on these two cells alone). The first requests of a cell do not depend on its n.
+    T3 rest on these two cells alone), ``n_second`` (default the same) per second-turn cell (T1b and its split by
+    what the answer rests on). The first requests of a cell do not depend on its n.
 
     Paper profile: first turns are the App. J datasets (``PAPER_DATASETS``; the multi-image sets from the
     LLaVA-Interleave bench, ``INTERLEAVE``) with the App. I prompts (``paper_rows``; ``hub.DatasetNotAvailableError``
@@ -179,11 +181,15 @@ def load_suite(
         if t in turns and (scenarios is None or s in scenarios or (s, t) in scenarios)
     ]
 
-    def n_of(scenario: str) -> int:
-        return n_ood if n_ood is not None and GROUP[scenario] == "ood" else n_per_scenario
+    def n_of(scenario: str, turn: int = 1) -> int:
+        if n_ood is not None and GROUP[scenario] == "ood":
+            return n_ood
+        return n_second if n_second is not None and turn == 2 else n_per_scenario
 
     if profile == "tiny":
-        return [row for s, t in wanted for row in scenes.scenario_suite("test", n_of(s), seed=seed, scenarios=[(s, t)])]
+        return [
+            row for s, t in wanted for row in scenes.scenario_suite("test", n_of(s, t), seed=seed, scenarios=[(s, t)])
+        ]
     unknown = [x for x in scenarios or [] if not isinstance(x, str) and tuple(x) not in scenes.SCENARIOS]
     if unknown:
         raise ValueError(
@@ -212,7 +218,7 @@ def load_suite(
                 models.load_profile(profile), results.model_provenance(model=target)["model_model"]
             )
             rows += second_turn_rows(
-                scenario, n_per_scenario, first_rows, target, processor, answer_tokens, store, revision
+                scenario, n_of(scenario, 2), first_rows, target, processor, answer_tokens, store, revision
             )
     return rows
 
