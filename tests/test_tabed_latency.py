@@ -126,3 +126,42 @@ def test_the_papers_ratio_and_tau_follow_the_pair():
     table11 = tl.paper_tau(methods, tb.pair_setting("paper", "llava-next-7b"))
     assert table10.notna().all() and table11.notna().all() and not table10.equals(table11)
     assert tl.paper_tau(methods, tb.pair_setting("paper", "llava-13b")).isna().all()  # the paper has no table for it
+
+
+def test_eq1_tau_counts_only_the_runs_of_the_current_weights(monkeypatch, tmp_path):
+    """Rows of an older draft stored beside the current ones (same requests, another ``model_weights``) never
+    enter notebook 14's τ; with no run of the current weights it falls back to its own subset."""
+
+    def row(method, turn, weights, tau, request):
+        return dict(
+            method=method,
+            gamma=5,
+            window="ALL" if method.endswith("*") else "-",
+            criterion="kl",
+            captioner="-",
+            model_weights=weights,
+            row=request,
+            group="benchmark",
+            turn=turn,
+            block_efficiency=tau,
+        )
+
+    rows = [row(m, t, "new", 3.0 + (m == "M") + t, f"r{t}") for m in ("M", "T") for t in (1, 2)]
+    rows += [row(m, t, "old", 9.0, f"r{t}") for m in ("M", "T") for t in (1, 2)]  # a stale draft's rows
+    frame = pd.DataFrame(rows)
+
+    class Table:
+        path = tmp_path / "tabed_runs.csv"
+
+        def frame(self):
+            return frame
+
+    monkeypatch.setattr(tl.tabed_bench, "store", lambda profile: Table())
+    current = {"weights": "new"}
+    monkeypatch.setattr(tl.tabed_bench, "run_weights", lambda target, draft, method: current["weights"])
+    fallback = pd.DataFrame([row(m, 1, "x", 1.5, "f") for m in ("M", "T")])
+    tau, source = tl.block_efficiencies("tiny", ["M", "T"], lambda: fallback, target=None, draft=None)
+    assert tau.to_dict() == {"M": 5.5, "T": 4.5} and source.startswith("tabed_runs.csv")
+    current["weights"] = "retrained"  # no stored run of these weights: the notebook's own subset
+    tau, source = tl.block_efficiencies("tiny", ["M", "T"], lambda: fallback, target=None, draft=None)
+    assert tau.to_dict() == {"M": 1.5, "T": 1.5} and source.startswith("own subset")

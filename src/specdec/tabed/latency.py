@@ -327,15 +327,18 @@ def paper_tau(methods, setting: dict | None = tabed_bench.PAPER_SETTING) -> pd.S
     return averages.mean().reindex(methods)
 
 
-def block_efficiencies(profile: str, methods, compute_fallback) -> tuple[pd.Series, str]:
+def block_efficiencies(profile: str, methods, compute_fallback, target, draft) -> tuple[pd.Series, str]:
     """``(τ per method, where it came from)``: from notebooks 10-13's ``tabed_runs`` table (default setting:
     γ = 5, window ALL, criterion kl, ``tabed_bench.CAPTIONER``) when it holds every method on benchmark rows, else
     ``compute_fallback()``, which must return a frame of ``tabed_bench.run`` rows (e.g. a small subset stored
-    in a table of this notebook's own)."""
+    in a table of this notebook's own). Only the runs decoded with ``target`` and ``draft`` count (their
+    ``model_weights``, ``tabed_bench.run_weights``): rows of older weights stored beside them never enter τ."""
     store = tabed_bench.store(profile)
     frame = store.frame()
-    if len(frame) and {"group", "block_efficiency"} <= set(frame.columns):
+    if len(frame) and {"group", "block_efficiency", "model_weights"} <= set(frame.columns):
         chosen = tabed_bench.runs(frame)
+        weights = {m: tabed_bench.run_weights(target, draft, m) for m in methods}
+        chosen = chosen[chosen.model_weights.astype(str) == chosen.method.map(weights)]
         chosen = _common_rows(chosen[chosen.group == "benchmark"], methods)
         if len(chosen):
             return tau_by_method(chosen, methods), f"{store.path.name} (notebooks 10-13, {len(chosen)} runs)"
