@@ -313,7 +313,7 @@ def test_the_draft_reads_multi_image_rows_as_text_only(tokenizer):
         assert torch.equal(train.table[i], base.table[i])
     assert tl._select(train, 1)[stories].all()  # trained on
     assert int(held.n_images.max()) == 5 and not held.text_only.any()
-    with pytest.raises(ValueError, match="multiple of 16"):
+    with pytest.raises(ValueError, match="not a multiple of the 16"):
         tl._replace_images([1, *[tl.IMAGE_TOKEN_ID] * 15, 5], newline)
 
 

@@ -56,6 +56,7 @@ from specdec.tabed.data import (
     processor_normalisation,
     unpack_images,
 )
+from specdec.tabed.drafting import image_runs
 from specdec.zoo import training
 from specdec.zoo.training import device_name, save_half
 
@@ -153,22 +154,14 @@ class _Split:
 
 
 def _replace_images(row: list[int], replacement: list[int]) -> list[int]:
-    """``row`` with each image (a run of ``IMAGE_TOKENS`` image tokens; adjacent images make one longer run)
-    replaced by ``replacement``; ``ValueError`` for a run that is not a whole number of images."""
-    out, i = [], 0
-    while i < len(row):
-        if row[i] != IMAGE_TOKEN_ID:
-            out.append(row[i])
-            i += 1
-            continue
-        j = i
-        while j < len(row) and row[j] == IMAGE_TOKEN_ID:
-            j += 1
-        if (j - i) % IMAGE_TOKENS:
-            raise ValueError(f"an image run of {j - i} tokens is not a multiple of {IMAGE_TOKENS}")
-        out += replacement * ((j - i) // IMAGE_TOKENS)
-        i = j
-    return out
+    """``row`` with each image (its ``IMAGE_TOKENS`` image tokens, found as the drafting rows find them:
+    ``drafting.image_runs``) replaced by ``replacement``; ``ValueError`` for a run that is not a whole number of
+    images."""
+    out, previous = [], 0
+    for start in image_runs(torch.tensor(row), IMAGE_TOKEN_ID, IMAGE_TOKENS):
+        out += row[previous:start] + replacement
+        previous = start + IMAGE_TOKENS
+    return out + row[previous:]
 
 
 def newline_ids(data: dict) -> list[int]:
