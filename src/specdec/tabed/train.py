@@ -206,10 +206,16 @@ def splits_of(
     )
 
 
+def split_args(spec: dict) -> tuple[str, int | None]:
+    """``(rows, text_only_above)`` of ``splits_of`` for a ``TABED_ZOO``-shaped ``spec``: its rows, and with
+    ``text_rows`` its training rows with more than ``max_images`` images in their text-only form."""
+    return spec.get("rows", "chat"), spec["max_images"] if spec.get("text_rows") else None
+
+
 def spec_splits(data: dict, spec: dict, device="cpu") -> tuple[_Split, _Split, _Images]:
-    """``splits_of`` as a ``TABED_ZOO``-shaped ``spec`` trains on it: its rows, and with ``text_rows`` its training
-    rows with more than ``max_images`` images in their text-only form."""
-    return splits_of(data, spec.get("rows", "chat"), device, spec["max_images"] if spec.get("text_rows") else None)
+    """``splits_of`` as ``spec`` trains on it (``split_args``)."""
+    rows, text_only_above = split_args(spec)
+    return splits_of(data, rows, device, text_only_above)
 
 
 def _batch(split: _Split, images: _Images, rows: torch.Tensor, blank: bool = False) -> dict:
@@ -408,7 +414,7 @@ def train_all(
     rows = []
     for name in names:
         spec = specs[name]
-        kind = (spec.get("rows", "chat"), bool(spec.get("text_rows")), spec["max_images"])
+        kind = split_args(spec)
         if kind not in by_rows:
             by_rows[kind] = spec_splits(data, spec, device)
         splits = by_rows[kind]
