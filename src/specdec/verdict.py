@@ -107,6 +107,20 @@ def two_regimes(paper: Verdict, machine: Verdict, regime: str, machine_regime: s
     return replace(paper, regime=regime, machine=replace(machine, regime=machine_regime))
 
 
+PRICED, MEASURED = "priced_speed", "tokens_per_second"  # the speed columns of the two regimes
+
+
+def in_two_regimes(make, frame, priced, *args, regime: str, machine: str, speed_only: int | None = None, **kw):
+    """A paper's speed findings in both regimes: ``make(frame, *args, value=…, **kw)`` (a list of verdicts) on
+    ``priced`` (the frame with ``priced_speed``: counts in the paper's regime ``regime``; decides) and on ``frame``
+    (``tokens_per_second`` measured on the machine ``machine`` names), paired by position. ``speed_only``: only that
+    many leading verdicts are about speed (the rest are kept from the paper-regime list as they are)."""
+    paper = make(priced, *args, value=PRICED, **kw)
+    measured = make(frame, *args, value=MEASURED, **kw)
+    k = len(paper) if speed_only is None else speed_only
+    return [two_regimes(p, m, regime, machine) for p, m in zip(paper[:k], measured[:k])] + paper[k:]
+
+
 def judge_all(verdicts, validity: dict) -> list[Verdict]:
     """``judged`` on each verdict from ``validity`` (finding name → (yes/partly/no, why)); a name without an entry
     is an error, so that no finding reaches the board without its proxy validity."""

@@ -27,10 +27,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from specdec import costs
+from specdec import costs, verdict
 from specdec.multilingual.bench import architecture, budget_grid, translatable_set
 from specdec.results import RESULTS, paper_numbers
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, bootstrap_ci, decide, judge_all, sanity, two_regimes
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, bootstrap_ci, decide, judge_all, sanity
 
 RUN = ["pair", "source", "temperature", "seed", "prompt"]  # one run of one method
 BASELINES = {"sps-generic": "generic SpS", "sps-f": "F", "pld": "PLD"}
@@ -51,8 +51,7 @@ def _log_speed(frame: pd.DataFrame, a: str, b: str, value: str = "tokens_per_sec
 
 
 # ------------------------------------------------------------------------------------------------ cost regimes
-SPEED = "tokens_per_second"  # measured on this machine
-PRICED = "priced_speed"  # counts priced in the paper's regime (speedup over plain decoding)
+SPEED, PRICED = verdict.MEASURED, verdict.PRICED  # measured on this machine; counts priced in the paper's regime
 
 
 def paper_regimes(gamma: int = 4) -> dict[str, costs.Regime]:
@@ -112,15 +111,12 @@ def machine_label(frame: pd.DataFrame, latency: dict | None = None, device: str 
 
 
 def in_two_regimes(make, frame: pd.DataFrame, *args, machine: str, speed_only: int | None = None, **kw):
-    """``make(frame, *args, value=…, **kw)`` (a list of verdicts) in the paper regime (``priced_speed``, decides)
-    and on this machine (``tokens_per_second``), paired by position; ``speed_only``: only that many leading
-    verdicts are about speed (the rest are kept from the paper-regime list as they are)."""
-    priced = make(with_priced_speed(frame), *args, value=PRICED, **kw)
-    measured = make(frame, *args, value=SPEED, **kw)
-    k = len(priced) if speed_only is None else speed_only
+    """``verdict.in_two_regimes`` with this paper's prices (``with_priced_speed``) and regime label."""
     methods = sorted(m for m in set(frame.method) if m in paper_regimes())
-    label = regime_label(methods)
-    return [two_regimes(p, m, label, machine) for p, m in zip(priced[:k], measured[:k])] + priced[k:]
+    return verdict.in_two_regimes(
+        make, frame, with_priced_speed(frame), *args, regime=regime_label(methods), machine=machine,
+        speed_only=speed_only, **kw,
+    )  # fmt: skip
 
 
 def _sums(frame: pd.DataFrame, columns, value: str) -> pd.DataFrame:
