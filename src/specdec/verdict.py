@@ -53,10 +53,8 @@ class Verdict:
     machine: Verdict | None = None  # speed findings: the measured walltime estimate on this machine
 
     def row(self) -> dict:
-        """A tidy row (for the scoreboard); the ``machine_*`` columns are empty for a finding not about speed."""
-        m = self.machine
+        """A tidy row (the paper notebooks' tables)."""
         return {
-            "section": self.section,
             "finding": self.name,
             "claim": self.claim,
             "paper": self.paper,
@@ -64,6 +62,15 @@ class Verdict:
             "ci95": f"[{self.low:.3f}, {self.high:.3f}]",
             "n": self.n,
             "verdict": self.status,
+        }
+
+    def board_row(self) -> dict:
+        """``row`` with the scoreboard's columns: section, the regime of the estimate, this machine's estimate
+        (``machine_*``, empty for a finding not about speed) and the proxy validity."""
+        m = self.machine
+        return {
+            "section": self.section,
+            **self.row(),
             "regime": self.regime,
             "machine_estimate": round(m.estimate, 3) if m else "",
             "machine_ci95": f"[{m.low:.3f}, {m.high:.3f}]" if m else "",
