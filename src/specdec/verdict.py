@@ -128,13 +128,14 @@ def in_two_regimes(make, frame, priced, *args, regime: str, machine: str, speed_
     return [two_regimes(p, m, regime, machine) for p, m in zip(paper[:k], measured[:k])] + paper[k:]
 
 
-def judge_all(verdicts, validity: dict) -> list[Verdict]:
-    """``judged`` on each verdict from ``validity`` (finding name → (yes/partly/no, why)); a name without an entry
-    is an error, so that no finding reaches the board without its proxy validity."""
+def judge_all(verdicts, validity: dict, strict: bool = True) -> list[Verdict]:
+    """``judged`` on each verdict from ``validity`` (finding name → (yes/partly/no, why)). With ``strict`` (the tiny
+    profile, whose validity the tables record) a name without an entry is an error, so that no finding reaches the
+    board without its proxy validity; otherwise (another profile's names) such a verdict is returned unjudged."""
     missing = [v.name for v in verdicts if v.name not in validity]
-    if missing:
+    if missing and strict:
         raise KeyError(f"no proxy validity for {missing}")
-    return [judged(v, *validity[v.name]) for v in verdicts]
+    return [judged(v, *validity[v.name]) if v.name in validity else v for v in verdicts]
 
 
 def decide(low: float, high: float, threshold: float = 0.0, greater: bool = True) -> str:

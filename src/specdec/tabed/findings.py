@@ -514,7 +514,7 @@ def findings_from_results(profile: str = "tiny", windows=(1, 4, 16, "ALL"), root
         n = 1 + max(int(r.rsplit("-", 1)[1]) for r in frame.row)
         rests = rests_on(load_suite(profile, n, turns=(2,)))
     found = findings(frame, by_window[by_window.method == "MT*"], setting=pair_setting(profile), rests=rests)
-    return judge_all(found, VALIDITY)
+    return judge_all(found, VALIDITY, strict=profile == "tiny")
 
 
 _TINY = (
