@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from specdec import hub, results, zoo
+from specdec import hub, results, validate, zoo
 from specdec.aasd import baselines, paper_zoo, zoo_specs
 from specdec.aasd.drafter import AASDDrafter
 from specdec.aasd.module import config_for, load_module
@@ -62,6 +62,7 @@ ABLATIONS = {
 def load_requests(n_per_task: int, seed: int = 0, profile: str = "tiny") -> list[dict]:
     """Held-out requests: ``n_per_task`` per task (split evenly over a task's sub-tasks), with ``task``/``subtask``;
     other profiles: ``paper_requests``."""
+    n_per_task = validate.integer("n_per_task", n_per_task, minimum=1, hint="requests per task")
     if profile != "tiny":
         return paper_requests(profile, n_per_task)
     out = []
