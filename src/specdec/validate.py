@@ -85,8 +85,8 @@ def choice(name: str, value, allowed: Iterable, *, hint: str = ""):
     if value in allowed and not isinstance(value, bool):
         return value
     close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
-    guess = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"unknown {name} {value!r}{guess} Choose one of {allowed}{_tail(hint)}")
+    guess = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ValueError(f"unknown {name} {value!r}{guess}: choose one of {allowed}{_tail(hint)}")
 
 
 def strings(name: str, value) -> list[str]:
