@@ -97,6 +97,7 @@ def draft_source(name: str, target_name: str, profile: str = "tiny") -> tuple[st
     """``(folder or hub id, revision)`` of a draft name's weights (``make_drafter`` loads from there): a module
     folder (``AASD*``), the tiny zoo's baseline, or on another profile the paper-scale zoo's distilled baseline or
     the public draft of ``aasd.drafts`` at its pinned revision."""
+    validate.choice("AASD draft", name, [*MAIN_DRAFTS, *ABLATIONS])
     zoo_dir = zoo.MODELS if profile == "tiny" else paper_zoo.zoo_dir()
     if name.startswith("AASD"):
         return zoo_dir / module_name(target_name, ABLATIONS[name][0]), None

@@ -189,8 +189,10 @@ def prompt_set(
     Each row is ``parallel.direction_prompt`` plus ``ids`` (``LongTensor[L]``: ``<s>`` + prompt ids).
     profile "paper" loads the paper's WMT / IWSLT sets instead (``load_paper_prompts``; ``None``: the whole set).
     """
-    if n is not None and n < 1:
-        raise ValueError(f"n must be >= 1 or None (every held-out pair), got {n}")
+    if n is not None:
+        n = validate.integer("n", n, minimum=1, hint="prompts per direction; None = every held-out pair")
+    validate.choice("profile", profile, ("tiny", "paper"))
+    validate.choice("source", source, parallel.SOURCES)
     if profile == "paper":
         rows = load_paper_prompts(src, tgt, n, generalization=source == "sphinx")
         return [{**r, "ids": encode(tokenizer(), r["prompt"])} for r in rows]

@@ -8,6 +8,7 @@ Profiles (``data/profiles/<name>.yaml``) list which target/draft pairs each pape
 
 from __future__ import annotations
 
+import difflib
 import os
 import pathlib
 
@@ -61,6 +62,11 @@ def load(
         )
     if not local.exists() and (source.startswith((".", "/", "~")) or os.sep in source and source.count("/") > 1):
         raise ModelNotAvailableError(f"no model directory at {source}")
+    if not local.exists() and "/" not in source:  # not a hub id (org/name) nor a folder: a misspelt zoo name?
+        shipped = sorted(p.name for p in zoo.MODELS.iterdir() if (p / "config.json").exists())
+        close = difflib.get_close_matches(source, shipped, n=1, cutoff=0.8)
+        if close:
+            raise ValueError(f"unknown zoo model {source!r} (did you mean {close[0]!r}?); the zoo ships {shipped}")
     model_cls = AutoModelForCausalLM
     if kind not in ("causal_lm", "llava"):
         raise ValueError(f"kind must be 'causal_lm' or 'llava', got {kind!r}")
