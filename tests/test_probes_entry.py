@@ -326,3 +326,38 @@ def test_the_in_notebook_check_reads_the_namespace():
     namespace["n"] = -4
     with pytest.raises(ValueError, match="parameter n must be an integer >= 1"):
         notebook_params.check_parameters(namespace)
+
+
+# ------------------------------------------------------------------------------------ stale rows (issue 28 defect 1)
+def test_tabed_latency_tables_are_keyed_by_the_image_counts(tmp_path, monkeypatch):
+    from specdec.tabed import latency as tl
+
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    setting = {"device": "cpu", "per_count": 1}
+    first = tl.stored("tiny", "lat", {**setting, "image_counts": str([1, 2])}, lambda: [{"n_images": 1, "s": 0.1}])
+    again = tl.stored("tiny", "lat", {**setting, "image_counts": str([5])}, lambda: [{"n_images": 5, "s": 0.5}])
+    assert first.n_images.tolist() == [1] and again.n_images.tolist() == [5]  # not the [1, 2] run's rows
+    exact = tl.stored("tiny", "lat2", {**setting, "x": 0.1234567}, lambda: [{"v": 1}])
+    assert len(exact) == 1 and len(tl.stored("tiny", "lat2", {**setting, "x": 0.1234568}, lambda: [{"v": 2}])) == 1
+
+
+def test_every_setting_of_notebooks_01_and_14_keys_their_tables():
+    import csv
+    import json
+
+    source = "".join("".join(c["source"]) for c in json.loads(nb("01_").read_text())["cells"])
+    assert (
+        'SPEED_KEY = ["pair", "weights", "prompts", "gamma", "device", "max_new_tokens", "repeats", "latency_repeats"]'
+        in source
+    )
+    assert "eff_store.frame(requested=True)" in source
+    assert '"image_counts": str(image_counts)' in "".join(json.loads(nb("14_").read_text())["cells"][3]["source"])
+    for table, columns in [
+        ("engine_efficiency", ["max_new_tokens", "repeats", "latency_repeats"]),
+        ("engine_speed_rows", ["max_new_tokens", "repeats", "latency_repeats"]),
+        ("tabed_latency_caption", ["image_counts"]),
+        ("tabed_latency_components", ["image_counts"]),
+        ("tabed_latency_steps", ["image_counts"]),
+    ]:
+        with (ROOT / "results" / "tiny" / f"{table}.csv").open(newline="") as f:
+            assert set(columns) <= set(next(csv.reader(f))), table
