@@ -361,3 +361,12 @@ def test_every_setting_of_notebooks_01_and_14_keys_their_tables():
     ]:
         with (ROOT / "results" / "tiny" / f"{table}.csv").open(newline="") as f:
             assert set(columns) <= set(next(csv.reader(f))), table
+
+
+def test_offline_errors_name_the_stand_in_hub(monkeypatch, tmp_path):
+    from specdec import hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    with pytest.raises(hub.ModelNotAvailableError, match="make standin-hub"):
+        load("no-such-org/no-such-model")

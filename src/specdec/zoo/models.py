@@ -99,7 +99,8 @@ def load(
             f"Hugging Face hub. On a machine with internet run `make download PROFILE=paper` (or "
             f"`{hub.HF_CLI} download {source}`), then copy the cache "
             f"(HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}) "
-            "here, or pass a local directory saved with save_pretrained()."
+            "here, or pass a local directory saved with save_pretrained()"
+            f"{hub.STANDIN_HINT}."
         ) from None
     return model.to(device).eval(), tokenizer
 
@@ -114,7 +115,7 @@ def load_tokenizer(name_or_path: str | os.PathLike, revision: str | None = None)
     except OSError:
         raise ModelNotAvailableError(
             f"cannot load the tokenizer of {source!r} offline: run `make download PROFILE=paper` (or "
-            f"`{hub.HF_CLI} download {source}`) on a machine with internet and copy the cache here"
+            f"`{hub.HF_CLI} download {source}`) on a machine with internet and copy the cache here{hub.STANDIN_HINT}"
         ) from None
 
 
