@@ -235,6 +235,9 @@ def checked_jobs(jobs: list[tuple[Path, Path, dict]]) -> list[tuple[Path, Path, 
     known = set().union(*specs.values()) if specs else set()
     out = []
     for nb, out_path, params in jobs:
+        if not specs[nb]:  # no parameters cell: nothing to check against, papermill injects as it always did
+            out.append((nb, out_path, params))
+            continue
         unknown = [k for k in params if k not in known]
         if unknown:
             notebook_params.check({unknown[0]: params[unknown[0]]}, {k: "any" for k in known}, "the notebooks run")

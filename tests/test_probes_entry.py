@@ -370,3 +370,11 @@ def test_offline_errors_name_the_stand_in_hub(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     with pytest.raises(hub.ModelNotAvailableError, match="make standin-hub"):
         load("no-such-org/no-such-model")
+
+
+def test_the_runner_leaves_a_notebook_without_a_parameters_cell_alone(tmp_path):
+    import nbformat
+
+    path = tmp_path / "00_x.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), path)
+    assert run_notebooks.checked_jobs([(path, path, {"profile": "tiny", "a": 1})])[0][2] == {"profile": "tiny", "a": 1}
