@@ -92,10 +92,13 @@ def test_generate_refuses_bad_arguments(target, kwargs, error, match):
         (torch.tensor([1, 64]), "outside the target's vocabulary 0..63"),
         (torch.tensor([-2, 5]), "outside the target's vocabulary"),
         (torch.arange(1, 31), "exceeds the target's context of 32"),
+        ("hello world", "got text 'hello world': encode it first"),
+        ([1, [2, 3]], "must be a sequence of token ids"),
+        ({"input_ids": [1, 2]}, "must be a sequence of token ids"),
     ],
 )
 def test_generate_refuses_bad_prompts(target, prompt, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises((ValueError, TypeError), match=match):
         generate(target, prompt, max_new_tokens=4)
 
 

@@ -308,7 +308,16 @@ _eos_ids = eos_ids  # generate() names its local set ``eos_ids``
 
 
 def check_prompt(prompt_ids) -> torch.Tensor:
-    prompt_ids = torch.as_tensor(prompt_ids)
+    """``prompt_ids`` as ``LongTensor[L]`` (a ``[1, L]`` batch of one is unwrapped); a clear error otherwise."""
+    if isinstance(prompt_ids, (str, bytes)):
+        raise TypeError(
+            f"prompt_ids must be token ids, got text {prompt_ids[:40]!r}: encode it first, e.g. "
+            "specdec.zoo.tasks.encode(tokenizer, text) or tokenizer(text, return_tensors='pt').input_ids"
+        )
+    try:
+        prompt_ids = torch.as_tensor(prompt_ids)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"prompt_ids must be a sequence of token ids, got {type(prompt_ids).__name__}: {err}") from None
     if prompt_ids.dim() == 2 and prompt_ids.shape[0] == 1:
         prompt_ids = prompt_ids[0]
     if prompt_ids.dim() != 1:
