@@ -361,7 +361,7 @@ def test_softmax_weights_of_four_methods(kind):
         assert abs(float(w.sum()) - 1) < 1e-6 and all(w[k] > w[k + 1] for k in range(3)), (tau, w)
     assert weights[0.5][0] > weights[1.0][0] > weights[4.0][0] > 0.25  # lower τ: sharper
     assert weights[0.5][3] < weights[1.0][3] < weights[4.0][3] < 0.25
-    with pytest.raises(ValueError, match="temperature must be > 0"):
+    with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
         softmax_weights(h, temperature=0)
     with pytest.raises(ValueError, match="pass the number of drafting methods"):
         softmax_weights(History())

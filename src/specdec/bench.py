@@ -421,8 +421,9 @@ def findings_from_results(profile: str = "tiny", root=None, pair: str = "default
     largest = sweep.groupby(["prompts", "max_new_tokens"]).size().idxmax()
     sweep = sweep[(sweep.prompts == largest[0]) & (sweep.max_new_tokens == largest[1])]
 
-    keys = ["pair", "weights", "prompts", "gamma", "device"]
     eff = pd.read_csv(folder / "engine_efficiency.csv", dtype=results.DIGEST_DTYPES)
+    # the speed rows of the summary row's own settings (token budget and repeats are keys too)
+    keys = ["pair", "weights", "prompts", "gamma", "device", "max_new_tokens", "repeats", "latency_repeats"]
     eff = eff[(eff.pair == pair) & (eff.weights == pair_weights(profile, pair))]
     if eff.empty:
         raise ValueError(f"{folder / 'engine_efficiency.csv'} holds no row of pair {pair!r} at its current weights")
