@@ -164,3 +164,18 @@ def test_sampled_rows_follow_the_target_distribution(sharp_pair):
         p2 = sum(p1[x] * _next_probs(target, torch.cat([prompt, torch.tensor([x])]), sampling) for x in range(16))
         assert chi2_pvalue(firsts[i], p1) > 1e-3 and chi2_pvalue(seconds[i], p2) > 1e-3
         assert chi2_pvalue(firsts[i], q1) < 1e-3  # the draft's own distribution is rejected
+
+
+@pytest.mark.parametrize("gamma", [2, 5])
+def test_zoo_rows_on_real_text_equal_their_batch_one_runs(zoo, gamma):
+    """The trained tiny pair (position-sensitive, unlike the random models) on held-out prompts cut to mixed
+    lengths, with an EOS id it emits: rows leave the batch at different steps."""
+    from specdec.zoo import tasks
+
+    target, draft, _, tokenizer = zoo
+    texts = tasks.heldout_prompts(n=3)
+    prompts = [tasks.encode(tokenizer, p["prompt"])[: 4 + 5 * i] for i, p in enumerate(texts[:6])]
+    free = generate_batch(target, prompts, draft, gamma=gamma, max_new_tokens=32, eos_token_id=[])
+    eos = free.rows[1].output_ids[10]
+    batch = assert_rows_equal_batch_one(target, prompts, draft, gamma=gamma, max_new_tokens=32, eos_token_id=eos)
+    assert len({r.new_tokens for r in batch.rows}) > 1
