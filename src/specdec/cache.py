@@ -241,10 +241,10 @@ class BatchedLM:
             self.feed(ids.to(self.device), valid.to(self.device))
 
     @torch.no_grad()
-    def feed(self, ids: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    def feed(self, ids: torch.Tensor, valid: torch.Tensor, last_only: bool = False) -> torch.Tensor:
         """Append ``k`` columns: ``ids [B, k]``, of which ``valid [B, k]`` are the rows' tokens (the rest are
-        filler the rows never see). Returns float32 logits ``[B, k, V]``; a valid column's logits predict the
-        token after it."""
+        filler the rows never see). Returns float32 logits ``[B, k, V]`` (``[B, 1, V]`` for the last column
+        alone with ``last_only``: a drafter needs no more); a valid column's logits predict the token after it."""
         cached = self.valid.shape[1]
         positions = (self.lengths[:, None] + valid.long().cumsum(1) - 1).clamp_min(0)
         self.valid = torch.cat([self.valid, valid], dim=1)
@@ -255,6 +255,7 @@ class BatchedLM:
             cache_position=torch.arange(cached, cached + ids.shape[1], device=self.device),
             past_key_values=self.cache,
             use_cache=True,
+            logits_to_keep=1 if last_only else 0,
         )
         counts = valid.sum(1)
         self.lengths += counts

@@ -306,11 +306,11 @@ class BatchModelDrafter:
         for r, toks in enumerate(pending):
             ids[r, ids.shape[1] - len(toks) :] = torch.tensor(toks)
         device = self.lm.device
-        logits = self.lm.feed(ids.to(device), _right_aligned(pending, ids.shape[1], device))
+        logits = self.lm.feed(ids.to(device), _right_aligned(pending, ids.shape[1], device), last_only=True)
         tokens, probs = [], []
         for j in range(width):
             if j:
-                logits = self.lm.feed(tokens[-1][:, None], torch.ones_like(tokens[-1][:, None], dtype=torch.bool))
+                logits = self.lm.feed(tokens[-1][:, None], torch.ones_like(tokens[-1][:, None], dtype=torch.bool), True)
             dist = mixing_probs(logits[:, -1], sampling)  # [A, V], what ModelDrafter mixes (one row)
             tokens.append(_pick(dist, j, blocks, sampling, generators))
             if want_probs:
