@@ -170,7 +170,10 @@ class CachedLM:
             pad = (self.mask == 0).sum(1, keepdim=True)
             kwargs["attention_mask"] = mask
             kwargs["position_ids"] = torch.arange(positions_from, total, device=self.device)[None, :] - pad
-        out = self.model(**kwargs)
+        # inference_mode, not only no_grad: it skips autograd's per-op bookkeeping (version counters, view
+        # tracking), a visible share of a tiny model's call on a CPU; same kernels, so bitwise the same logits.
+        with torch.inference_mode():
+            out = self.model(**kwargs)
         return out.logits.float()
 
 
@@ -248,15 +251,16 @@ class BatchedLM:
         cached = self.valid.shape[1]
         positions = (self.lengths[:, None] + valid.long().cumsum(1) - 1).clamp_min(0)
         self.valid = torch.cat([self.valid, valid], dim=1)
-        out = self.model(
-            input_ids=ids,
-            attention_mask=self.valid.long(),
-            position_ids=positions,
-            cache_position=torch.arange(cached, cached + ids.shape[1], device=self.device),
-            past_key_values=self.cache,
-            use_cache=True,
-            logits_to_keep=1 if last_only else 0,
-        )
+        with torch.inference_mode():  # as in CachedLM._forward
+            out = self.model(
+                input_ids=ids,
+                attention_mask=self.valid.long(),
+                position_ids=positions,
+                cache_position=torch.arange(cached, cached + ids.shape[1], device=self.device),
+                past_key_values=self.cache,
+                use_cache=True,
+                logits_to_keep=1 if last_only else 0,
+            )
         counts = valid.sum(1)
         self.lengths += counts
         self.fed.index_add_(0, self.rows, counts)  # on the device: no synchronisation per call

@@ -75,7 +75,7 @@ class ModelDrafter:
         self.lm = CachedLM(model)
         self.make_rows = make_rows or prompt_only
         self.weights = None if weights is None else _check_weights(weights)
-        self.last_row_probs = None  # [γ, m, V] distributions of each row for the last block (for adaptation)
+        self._row_probs: list[torch.Tensor] = []  # the last block's [m, V] per position: ``last_row_probs``
 
     @property
     def model(self):
@@ -92,6 +92,12 @@ class ModelDrafter:
     @property
     def tokens_fed(self) -> int:
         return self.lm.tokens_fed
+
+    @property
+    def last_row_probs(self) -> torch.Tensor | None:
+        """``[γ, m, V]``: each drafting row's distributions in the last block (for adaptation); stacked when read,
+        as only adaptive drafters read it."""
+        return torch.stack(self._row_probs) if self._row_probs else None
 
     def set_weights(self, weights) -> None:
         self.weights = _check_weights(weights)
@@ -124,7 +130,7 @@ class ModelDrafter:
             probs.append(mixed)
             row_probs.append(per_row)
             sequence.append(token)
-        self.last_row_probs = torch.stack(row_probs) if row_probs else None
+        self._row_probs = row_probs
         device = self.lm.device
         vocab = self.vocab_size
         draft_probs = torch.stack(probs) if probs else torch.zeros((0, vocab), device=device)
