@@ -179,3 +179,15 @@ def test_zoo_rows_on_real_text_equal_their_batch_one_runs(zoo, gamma):
     eos = free.rows[1].output_ids[10]
     batch = assert_rows_equal_batch_one(target, prompts, draft, gamma=gamma, max_new_tokens=32, eos_token_id=eos)
     assert len({r.new_tokens for r in batch.rows}) > 1
+
+
+def test_acceptance_rows_are_the_same_batched(zoo):
+    """Notebook 01's τ-vs-γ rows (``bench.acceptance_rows``) decode greedy prompts in batches: the very rows of
+    one prompt at a time."""
+    from specdec import bench
+    from specdec.zoo import tasks
+
+    target, draft, _, tokenizer = zoo
+    prompts = [tasks.encode(tokenizer, p["prompt"])[: 6 + 3 * i] for i, p in enumerate(tasks.heldout_prompts(n=2))]
+    args = (target, {"s": draft}, prompts, [2, 5], 16)
+    assert bench.acceptance_rows(*args, batch_size=4) == bench.acceptance_rows(*args, batch_size=1)
