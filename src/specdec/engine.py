@@ -116,7 +116,7 @@ def generate(
             f"({target_lm.vocab_size}); speculative decoding needs one shared tokenizer"
         )
     eos_ids = _eos_ids(target_lm.model if isinstance(target_lm, CachedLM) else target, eos_token_id)
-    verifier = verifier or _default_verifier
+    verifier = verifier or default_verifier
     device = target_lm.device
     draft_gen = torch.Generator(device=device).manual_seed(seed)
     verify_gen = torch.Generator(device=device).manual_seed(seed + 1)
@@ -339,7 +339,7 @@ class _BatchLoop:
             )
             accepted = ((drafts == best[:, :width]) & inside).long().cumprod(1).sum(1)
             return accepted.tolist(), best.gather(1, accepted[:, None])[:, 0].tolist()
-        verifier = self.verifier or _default_verifier
+        verifier = self.verifier or default_verifier
         out = [
             verifier(drafts[j, :b], probs[j, :b], logits[j, : b + 1], self.sampling, self.verify_gens[i])
             for j, (i, b) in enumerate(zip(active, blocks))
@@ -437,7 +437,8 @@ def _pad_vocab(probs: torch.Tensor, vocab_size: int) -> torch.Tensor:
     return probs
 
 
-def _default_verifier(draft_tokens, draft_probs, target_logits, sampling, generator):
+def default_verifier(draft_tokens, draft_probs, target_logits, sampling, generator):
+    """``generate``'s verifier: ``verify.greedy``, or ``verify.stochastic`` on the warped target distribution."""
     if sampling.greedy:
         return verify.greedy(draft_tokens, target_logits)
     return verify.stochastic(draft_tokens, draft_probs, logits_to_probs(target_logits, sampling), generator)

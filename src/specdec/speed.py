@@ -176,7 +176,7 @@ def step_profile(target, draft, prompts, *, gamma: int = 5, max_new_tokens: int 
                 hooks = clock.hook(target, "target forward") + (
                     clock.hook(draft, "draft forwards") if method == "speculative" else ()
                 )
-                verifier = functools.partial(clock.timed, "verify", engine._default_verifier)
+                verifier = functools.partial(clock.timed, "verify", engine.default_verifier)
                 drafter = _TimedDrafter(draft, clock) if method == "speculative" else None
                 try:
                     res = engine.generate(
