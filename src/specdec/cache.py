@@ -64,7 +64,10 @@ class CachedLM:
 
     @property
     def vocab_size(self) -> int:
-        return self.model.get_output_embeddings().weight.shape[0]
+        # read once: transformers' get_output_embeddings() costs ~25 µs, and the engine asks every step
+        if getattr(self, "_vocab_size", None) is None:
+            self._vocab_size = self.model.get_output_embeddings().weight.shape[0]
+        return self._vocab_size
 
     @torch.no_grad()
     def prefill(self, prompt_rows: list[torch.Tensor], row_features=None, **model_inputs) -> None:
@@ -219,7 +222,10 @@ class BatchedLM:
 
     @property
     def vocab_size(self) -> int:
-        return self.model.get_output_embeddings().weight.shape[0]
+        # read once: transformers' get_output_embeddings() costs ~25 µs, and the engine asks every step
+        if getattr(self, "_vocab_size", None) is None:
+            self._vocab_size = self.model.get_output_embeddings().weight.shape[0]
+        return self._vocab_size
 
     @torch.no_grad()
     def prefill(self, prompt_rows: list[torch.Tensor]) -> None:
