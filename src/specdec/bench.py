@@ -13,6 +13,7 @@ import statistics
 import torch
 from tqdm.auto import tqdm
 
+from specdec.batching import generate_batch
 from specdec.cache import crop_cache
 from specdec.engine import generate, now
 from specdec.verdict import Verdict, bootstrap_ci, decide, judge_all, two_regimes
@@ -210,37 +211,58 @@ def summarize_speedup(
 
 
 def acceptance_rows(
-    target, drafts: dict, prompts, gammas=(1, 2, 3, 4, 6, 8), max_new_tokens: int = 48, sampling=None, seed: int = 0
+    target,
+    drafts: dict,
+    prompts,
+    gammas=(1, 2, 3, 4, 6, 8),
+    max_new_tokens: int = 48,
+    sampling=None,
+    seed: int = 0,
+    batch_size: int = 16,
 ) -> list[dict]:
     """One row per draft, γ and prompt: ``draft, gamma, prompt`` (index in ``prompts``), ``new_tokens``,
     ``target_calls``, ``accepted``, ``drafted``. ``drafts``: ``{name: model or drafter}``; prompt ``i`` is
-    decoded with seed ``seed + i`` whatever the draft and γ."""
+    decoded with seed ``seed + i`` whatever the draft and γ.
+
+    Greedy runs of a draft that batches (``drafters.batch_drafter``) decode ``batch_size`` prompts at a time with
+    ``batching.generate_batch``, whose rows equal the batch-1 runs (``tests/test_batched.py``); no row here is
+    timed. Sampled runs and other drafters decode one prompt at a time (``batch_size=1``: always)."""
     rows = []
     for name, draft in drafts.items():
+        batched = batch_size > 1 and (sampling is None or sampling.greedy) and _batches(draft)
+        step = batch_size if batched else 1
         for gamma in tqdm(gammas, desc=f"γ sweep {name}", leave=False):
-            for i, p in enumerate(prompts):
-                res = generate(
-                    target,
-                    p,
-                    draft,
-                    gamma=gamma,
-                    max_new_tokens=max_new_tokens,
-                    sampling=sampling,
-                    eos_token_id=[],
-                    seed=seed + i,
-                )
-                rows.append(
-                    {
-                        "draft": name,
-                        "gamma": gamma,
-                        "prompt": i,
-                        "new_tokens": res.new_tokens,
-                        "target_calls": res.target_calls,
-                        "accepted": sum(res.accepted_per_block),
-                        "drafted": sum(res.drafted_per_block),
-                    }
-                )
+            for start in range(0, len(prompts), step):
+                kwargs = dict(gamma=gamma, max_new_tokens=max_new_tokens, sampling=sampling, eos_token_id=[])
+                if batched:
+                    results = generate_batch(target, prompts[start : start + step], draft, seed=seed + start, **kwargs)
+                    results = results.rows
+                else:
+                    results = [generate(target, prompts[start], draft, seed=seed + start, **kwargs)]
+                for i, res in enumerate(results, start):
+                    rows.append(
+                        {
+                            "draft": name,
+                            "gamma": gamma,
+                            "prompt": i,
+                            "new_tokens": res.new_tokens,
+                            "target_calls": res.target_calls,
+                            "accepted": sum(res.accepted_per_block),
+                            "drafted": sum(res.drafted_per_block),
+                        }
+                    )
     return rows
+
+
+def _batches(draft) -> bool:
+    """Whether ``batching.generate_batch`` takes this draft (model or drafter)."""
+    from specdec.drafters import batch_drafter
+
+    try:
+        batch_drafter(draft, vocab_size=0)
+    except ValueError:
+        return False
+    return True
 
 
 def pool_acceptance(rows) -> list[dict]:

@@ -64,7 +64,10 @@ class CachedLM:
 
     @property
     def vocab_size(self) -> int:
-        return self.model.get_output_embeddings().weight.shape[0]
+        # read once: transformers' get_output_embeddings() costs ~25 µs, and the engine asks every step
+        if getattr(self, "_vocab_size", None) is None:
+            self._vocab_size = self.model.get_output_embeddings().weight.shape[0]
+        return self._vocab_size
 
     @torch.no_grad()
     def prefill(self, prompt_rows: list[torch.Tensor], row_features=None, **model_inputs) -> None:
@@ -170,7 +173,10 @@ class CachedLM:
             pad = (self.mask == 0).sum(1, keepdim=True)
             kwargs["attention_mask"] = mask
             kwargs["position_ids"] = torch.arange(positions_from, total, device=self.device)[None, :] - pad
-        out = self.model(**kwargs)
+        # inference_mode, not only no_grad: it skips autograd's per-op bookkeeping (version counters, view
+        # tracking), a visible share of a tiny model's call on a CPU; same kernels, so bitwise the same logits.
+        with torch.inference_mode():
+            out = self.model(**kwargs)
         return out.logits.float()
 
 
@@ -193,3 +199,104 @@ def embed_rows(model, ids: torch.Tensor, row_features) -> torch.Tensor:
         if n_slots:
             embeds[i, slots] = features.to(embeds.dtype)
     return embeds
+
+
+class BatchedLM:
+    """``B`` independent sequences of one model in one ``DynamicCache``, for batched speculative decoding.
+
+    Rows have ragged lengths and roll back by different amounts, but a ``DynamicCache`` has one length for the
+    whole batch. So the cache is a grid of ``C`` columns and ``valid [B, C]`` says which columns hold a token
+    of the row: left padding of shorter prompts, and *holes* where a row's rejected draft tokens were (a row
+    that accepted fewer tokens than another one in the same step). Masked columns cost attention but change
+    nothing: each row's position ids count its own valid columns, so row ``i`` computes what it would alone.
+    Columns no row needs any more are cropped from the end after every step.
+
+    ``rows[j]`` is the caller's index of batch row ``j`` (rows leave the batch with ``select``);
+    ``tokens_fed[i]`` / ``calls[i]``: valid positions row ``i`` sent through the model, forward calls it took part in.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.device = next(model.parameters()).device
+        self.cache = None
+
+    @property
+    def vocab_size(self) -> int:
+        # read once: transformers' get_output_embeddings() costs ~25 µs, and the engine asks every step
+        if getattr(self, "_vocab_size", None) is None:
+            self._vocab_size = self.model.get_output_embeddings().weight.shape[0]
+        return self._vocab_size
+
+    @torch.no_grad()
+    def prefill(self, prompt_rows: list[torch.Tensor]) -> None:
+        """Start ``B`` sequences from ``LongTensor[L_i]`` rows: every prompt position but the last is fed
+        (left-padded to one width); the last token of each row stays pending for the first ``feed``."""
+        from transformers import DynamicCache
+
+        b, lengths = len(prompt_rows), [len(r) for r in prompt_rows]
+        width = max(lengths) - 1
+        self.cache = DynamicCache(config=self.model.config)
+        self.rows = torch.arange(b, device=self.device)
+        self.fed = torch.zeros(b, dtype=torch.long, device=self.device)  # by caller row, see ``tokens_fed``
+        self.row_calls = torch.zeros(b, dtype=torch.long, device=self.device)
+        self.lengths = torch.zeros(b, dtype=torch.long, device=self.device)  # valid columns per row
+        self.valid = torch.zeros((b, 0), dtype=torch.bool, device=self.device)
+        if width > 0:
+            ids = torch.zeros((b, width), dtype=torch.long)  # id 0 in padding columns, masked out
+            valid = torch.zeros((b, width), dtype=torch.bool)
+            for i, row in enumerate(prompt_rows):
+                ids[i, width - len(row) + 1 :] = row[:-1].cpu()
+                valid[i, width - len(row) + 1 :] = True
+            self.feed(ids.to(self.device), valid.to(self.device))
+
+    @torch.no_grad()
+    def feed(self, ids: torch.Tensor, valid: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        """Append ``k`` columns: ``ids [B, k]``, of which ``valid [B, k]`` are the rows' tokens (the rest are
+        filler the rows never see). Returns float32 logits ``[B, k, V]`` (``[B, 1, V]`` for the last column
+        alone with ``last_only``: a drafter needs no more); a valid column's logits predict the token after it."""
+        cached = self.valid.shape[1]
+        positions = (self.lengths[:, None] + valid.long().cumsum(1) - 1).clamp_min(0)
+        self.valid = torch.cat([self.valid, valid], dim=1)
+        with torch.inference_mode():  # as in CachedLM._forward
+            out = self.model(
+                input_ids=ids,
+                attention_mask=self.valid.long(),
+                position_ids=positions,
+                cache_position=torch.arange(cached, cached + ids.shape[1], device=self.device),
+                past_key_values=self.cache,
+                use_cache=True,
+                logits_to_keep=1 if last_only else 0,
+            )
+        counts = valid.sum(1)
+        self.lengths += counts
+        self.fed.index_add_(0, self.rows, counts)  # on the device: no synchronisation per call
+        self.row_calls.index_add_(0, self.rows, torch.ones_like(counts))
+        return out.logits.float()
+
+    @property
+    def tokens_fed(self) -> list[int]:
+        return self.fed.tolist()
+
+    @property
+    def calls(self) -> list[int]:
+        return self.row_calls.tolist()
+
+    def truncate(self, keep: torch.Tensor) -> None:
+        """Keep the first ``keep[j]`` valid columns of each row (``LongTensor[B]``, at most ``lengths``): the
+        rest become holes, and trailing columns that no row keeps are cropped from the cache."""
+        self.valid &= self.valid.long().cumsum(1) <= keep[:, None]
+        self.lengths = torch.minimum(self.lengths, keep)
+        self._crop_tail()
+
+    def select(self, keep_rows: torch.Tensor) -> None:
+        """Keep only batch rows ``keep_rows`` (``LongTensor``, positions in the current batch), in that order."""
+        self.cache.batch_select_indices(keep_rows)
+        self.rows, self.lengths, self.valid = self.rows[keep_rows], self.lengths[keep_rows], self.valid[keep_rows]
+        self._crop_tail()
+
+    def _crop_tail(self) -> None:
+        used = self.valid.any(0).nonzero()
+        width = int(used[-1, 0]) + 1 if len(used) else 0
+        if width < self.valid.shape[1]:
+            crop_cache(self.cache, width)
+            self.valid = self.valid[:, :width]

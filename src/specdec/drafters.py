@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from specdec.cache import CachedLM
+from specdec.cache import BatchedLM, CachedLM
 from specdec.sampling import SamplingConfig, logits_to_probs, sample
 
 
@@ -73,9 +73,9 @@ class ModelDrafter:
 
     def __init__(self, model, make_rows: Callable | None = None, weights=None):
         self.lm = CachedLM(model)
-        self.make_rows = make_rows or (lambda prompt_ids, **_: [prompt_ids])
+        self.make_rows = make_rows or prompt_only
         self.weights = None if weights is None else _check_weights(weights)
-        self.last_row_probs = None  # [γ, m, V] distributions of each row for the last block (for adaptation)
+        self._row_probs: list[torch.Tensor] = []  # the last block's [m, V] per position: ``last_row_probs``
 
     @property
     def model(self):
@@ -92,6 +92,12 @@ class ModelDrafter:
     @property
     def tokens_fed(self) -> int:
         return self.lm.tokens_fed
+
+    @property
+    def last_row_probs(self) -> torch.Tensor | None:
+        """``[γ, m, V]``: each drafting row's distributions in the last block (for adaptation); stacked when read,
+        as only adaptive drafters read it."""
+        return torch.stack(self._row_probs) if self._row_probs else None
 
     def set_weights(self, weights) -> None:
         self.weights = _check_weights(weights)
@@ -124,7 +130,7 @@ class ModelDrafter:
             probs.append(mixed)
             row_probs.append(per_row)
             sequence.append(token)
-        self.last_row_probs = torch.stack(row_probs) if row_probs else None
+        self._row_probs = row_probs
         device = self.lm.device
         vocab = self.vocab_size
         draft_probs = torch.stack(probs) if probs else torch.zeros((0, vocab), device=device)
@@ -140,6 +146,11 @@ class ModelDrafter:
         if weights is None:
             weights = torch.full((per_row.shape[0],), 1.0 / per_row.shape[0])
         return (weights.to(per_row.device, per_row.dtype)[:, None] * per_row).sum(0)
+
+
+def prompt_only(prompt_ids, **_) -> list[torch.Tensor]:
+    """``ModelDrafter``'s default drafting input: the prompt itself (one row)."""
+    return [prompt_ids]
 
 
 def mixing_probs(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
@@ -270,3 +281,118 @@ class AdaptiveEnsembleDrafter(ModelDrafter):
         n = len(kept_tokens)
         target_probs = mixing_probs(target_logits, sampling)
         self.history.add(self.last_row_probs[:n].cpu(), target_probs[:n].cpu(), kept_tokens)
+
+
+# Batched drafting (``batching.generate_batch``): one drafter object proposes for all ``A`` rows still decoding.
+# ``propose(sequences, blocks, sampling, generators, want_probs)`` gets each row's whole sequence (prompt and kept
+# tokens) and its block size, and returns ``tokens [A, K]``, ``probs [A, K, V]`` (or None), and the block sizes
+# it actually proposed (``K`` = their maximum; columns past a row's block are filler the engine ignores).
+# Row ``r`` draws from ``generators[r]`` exactly the samples it would draw alone, so a batched row reproduces
+# its batch-1 run (same seed) up to floating-point rounding.
+
+
+class BatchModelDrafter:
+    """A draft model for ``B`` rows in one ``BatchedLM``: one forward per draft position for the whole batch."""
+
+    def __init__(self, model):
+        self.lm = BatchedLM(model)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.lm.vocab_size
+
+    def prefill(self, prompt_rows: list[torch.Tensor]) -> None:
+        self.lm.prefill(prompt_rows)
+        self.cached = [len(r) - 1 for r in prompt_rows]  # valid cache columns per row (mirrors lm.lengths)
+
+    @torch.no_grad()
+    def propose(self, sequences, blocks, sampling, generators, want_probs):
+        width = max(blocks)
+        # Pending tokens (1, or 2 after a fully accepted block: the last draft token was never fed), right-aligned.
+        pending = [seq[n:] for seq, n in zip(sequences, self.cached)]
+        ids = torch.zeros((len(pending), max(map(len, pending))), dtype=torch.long)
+        for r, toks in enumerate(pending):
+            ids[r, ids.shape[1] - len(toks) :] = torch.tensor(toks)
+        device = self.lm.device
+        logits = self.lm.feed(ids.to(device), _right_aligned(pending, ids.shape[1], device), last_only=True)
+        tokens, probs = [], []
+        for j in range(width):
+            if j:
+                logits = self.lm.feed(tokens[-1][:, None], torch.ones_like(tokens[-1][:, None], dtype=torch.bool), True)
+            dist = mixing_probs(logits[:, -1], sampling)  # [A, V], what ModelDrafter mixes (one row)
+            tokens.append(_pick(dist, j, blocks, sampling, generators))
+            if want_probs:
+                probs.append(dist)
+        self.cached = [n + len(toks) + width - 1 for n, toks in zip(self.cached, pending)]
+        return torch.stack(tokens, 1), (torch.stack(probs, 1) if want_probs else None), list(blocks)
+
+    def rollback(self, sequences) -> None:
+        """Keep each row's cache for its kept ``sequence`` minus the last token (which becomes pending)."""
+        self.cached = [min(n, len(seq) - 1) for n, seq in zip(self.cached, sequences)]
+        self.lm.truncate(torch.tensor(self.cached, device=self.lm.device))
+
+    def select(self, keep_rows: torch.Tensor) -> None:
+        self.lm.select(keep_rows)
+        self.cached = [self.cached[r] for r in keep_rows.tolist()]
+
+
+def _right_aligned(pending, width, device) -> torch.Tensor:
+    """``BoolTensor [A, width]``: True on the last ``len(pending[r])`` columns of row ``r``."""
+    counts = torch.tensor([len(p) for p in pending], device=device)
+    return torch.arange(width, device=device)[None, :] >= width - counts[:, None]
+
+
+def _pick(dist, j, blocks, sampling, generators) -> torch.Tensor:
+    """Draft token ``j`` of every row from ``dist [A, V]``: the argmax (greedy, and filler past a row's block), or
+    one draw from ``generators[r]`` per row still inside its block (the draws ``ModelDrafter`` makes)."""
+    tokens = dist.argmax(-1)
+    if not sampling.greedy:
+        for r, block in enumerate(blocks):
+            if j < block:
+                tokens[r] = sample(dist[r : r + 1], generators[r])[0]
+    return tokens
+
+
+class BatchLookupDrafter:
+    """``PromptLookupDrafter`` for ``B`` rows: each row looks up its own context (no model, no forward calls)."""
+
+    def __init__(self, drafter: PromptLookupDrafter, vocab_size: int):
+        self.max_ngram, self.min_ngram, self.vocab_size = drafter.max_ngram, drafter.min_ngram, vocab_size
+
+    def prefill(self, prompt_rows) -> None:
+        self.device = prompt_rows[0].device
+
+    def propose(self, sequences, blocks, sampling, generators, want_probs):
+        found = [lookup(seq, block, self.max_ngram, self.min_ngram) for seq, block in zip(sequences, blocks)]
+        tokens = torch.zeros((len(found), max(map(len, found))), dtype=torch.long)
+        for r, toks in enumerate(found):
+            tokens[r, : len(toks)] = torch.tensor(toks, dtype=torch.long)
+        tokens = tokens.to(self.device)
+        probs = torch.nn.functional.one_hot(tokens, self.vocab_size).float() if want_probs else None
+        return tokens, probs, [len(t) for t in found]
+
+    def rollback(self, sequences) -> None:
+        pass
+
+    def select(self, keep_rows) -> None:
+        pass
+
+
+def batch_drafter(drafter, vocab_size: int):
+    """The batched form of ``drafter`` for ``batching.generate_batch``: a draft model or a plain ``ModelDrafter``
+    (one drafting row, no mixture weights), or ``PromptLookupDrafter``. Other drafters keep per-sequence state
+    (TABED's rows and adaptive weights, AASD's module on the target's cache, CoS's proposers) and run at batch
+    size 1: they are refused with that message."""
+    if drafter is None:
+        return None
+    if isinstance(drafter, torch.nn.Module):
+        return BatchModelDrafter(drafter)
+    if type(drafter) is ModelDrafter and drafter.make_rows is prompt_only and drafter.weights is None:
+        return BatchModelDrafter(drafter.model)
+    if type(drafter) is PromptLookupDrafter:
+        return BatchLookupDrafter(drafter, vocab_size)
+    raise ValueError(
+        f"{type(drafter).__name__} (with its drafting rows / state) runs at batch size 1: decode its prompts "
+        "one at a time with engine.generate. generate_batch takes a draft model, a ModelDrafter with one "
+        "drafting row and no weights, or a PromptLookupDrafter."
+    )

@@ -118,7 +118,8 @@ def generate(
             f"({target_lm.vocab_size}); speculative decoding needs one shared tokenizer"
         )
     eos_ids = _eos_ids(target_lm.model if isinstance(target_lm, CachedLM) else target, eos_token_id)
-    verifier = verifier or _default_verifier
+    verifier = verifier or default_verifier
+    adaptive = isinstance(drafter, AdaptiveDrafter)  # once: a runtime-checkable Protocol's isinstance costs ~25 µs
     device = target_lm.device
     draft_gen = torch.Generator(device=device).manual_seed(seed)
     verify_gen = torch.Generator(device=device).manual_seed(seed + 1)
@@ -154,11 +155,11 @@ def generate(
             result.accepted_per_block.append(n_accepted)
             result.drafted_per_block.append(block)
         result.from_draft += [True] * n_accepted + [False]
-        if block > 0 and isinstance(drafter, AdaptiveDrafter):  # learns from the verified positions
+        if block > 0 and adaptive:  # the drafter learns from the verified positions
             n_verified = min(n_accepted + 1, block)  # the bonus position has no draft distribution
             drafter.observe(target_logits[:n_verified], new[:n_verified], sampling)
         out += new
-        stop = _stop_index(out, len(out) - len(new), eos_ids, stop_strings, tokenizer)
+        stop = stop_index(out, len(out) - len(new), eos_ids, stop_strings, tokenizer)
         if stop is not None:
             del out[stop:], result.from_draft[stop:]
             result.stop_reason = "eos" if out and out[-1] in eos_ids else "stop_string"
@@ -186,7 +187,7 @@ def draft_block(drafter, generated: list[int], block: int, sampling, generator, 
             torch.zeros((0, target_lm.vocab_size), device=target_lm.device),
         )
     tokens, probs = drafter.propose(generated, block, sampling, generator)
-    return tokens, _pad_vocab(probs, target_lm.vocab_size)
+    return tokens, pad_vocab(probs, target_lm.vocab_size)
 
 
 def check_request(target_lm, prompt_ids: torch.Tensor, max_new_tokens: int, target_inputs: dict | None) -> None:
@@ -248,14 +249,15 @@ def as_target_lm(target) -> TargetLM:
     )
 
 
-def _pad_vocab(probs: torch.Tensor, vocab_size: int) -> torch.Tensor:
+def pad_vocab(probs: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """Model-free drafters return ``[γ, V']`` with ``V' ≤ V``; pad with zeros to the target's vocabulary."""
     if probs.shape[-1] < vocab_size:
         probs = torch.nn.functional.pad(probs, (0, vocab_size - probs.shape[-1]))
     return probs
 
 
-def _default_verifier(draft_tokens, draft_probs, target_logits, sampling, generator):
+def default_verifier(draft_tokens, draft_probs, target_logits, sampling, generator):
+    """``generate``'s verifier: ``verify.greedy``, or ``verify.stochastic`` on the warped target distribution."""
     if sampling.greedy:
         return verify.greedy(draft_tokens, target_logits)
     return verify.stochastic(draft_tokens, draft_probs, logits_to_probs(target_logits, sampling), generator)
@@ -266,7 +268,7 @@ def autoregressive(target, prompt_ids, **kwargs) -> GenerationResult:
     return generate(target, prompt_ids, drafter=None, **kwargs)
 
 
-def _stop_index(out, first_new, eos_ids, stop_strings, tokenizer):
+def stop_index(out, first_new, eos_ids, stop_strings, tokenizer):
     """Length to truncate ``out`` to if it now contains EOS or a stop string, else ``None``."""
     for i in range(first_new, len(out)):
         if out[i] in eos_ids:

@@ -1,0 +1,232 @@
+"""Batched speculative decoding: ``generate`` for ``B`` prompts at once, one draft forward per draft position and
+one target forward per step for the whole batch (``cache.BatchedLM`` keeps each row's cache, positions and
+rollback); every row equals its batch-1 ``engine.generate`` run (``tests/test_batched.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from specdec import validate
+from specdec.cache import BatchedLM, CachedLM
+from specdec.drafters import batch_drafter
+from specdec.engine import (
+    GenerationResult,
+    check_int,
+    check_logits,
+    check_prompt,
+    check_request,
+    check_sampling,
+    check_verdict,
+    default_verifier,
+    eos_ids,
+    now,
+    pad_vocab,
+    stop_index,
+)
+from specdec.sampling import SamplingConfig
+
+
+@dataclass
+class BatchResult:
+    """``generate_batch``'s output: ``rows[i]`` is prompt ``i``'s ``GenerationResult``; ``steps`` counts the
+    batched target decode calls, ``total_time`` the whole batch (a row's ``total_time`` ends when it finished)."""
+
+    rows: list[GenerationResult]
+    steps: int = 0
+    prefill_time: float = 0.0
+    total_time: float = 0.0
+
+    @property
+    def new_tokens(self) -> int:
+        return sum(r.new_tokens for r in self.rows)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.new_tokens / self.total_time if self.total_time else float("nan")
+
+
+def generate_batch(
+    target,
+    prompts,
+    drafter=None,
+    *,
+    gamma: int = 5,
+    max_new_tokens: int = 128,
+    sampling: SamplingConfig | None = None,
+    eos_token_id=None,
+    stop_strings=None,
+    tokenizer=None,
+    seed: int = 0,
+    seeds=None,
+    verifier=None,
+) -> BatchResult:
+    """``generate`` for ``B`` prompts at once (``prompts``: ``B`` LongTensors ``[L_i]`` of any lengths): each step
+    runs the drafter once per draft position and the target once for the whole batch; rows accept, roll back
+    and stop on their own (``BatchedLM``), and a finished row leaves the batch.
+
+    Row ``i`` is ``generate(target, prompts[i], drafter, seed=seeds[i], ...)`` with the same options: the same
+    tokens, blocks, τ and α (its generators make the same draws, so under sampling too, up to floating-point
+    rounding of the batched forwards). ``seeds`` default to ``seed + i``. ``target``: a transformers model (or
+    its ``CachedLM``); ``drafter``: None, a draft model, or what ``drafters.batch_drafter`` accepts (drafters
+    with per-sequence state run at batch size 1 and are refused). Per-row ``target_tokens_fed`` /
+    ``draft_tokens_fed`` count the positions the row ran (filler columns excluded).
+    """
+    sampling = check_sampling(sampling)
+    prompts = [check_prompt(p) for p in prompts]
+    if not prompts:
+        raise ValueError("generate_batch needs at least one prompt")
+    check_int("gamma", gamma, minimum=1, hint="draft at least one token per block")
+    check_int("max_new_tokens", max_new_tokens, minimum=0)
+    seed = validate.integer("seed", seed, hint="the seed of the sampling generators")
+    stop_strings = validate.strings("stop_strings", stop_strings)  # "ab" is one stop string, not "a" or "b"
+    if stop_strings and tokenizer is None:
+        raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
+    model = target.model if isinstance(target, CachedLM) else target
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            f"generate_batch needs a transformers model as target, got {type(target).__name__}: "
+            "a combined target (TargetLM) runs at batch size 1 with engine.generate"
+        )
+    target_lm = BatchedLM(model)
+    for p in prompts:
+        check_request(target_lm, p, max_new_tokens, None)
+    drafter = batch_drafter(drafter, target_lm.vocab_size)
+    if drafter is not None and drafter.vocab_size != target_lm.vocab_size:
+        raise ValueError(
+            f"draft vocabulary ({drafter.vocab_size}) differs from the target's ({target_lm.vocab_size}); "
+            "speculative decoding needs one shared tokenizer"
+        )
+    seeds = [seed + i for i in range(len(prompts))] if seeds is None else list(seeds)
+    device = target_lm.device
+    draft_gens = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+    verify_gens = [torch.Generator(device=device).manual_seed(s + 1) for s in seeds]
+    rows = [GenerationResult(prompt_ids=p.tolist(), output_ids=[], gamma=gamma if drafter else 0) for p in prompts]
+    batch = BatchResult(rows=rows)
+    loop = _BatchLoop(target_lm, drafter, gamma, max_new_tokens, sampling, verifier, draft_gens, verify_gens)
+    loop.stop = (eos_ids(model, eos_token_id), stop_strings, tokenizer)
+
+    t_start = now(device)
+    target_lm.prefill([p.to(device) for p in prompts])
+    if drafter is not None:
+        drafter.prefill([p.to(device) for p in prompts])
+    batch.prefill_time = now(device) - t_start
+    loop.run(rows, [p.tolist() for p in prompts], t_start)
+    batch.steps, batch.total_time = loop.steps, now(device) - t_start
+    for i, res in enumerate(rows):
+        res.prefill_time = batch.prefill_time
+        res.stop_reason = res.stop_reason or "max_new_tokens"
+        res.target_tokens_fed = target_lm.tokens_fed[i]
+        if drafter is not None and hasattr(drafter, "lm"):
+            res.draft_calls, res.draft_tokens_fed = drafter.lm.calls[i], drafter.lm.tokens_fed[i]
+    return batch
+
+
+@dataclass
+class _BatchLoop:
+    """``generate_batch``'s decode loop over the rows still in the batch (``active``: their prompt indices)."""
+
+    target_lm: BatchedLM
+    drafter: object
+    gamma: int
+    max_new_tokens: int
+    sampling: SamplingConfig
+    verifier: object
+    draft_gens: list
+    verify_gens: list
+    steps: int = 0
+    stop: tuple = ()
+
+    def run(self, rows: list[GenerationResult], seqs: list[list[int]], t_start: float) -> None:
+        """Decode until every row stopped; ``seqs[i]`` (prompt + kept tokens) grows in place."""
+        device = self.target_lm.device
+        active = list(range(len(rows))) if self.max_new_tokens > 0 else []
+        while active:
+            t0 = now(device)
+            drafts, probs, blocks = self.draft([seqs[i] for i in active], [rows[i] for i in active], active)
+            t1 = now(device)
+            # The target feeds each row's pending token and its block; columns past a row's block are filler.
+            width = drafts.shape[1]
+            valid = torch.arange(width + 1, device=device)[None, :] <= torch.tensor(blocks, device=device)[:, None]
+            last = torch.tensor([[seqs[i][-1]] for i in active], device=device)
+            logits = self.target_lm.feed(torch.cat([last, drafts], 1), valid)  # [A, width + 1, V]
+            check_logits(logits[valid], self.steps)  # filler columns are never read
+            accepted, following = self.verify(drafts, probs, logits, blocks, active)
+            t2 = now(device)
+            self.steps += 1
+            finished = []
+            for j, (i, tokens) in enumerate(zip(active, drafts.tolist())):
+                new = tokens[: accepted[j]] + [following[j]]
+                if self.record(rows[i], new, blocks[j], accepted[j], (t1 - t0, t2 - t1)):
+                    finished.append(j)
+                    rows[i].total_time = now(device) - t_start
+                seqs[i] += new
+            # Both caches keep each row's sequence but its last token (pending for the next step).
+            kept = [seqs[i] for i in active]
+            self.target_lm.truncate(torch.tensor([len(s) - 1 for s in kept], device=device))
+            if self.drafter is not None:
+                self.drafter.rollback(kept)
+            if finished:
+                stay = [j for j in range(len(active)) if j not in finished]
+                active = [active[j] for j in stay]
+                if active:
+                    self.target_lm.select(torch.tensor(stay, device=device))
+                    if self.drafter is not None:
+                        self.drafter.select(torch.tensor(stay, device=device))
+
+    def draft(self, seqs, rows, active):
+        """``(tokens [A, K], probs [A, K, V] or None, blocks)``: each row's block is ``generate``'s, γ capped by the
+        tokens it may still add; ``K = max(blocks)`` (0 without a drafter)."""
+        device = self.target_lm.device
+        blocks = [0 if self.drafter is None else min(self.gamma, self.max_new_tokens - r.new_tokens - 1) for r in rows]
+        want_probs = self.verifier is not None or not self.sampling.greedy
+        if max(blocks) == 0:
+            vocab = self.target_lm.vocab_size
+            probs = torch.zeros((len(rows), 0, vocab), device=device) if want_probs else None
+            return torch.zeros((len(rows), 0), dtype=torch.long, device=device), probs, blocks
+        gens = [self.draft_gens[i] for i in active]
+        tokens, probs, blocks = self.drafter.propose(seqs, blocks, self.sampling, gens, want_probs)
+        if probs is not None:
+            probs = pad_vocab(probs, self.target_lm.vocab_size)
+        return tokens.to(device), probs, blocks
+
+    def verify(self, drafts, probs, logits, blocks, active) -> tuple[list[int], list[int]]:
+        """Per row ``(n_accepted, next_token)``: greedy in one vectorised pass, else ``generate``'s verifier row
+        by row on the row's own block and generator."""
+        if self.verifier is None and self.sampling.greedy:
+            best = logits.argmax(-1)  # [A, K + 1], the rule of verify.greedy
+            width = drafts.shape[1]
+            inside = (
+                torch.arange(width, device=best.device)[None, :] < torch.tensor(blocks, device=best.device)[:, None]
+            )
+            accepted = ((drafts == best[:, :width]) & inside).long().cumprod(1).sum(1)
+            return accepted.tolist(), best.gather(1, accepted[:, None])[:, 0].tolist()
+        verifier = self.verifier or default_verifier
+        vocab = self.target_lm.vocab_size
+        out = [
+            check_verdict(
+                *verifier(drafts[j, :b], probs[j, :b], logits[j, : b + 1], self.sampling, self.verify_gens[i]), b, vocab
+            )
+            for j, (i, b) in enumerate(zip(active, blocks))
+        ]
+        return [n for n, _ in out], [t for _, t in out]
+
+    def record(self, res: GenerationResult, new: list[int], block: int, accepted: int, times) -> bool:
+        """Add one step to a row's result as ``generate`` does; True when the row has stopped."""
+        res.draft_time += times[0]
+        res.verify_time += times[1]
+        res.target_calls += 1
+        if block > 0:
+            res.accepted_per_block.append(accepted)
+            res.drafted_per_block.append(block)
+        res.from_draft += [True] * accepted + [False]
+        res.output_ids += new
+        eos, stop_strings, tokenizer = self.stop
+        stop = stop_index(res.output_ids, len(res.output_ids) - len(new), eos, stop_strings, tokenizer)
+        if stop is not None:
+            del res.output_ids[stop:], res.from_draft[stop:]
+            res.stop_reason = "eos" if res.output_ids and res.output_ids[-1] in eos else "stop_string"
+        elif res.new_tokens >= self.max_new_tokens:
+            res.stop_reason = "max_new_tokens"
+        return bool(res.stop_reason)
