@@ -72,3 +72,30 @@ def test_the_most_distinct_prompt_is_the_farthest_from_either_model(sharp_duo):
     assert ex.prompt_distance(sharp_duo, prompts[best], combine) == max(
         ex.prompt_distance(sharp_duo, p, combine) for p in prompts.values()
     )
+
+
+@pytest.mark.parametrize("set_name", ["we", "cd"])
+def test_the_committed_c2_rows_recompute(set_name):
+    """The committed draws (notebook 22) are what the code draws: same prompt pick, cells, counts and probabilities."""
+    from specdec import results
+    from specdec.cos import tasks as cos_tasks
+    from specdec.zoo.models import load_collab, model_weights
+
+    committed = pd.read_csv(results.COMMITTED / "tiny" / "cos_c2.csv", dtype={"cell": str, "weights": str})
+    committed = committed[(committed.set == set_name) & (committed.draws == cf.C2_DRAWS) & (committed.seed == 0)]
+    key = committed.iloc[0]
+    models, tokenizer, kind = load_collab("tiny", set_name)
+    assert key.weights == model_weights(*models)
+    candidates = {t: cos_tasks.load_task(t, 16) for t in ("humaneval", "gsm8k", "mmlu", "cnndm")}
+    texts = {r["id"]: r["prompt"] for rows in candidates.values() for r in rows}
+    combine = ex.make_combination(kind, len(models), temperature=1.0)
+    pid = ex.most_distinct_prompt(models, combine, {i: ex.encode(tokenizer, t) for i, t in texts.items()})
+    assert pid == key.prompt and ex.text_digest(texts[pid]) == key.request
+    prompt = texts[pid]
+    fresh = pd.DataFrame(
+        ex.c2_rows(models, ex.encode(tokenizer, prompt), combine, gamma=int(key.gamma), draws=cf.C2_DRAWS, seed=0)
+    )
+    assert fresh[["test", "cell", "observed", "role_swaps"]].astype(str).values.tolist() == (
+        committed[["test", "cell", "observed", "role_swaps"]].astype(str).values.tolist()
+    )
+    assert np.allclose(fresh.r, committed.r, atol=1e-5) and np.allclose(fresh.expert, committed.expert, atol=1e-5)
