@@ -228,3 +228,57 @@ def test_c4_gamma_cd_tests_gsm8k_alone():
 def test_paper_columns_count_the_papers_own_cells():
     assert "Table 4 OPT T=1 CNNDM: 1.85x vs 1.85x" in cf.paper_cells("CoS", "SD")
     assert "Llama-2 T=1 GSM8K" in cf.paper_apf_cells()
+
+
+# ------------------------------------------------------------------------------------------------ C2
+R = np.array([0.5, 0.3, 0.15, 0.05])  # four cells: three tokens and the merged rest
+EXPERT = np.array([0.2, 0.2, 0.5, 0.1])
+
+
+def _c2_cells(sampler, expert=EXPERT, draws=400, seed=0, sets=("we", "cd")):
+    """``cos_c2`` rows of both tests of ``sets``: ``draws`` seeded draws from the cell distribution ``sampler``,
+    tabulated against the exact ``R`` and the control ``expert``."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in sets:
+        for test in ("first", "pair"):
+            observed = rng.multinomial(draws, sampler)
+            for label, o, p, q in zip(["0", "1", "2", "rest"], observed, R, expert):
+                rows.append(dict(set=s, test=test, cell=label, observed=o, r=p, expert=q, role_swaps=7))
+    return pd.DataFrame(rows)
+
+
+def test_c2_holds_for_draws_from_r():
+    v = cf.c2_verdict(_c2_cells(R))
+    assert v.status == HOLDS and v.name == "C2" and v.n == 2 * 400
+    assert 1e-3 / 4 < v.estimate <= 1.0 and v.low == v.estimate == v.high
+    assert "we first" in v.detail and "7 role swaps" in v.detail
+    tests = cf.c2_tests(_c2_cells(R))
+    assert len(tests) == 4 and (tests.p_expert < 1e-6).all() and (tests.draws == 400).all()
+
+
+def test_c2_fails_for_a_wrong_sampler():
+    """Draws from the expert alone (a sampler that ignores the amateur) are a bug."""
+    v = cf.c2_verdict(_c2_cells(EXPERT))
+    assert v.status == FAILS and v.estimate <= 1e-3 / 4
+    # one wrong test of four is enough, and the Bonferroni factor is applied
+    cells = pd.concat([_c2_cells(R, sets=("we",)), _c2_cells(EXPERT, sets=("cd",), seed=1)])
+    tests = cf.c2_tests(cells)
+    assert cf.c2_verdict(cells).status == FAILS
+    assert cf.c2_verdict(cells).estimate == pytest.approx(tests.p_r.min()) and tests.p_r.max() > 1e-3
+
+
+def test_c2_is_inconclusive_without_power_or_draws():
+    """A control as near r as the draws' noise cannot be told apart: the check has no power, whatever p says."""
+    v = cf.c2_verdict(_c2_cells(R, expert=R + np.array([0.01, -0.01, 0.0, 0.0])))
+    assert v.status == INCONCLUSIVE and v.estimate > 1e-3 / 4 and "no power" in v.detail
+    empty = cf.c2_verdict(_c2_cells(R).assign(observed=0))
+    assert empty.status == INCONCLUSIVE and empty.n == 0 and np.isnan(empty.estimate)
+    assert cf.c2_verdict(_c2_cells(R).iloc[0:0]).status == INCONCLUSIVE
+
+
+def test_c2_is_a_sanity_check_on_the_board():
+    found = {v.name: v for v in cf.findings_from_results("tiny")}
+    c2 = found["C2"]
+    assert c2.section == "sanity" and c2.validity == "yes" and c2.status == HOLDS
+    assert c2.n == 2 * cf.C2_DRAWS

@@ -10,6 +10,7 @@ reports SD / CoS at their best proposal length γ, γ is picked per cell on all 
 - ``c1_gpu_verdict``: C1 on the stored GPU grid (aggregates only, so no interval);
 - ``c3_sanity_verdict``: Thm 3.2's identity ``Σ min(q, r) ≥ λ`` on exact α (a sanity check, not a finding);
 - ``c3_verdict``: the *measured* Naive-CoS acceptance is at least the proposer's weight at every λ;
+- ``c2_verdict``: CoS samples exactly from the combined distribution (χ² on seeded draws; a sanity check);
 - ``c4_lambda_verdict`` (Fig. 4), ``c4_mu_verdicts`` (Fig. 5), ``c4_gamma_verdicts`` (Fig. 6),
   ``c4_apf_verdict`` (App. C.4: APF);
 - ``findings_from_results``: all of them on the committed tables with the notebooks' default parameters.
@@ -23,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, verdict
+from specdec.cos import exactness
 from specdec.results import RESULTS, paper_numbers
 from specdec.verdict import (
     FAILS,
@@ -221,6 +223,76 @@ def c1_gpu_verdict(gpu: pd.DataFrame | None) -> Verdict:
         f"{cos.device.iloc[0]}: the stored table has only per-cell aggregates (median over {n} prompts), no per-prompt "
         f"rows, so no bootstrap interval; estimate = geometric mean of the {len(cos)} cells' median speedups "
         f"(range {cos.speedup.min():.2f}x-{cos.speedup.max():.2f}x, above 1.0x in {above}/{len(cos)}); n counts cells.",
+    )
+
+
+# ------------------------------------------------------------------------------------------------ C2
+C2_ALPHA = 1e-3  # family-wise level of the χ² tests (Bonferroni over the tests of the table)
+
+
+def c2_tests(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (set, test) of ``cos_c2`` rows (``exactness.c2_rows``): draws, cells, the χ² p-value of the draws
+    against ``r`` and against the expert alone (the control), and the total variation from ``r``."""
+    out = []
+    for (set_name, test), g in cells.groupby(["set", "test"], sort=True):
+        out.append(
+            dict(
+                set=set_name,
+                test=test,
+                draws=int(g.observed.sum()),
+                cells=len(g),
+                p_r=exactness.chi2_pvalue(g.observed, g.r),
+                p_expert=exactness.chi2_pvalue(g.observed, g.expert),
+                tv_r=exactness.total_variation(g.observed, g.r) if g.observed.sum() else float("nan"),
+                role_swaps=int(g.role_swaps.iloc[0]) if "role_swaps" in g else 0,
+            )
+        )
+    return pd.DataFrame(out)
+
+
+def c2_verdict(cells: pd.DataFrame, alpha: float = C2_ALPHA) -> Verdict:
+    """C2 (Sec. 3, Alg. 2): speculative decoding with a combined distribution (WE, CD) samples exactly from it
+    (T = 1). ``cells``: ``cos_c2`` rows (``exactness.c2_rows``: per set and test, the seeded draws' cell counts and
+    each cell's exact probability under ``r`` and under the expert alone). Estimate: the smallest χ² p-value
+    against ``r`` over the k tests; deterministic (seeded draws), so the interval is the point. Holds when it is
+    above ``alpha / k`` (Bonferroni: family-wise level ``alpha``) and every test's control — the same draws against
+    the expert alone, a wrong sampler — is rejected (p ≤ alpha / k); does not hold when it is at most ``alpha / k``
+    (a bug);
+    inconclusive when some control is not rejected (those draws could not tell ``r`` from a wrong sampler) or there
+    are no draws. n: the draws of the ``first`` tests (each draw is one generation of two tokens)."""
+    claim = "speculative decoding with a combined distribution (WE, CD) samples exactly from it at T = 1 (χ²)"
+    paper = "Sec. 3, Alg. 2: the output follows the combined distribution"
+    tests = c2_tests(cells) if len(cells) else pd.DataFrame()
+    if tests.empty or tests.draws.min() == 0:
+        nan = float("nan")
+        return Verdict("C2", claim, nan, nan, nan, 0, INCONCLUSIVE, paper, "No draws stored.")
+    k = len(tests)
+    est = float(tests.p_r.min())
+    status = decide(est, est, alpha / k)
+    blind = tests[tests.p_expert > alpha / k]
+    if status == HOLDS and len(blind):
+        status = INCONCLUSIVE
+    per = "; ".join(
+        f"{t.set} {t.test}: p {t.p_r:.3g} vs r, {t.p_expert:.2g} vs the expert alone, TV {t.tv_r:.3f}, "
+        f"{t.cells} cells" + (f", {t.role_swaps} role swaps" if t.test == "first" else "")
+        for t in tests.itertuples()
+    )
+    why = (
+        f"; no power: {', '.join(f'{t.set} {t.test}' for t in blind.itertuples())} cannot tell r from the expert"
+        if len(blind)
+        else ""
+    )
+    return Verdict(
+        "C2",
+        claim,
+        est,
+        est,
+        est,
+        int(tests[tests.test == "first"].draws.sum()),
+        status,
+        paper,
+        f"Estimate: min χ² p-value vs r over {k} tests; holds when > {alpha / k:g} ({alpha:g} / {k}, Bonferroni) and "
+        f"every control (the same draws vs the expert alone) is rejected at that level. {per}{why}.",
     )
 
 
@@ -464,6 +536,7 @@ def paper_apf_cells() -> str:
     )
 
 
+C2_DRAWS = 400  # notebook 22's c2_draws
 CD_GAMMA_TASK = "gsm8k"  # the paper's rises-then-falls example (Fig. 6b); HumanEval is named monotone
 
 
@@ -488,6 +561,10 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     theory = pd.read_csv(root / "cos_theory.csv")
     theory = theory[(theory.max_new_tokens == 32) & theory.task.isin(["humaneval", "gsm8k"])]
     out.append(sanity(c3_verdict(theory[theory.lam.isin([0.1, 0.3, 0.5, 0.7, 0.9]) & (theory.method == "naive")])))
+    c2 = root / "cos_c2.csv"
+    if c2.exists() or profile == "tiny":
+        cells = pd.read_csv(c2, dtype={"cell": str, "weights": str})
+        out.append(sanity(c2_verdict(cells[(cells.draws == C2_DRAWS) & (cells.seed == 0)])))
 
     sw = pd.read_csv(root / "cos_sweeps.csv")
     sw = sw[(sw.max_new_tokens == 32) & sw.task.isin(["humaneval", "gsm8k"])]
@@ -521,6 +598,11 @@ VALIDITY = {
         "no: the stored GPU grid holds per-cell aggregates (medians), no per-prompt rows, so there is no interval",
     ),
     "C3": ("yes", "yes: α ≥ λ holds for any two models once the sampler is right (a check of the code)"),
+    "C2": (
+        "yes",
+        "yes: exactness holds for any models; the prompt is the one whose r is farthest from either model alone, and"
+        " the control shows the draws can tell r from a wrong sampler (a check of the code)",
+    ),
     **{
         name: (
             "partly",
@@ -538,6 +620,8 @@ __all__ = [
     "INCONCLUSIVE",
     "c1_gpu_verdict",
     "c1_verdicts",
+    "c2_tests",
+    "c2_verdict",
     "c3_sanity_verdict",
     "c3_verdict",
     "c4_apf_verdict",
