@@ -78,3 +78,28 @@ def test_regimes_name_their_source_and_read_it():
     h = costs.h100_regime("draft-68m", "llava-1.5-7b", gamma=5)
     assert 0.05 < h.cost("draft") < 0.2 and 0.9 < h.verify < 1.5 and "latency_real_sizes" in h.label()
     assert costs.same_size_regime(("m0", "m1")).cost("m1") == 1.0
+
+
+def test_the_gpu_rows_are_priced_with_their_own_measured_costs():
+    """speed.gpu_cost_model_check: n / τ target calls (each a verification), γ draft calls per target call."""
+    from specdec import speed
+
+    dev = "GPU; torch.float32; torch x"
+    peer = pd.DataFrame(
+        [
+            {"run": "r", "device": dev, "draft": "d", "method": m, "gamma": 4, "new_tokens": 64, "tau": t,
+             "tokens_per_second": s, "same_as_hf": h}
+            for m, t, s, h in [("specdec", 2.0, 30.0, True), ("ar", 1.0, 20.0, True), ("hf", 2.0, 15.0, True)]
+        ]
+    )  # fmt: skip
+    latency = pd.DataFrame(
+        [
+            {"run": "r", "device": dev, "model": "target", "ratio_to_target": 1.0, "verify_cost": 1.25},
+            {"run": "r", "device": dev, "model": "d", "ratio_to_target": 0.1, "verify_cost": None},
+        ]
+    )
+    (row,) = speed.gpu_cost_model_check(peer, latency).to_dict("records")
+    # 32 target calls at 1.25 steps + 128 draft calls at 0.1 steps = 52.8 steps for 64 tokens
+    assert row["predicted"] == pytest.approx(64 / 52.8, abs=1e-3)
+    assert row["measured"] == pytest.approx(1.5) and row["vs_hf"] == pytest.approx(2.0)
+    assert row["same_text_as_hf"] == 1.0 and row["c"] == pytest.approx(0.1)

@@ -216,3 +216,50 @@ def summarize_profile(rows):
         lambda g: statistics.median(g.step * g.steps / g.new_tokens), include_groups=False
     )
     return table.fillna(0.0)
+
+
+# ------------------------------------------------------------------------------------------ GPU rows at real sizes
+GPU_ROWS = ("gpu_peer_real_sizes", "gpu_latency_real_sizes", "gpu_batched_real_sizes")
+
+
+def gpu_cost_model_check(peer, latency):
+    """The cost model (``costs.sd_speedup``) against the speed measured on a GPU at the papers' sizes.
+
+    ``peer``: ``scripts/gpu_bench.py``'s ``peer.csv`` rows (per prompt and round: ``specdec`` and ``ar`` seconds,
+    tokens, τ); ``latency``: its ``latency.csv`` (each model's one-token call in seconds, ``ratio_to_target`` =
+    T_q/T_p, and the target's ``verify_cost`` = T_p(γ+1 tokens)/T_p(1 token)). The runs store τ, not their call
+    counts, so the counts are derived: an SD run of n tokens makes n / τ target calls, each verifying a block,
+    and γ draft calls per target call. Returns one row per (run, device, draft): measured speedup (median
+    tokens/s of ``specdec`` over ``ar``), predicted speedup at the measured c and verification cost, and τ.
+    """
+    import pandas as pd
+
+    from specdec import costs
+
+    target = latency[latency.verify_cost.notna() & (latency.verify_cost != "")]
+    verify = {(r.run, r.device): float(r.verify_cost) for r in target.itertuples()}
+    ratio = {(r.run, r.device, r.model): float(r.ratio_to_target) for r in latency.itertuples()}
+    rows = []
+    for (run, device, draft), g in peer.groupby(["run", "device", "draft"]):
+        tps = g.groupby("method").tokens_per_second.median()
+        sd = g[g.method == "specdec"]
+        tau, gamma, n = float(sd.tau.median()), int(sd.gamma.iloc[0]), float(sd.new_tokens.median())
+        regime = costs.Regime(
+            "measured", {"draft": ratio[(run, device, draft)]}, verify[(run, device)], "gpu_latency_real_sizes"
+        )
+        calls = n / tau
+        rows.append(
+            {
+                "run": run,
+                "device": device,
+                "draft": draft,
+                "tau": round(tau, 3),
+                "c": round(regime.cost("draft"), 4),
+                "verify_cost": round(regime.verify, 3),
+                "predicted": round(costs.sd_speedup(n, calls, gamma * calls, regime), 3),
+                "measured": round(float(tps["specdec"] / tps["ar"]), 3),
+                "vs_hf": round(float(tps["specdec"] / tps["hf"]), 3),
+                "same_text_as_hf": float((sd.same_as_hf.astype(str) == "True").mean()),
+            }
+        )
+    return pd.DataFrame(rows)
