@@ -9,6 +9,7 @@
 #   make standin-hub  a tiny random-weight copy of every model / dataset id of paper.yaml in .cache/standin-hub
 #   make paper-smoke  every notebook with PROFILE=paper on the stand-in hub, small parameters, temporary outputs
 #   make download     prefetch the models and datasets of PROFILE (paper) into HF_HOME (needs internet)
+#   make lab          JupyterLab in notebooks/ (LAB_PORT=8899 LAB_IP=0.0.0.0 ARGS="--no-browser ..." pass through)
 #
 # Everything Jupyter/IPython/matplotlib/HF would normally write to $HOME is
 # redirected into the checkout (.cache/, .venv/share/jupyter).
@@ -32,6 +33,8 @@ export JUPYTER_RUNTIME_DIR            = $(CURDIR)/.cache/jupyter-runtime
 export JUPYTER_DATA_DIR               = $(CURDIR)/.venv/share/jupyter
 export JUPYTER_CONFIG_DIR             = $(CURDIR)/.cache/jupyter-config
 export MPLCONFIGDIR                   = $(CURDIR)/.cache/matplotlib
+# jupyter_lsp looks for language servers with npm at `make lab`, and npm writes its logs under its cache (~/.npm)
+export npm_config_cache               = $(CURDIR)/.cache/npm
 # HF_HOME from the environment wins (HF_HOME=/data/hf make ...): ?= only sets it when it is not set.
 export HF_HOME                       ?= $(CURDIR)/.cache/huggingface
 export HF_HUB_OFFLINE                 = 1
@@ -58,7 +61,7 @@ help:
 	@echo "  models         retrain the tiny model zoo (slow)"
 	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
 	@echo "  models-aasd    retrain the AASD zoo (second target, baselines, modules; CPU ~2 h on a shared machine)"
-	@echo "  lab            start JupyterLab in notebooks/"
+	@echo "  lab            start JupyterLab in notebooks/ (LAB_PORT=, LAB_IP=, ARGS=\"--no-browser ...\"; --allow-root as root)"
 	@echo "  clean-results  rm -rf results/\$$PROFILE"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
 
@@ -129,8 +132,16 @@ models-tabed: install
 models-aasd: install
 	$(VENV)/bin/python -m specdec.aasd.train all --out data/models
 
+# make lab LAB_PORT=8899 LAB_IP=0.0.0.0 ARGS="--no-browser --IdentityProvider.token=secret": LAB_PORT / LAB_IP
+# become --port / --ip, ARGS go to `jupyter lab` as they are; --allow-root is added only when make runs as root
+# (Jupyter refuses root without it). Workspaces, settings and runtime files land under .cache/ (exports above).
+LAB_PORT ?=
+LAB_IP   ?=
+ARGS     ?=
+LAB_ARGS  = --notebook-dir=notebooks $(if $(LAB_PORT),--port=$(LAB_PORT)) $(if $(LAB_IP),--ip=$(LAB_IP)) \
+            $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: install
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab $(LAB_ARGS) $(ARGS)
 
 clean-results:
 	rm -rf results/$(PROFILE)
