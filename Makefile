@@ -8,6 +8,7 @@
 #   make ci-clean     CI exactly as on main: a fresh clone of HEAD, CI=true bash .ci/run (recorded)
 #   make standin-hub  a tiny random-weight copy of every model / dataset id of paper.yaml in .cache/standin-hub
 #   make paper-smoke  every notebook with PROFILE=paper on the stand-in hub, small parameters, temporary outputs
+#   make paper-try    the same, outputs kept in results/paper-try/ to open: the paper path on a laptop in minutes
 #   make download     prefetch the models and datasets of PROFILE (paper) into HF_HOME (needs internet)
 #   make lab          JupyterLab in notebooks/ (LAB_PORT=8899 LAB_IP=0.0.0.0 ARGS="--no-browser ..." pass through)
 #
@@ -45,7 +46,7 @@ export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 .PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
-	lab clean-results standin-hub paper-smoke download
+	lab clean-results standin-hub paper-smoke paper-try download
 
 help:
 	@echo "Targets:"
@@ -57,6 +58,7 @@ help:
 	@echo "  ci-clean       CI=true bash .ci/run on a fresh clone of HEAD (recorded for the pre-push hook)"
 	@echo "  standin-hub    tiny random-weight stand-ins of every paper.yaml model and dataset id (.cache/standin-hub)"
 	@echo "  paper-smoke    every notebook with PROFILE=paper on the stand-in hub (small parameters, temporary outputs)"
+	@echo "  paper-try      the same with the outputs kept in results/paper-try/: try the paper path on a laptop"
 	@echo "  download       prefetch every model and dataset of PROFILE into HF_HOME (needs internet; PROFILE=paper)"
 	@echo "  models         retrain the tiny model zoo (slow)"
 	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
@@ -159,6 +161,14 @@ standin-hub: $(STANDIN_STAMP)
 
 paper-smoke: $(STANDIN_STAMP)
 	HF_HOME=$(STANDIN_HF_HOME) $(VENV)/bin/python scripts/paper_smoke.py
+
+# The whole paper path on a laptop in minutes: the stand-in hub, every notebook with profile=paper at smoke size on
+# the CPU (or the GPU torch sees), the drafter / AASD recipes smoke-sized, outputs kept in results/paper-try/
+# (git-ignored: executed notebooks in notebooks/, tables in results/paper/, figures in figures/paper/).
+# Random weights: every number and verdict it prints is meaningless; each executed notebook says so at its top.
+paper-try: $(STANDIN_STAMP)
+	rm -rf results/paper-try
+	HF_HOME=$(STANDIN_HF_HOME) $(VENV)/bin/python scripts/paper_smoke.py --no-ray --keep $(CURDIR)/results/paper-try
 
 # Online on purpose: the offline flags exported above are unset for this one command.
 download: install

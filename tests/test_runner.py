@@ -126,3 +126,16 @@ def test_a_figure_saved_twice_is_the_same_bytes(tmp_path):
         plots.save(fig, tmp_path / f"{name}.png")
         plt.close(fig)
     assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+
+
+def test_paper_smoke_never_stands_on_the_checkouts_results(tmp_path):
+    """make paper-smoke once failed 13/19 notebooks on a stale, git-ignored results/paper/ of an earlier run."""
+    spec = importlib.util.spec_from_file_location("paper_smoke", zoo.ROOT / "scripts" / "paper_smoke.py")
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    env = smoke.smoke_env(tmp_path)
+    code = "from specdec import results; print(results.COMMITTED); print(results.RESULTS)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    base, results = out.stdout.split()
+    assert base == str(tmp_path / "base") and results == str(tmp_path / "results")
+    assert not any((tmp_path / "base").iterdir())
