@@ -1,6 +1,7 @@
 # specdec-repro: build / reproduce / test entry points (GNU make).
 #
-#   make install      create .venv, install pinned deps + this package, register the kernel
+#   make install      create .venv, install torch, then requirements.lock (hashes checked) + this package, the kernel
+#   make lock         resolve requirements.txt into requirements.lock (pip-compile --generate-hashes)
 #   make reproduce    execute notebooks/[0-9]*.ipynb with papermill (PROFILE=tiny by default)
 #   make test         ruff, unit tests, then nbval on the committed notebooks (2 workers)
 #   make test-all     the same, plus the tests marked slow
@@ -45,12 +46,13 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
+.PHONY: help install lock reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
 	lab clean-results standin-hub paper-smoke paper-try download
 
 help:
 	@echo "Targets:"
-	@echo "  install        create $(VENV), pip install -r requirements.txt + -e ., register kernel '$(KERNEL)'"
+	@echo "  install        create $(VENV), torch ($(TORCH)), then requirements.lock with --require-hashes, -e ., kernel '$(KERNEL)'"
+	@echo "  lock           resolve requirements.txt into requirements.lock with hashes (pip-tools; needs PyPI)"
 	@echo "  reproduce      run notebooks/[0-9]*.ipynb with papermill (PROFILE=$(PROFILE))"
 	@echo "  test           ruff, pytest tests/, then nbval (--nbval-lax) on notebooks/, 2 workers (~15 min on 2 cores)"
 	@echo "  test-all       test, plus the tests marked slow"
@@ -67,12 +69,31 @@ help:
 	@echo "  clean-results  rm -rf results/\$$PROFILE"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
 
-$(STAMP): requirements.txt pyproject.toml | $(CACHE_DIRS)
+# torch first, on its own and without dependencies (the lock holds them), then the lock with --require-hashes: every
+# other package at the version and sha256 requirements.lock names. TORCH is what pip installs for torch: the default
+# takes the local CPU file where pip's configuration offers one (this machine kind) and PyPI's build elsewhere (the
+# CUDA build on Linux); a CPU build anywhere: make install TORCH="torch==2.13.0 --index-url
+# https://download.pytorch.org/whl/cpu".
+TORCH ?= torch==2.13.0
+
+$(STAMP): requirements.lock pyproject.toml | $(CACHE_DIRS)
 	[ -x $(VENV)/bin/python ] || $(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install -r requirements.txt
+	$(VENV)/bin/pip install --no-deps $(TORCH)
+	$(VENV)/bin/pip install --require-hashes -r requirements.lock
 	$(VENV)/bin/pip install --no-deps -e .
+	$(VENV)/bin/pip check
 	$(VENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (specdec)"
 	touch $@
+
+# requirements.txt (the direct pins) resolved into requirements.lock, every package with the sha256 of its files on
+# PyPI (needs PyPI; pip-tools in its own venv under .cache/). torch is resolved (its dependencies are locked) but left
+# out (--unsafe-package: a commented line), as make install installs it apart (TORCH).
+LOCK_VENV = .cache/lock-venv
+lock:
+	[ -x $(LOCK_VENV)/bin/pip-compile ] || { $(PY) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install pip-tools==7.6.2; }
+	PIP_CONFIG_FILE=/dev/null $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --unsafe-package torch \
+		--strip-extras --no-emit-index-url --no-emit-find-links --index-url https://pypi.org/simple \
+		--output-file requirements.lock requirements.txt
 
 # order-only: recreated if .cache/ is wiped, without forcing a reinstall
 $(CACHE_DIRS):
