@@ -3,7 +3,7 @@
 #   make install      create .venv, install torch, then requirements.lock (hashes checked) + this package, the kernel
 #   make lock         resolve requirements.txt into requirements.lock (pip-compile --generate-hashes)
 #   make reproduce    execute notebooks/[0-9]*.ipynb with papermill (PROFILE=tiny by default)
-#   make test         ruff, unit tests, then nbval on the committed notebooks (2 workers)
+#   make test         ruff, unit tests (the float ones again at the narrowest CPU width), then nbval (2 workers)
 #   make test-all     the same, plus the tests marked slow
 #   make lint         ruff check + ruff format --check
 #   make ci-clean     CI exactly as on main: a fresh clone of HEAD, CI=true bash .ci/run (recorded)
@@ -124,13 +124,25 @@ format: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# The tests whose torch kernels could round differently on another CPU run a second time at the narrowest vector
+# width (ATEN_CPU_CAPABILITY=default: 8 float lanes, as on AVX2 and aarch64) with MKL on its AVX2 path (the one
+# it takes on AMD), so a machine with AVX-512 also checks what an AVX2 machine computes. Their tolerances are
+# derived from the arithmetic (tests/conftest.py); tests/test_committed_results.py recomputes committed rows at
+# another width in its own subprocesses, so it runs once.
+FLOAT_TESTS = tests/test_float_arithmetic.py tests/test_verify.py tests/test_engine.py tests/test_drafters.py \
+	tests/test_cos_combine.py tests/test_cos_decoding.py tests/test_tabed_drafting.py tests/test_tabed_ensemble.py \
+	tests/test_aasd.py tests/test_zoo.py
+NARROW_CPU = ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=AVX2
+
 test: lint
 	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) -m "not slow" --durations=10 tests
+	$(NARROW_CPU) MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) -m "not slow" -q $(FLOAT_TESTS)
 	rm -rf .cache/nbval-output
 	$(NBVAL) notebooks
 
 test-all: lint
 	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --durations=10 tests
+	$(NARROW_CPU) MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) -q $(FLOAT_TESTS)
 	rm -rf .cache/nbval-output
 	$(NBVAL) notebooks
 

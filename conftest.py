@@ -11,6 +11,10 @@ that parallel run identical to a serial one:
   reads the committed table as a read-only base layer; ``tests/test_committed_results.py`` recomputes a sample of
   it), and no two processes append to one table.
 
+Each worker, and every kernel it starts, uses ``cores / workers`` intra-op threads (``worker_threads``): the
+OpenMP runtime spins its threads while it waits, so two workers of two threads each on two cores, with anything
+else running beside them, made one notebook cell 33x slower than at one thread per worker.
+
 The series scope is set by a scheduler (``pytest_xdist_make_scheduler``, xdist's public hook), not by
 ``xdist_group`` marks: xdist 3.8 tags grouped node ids through a private attribute that pytest 9 no longer reads.
 """
@@ -18,6 +22,7 @@ The series scope is set by a scheduler (``pytest_xdist_make_scheduler``, xdist's
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from xdist.scheduler import LoadScopeScheduling
@@ -47,8 +52,33 @@ def pytest_xdist_make_scheduler(config, log):
     return None
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity mask, which a container's CPU set narrows)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def worker_threads(cores: int, workers: int) -> int:
+    """Intra-op threads per worker so that ``workers`` processes never oversubscribe ``cores``: at least one."""
+    return max(1, cores // max(1, workers))
+
+
 def pytest_configure(config):
     worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        # Set before any test imports torch, and inherited by the kernels nbval starts (torch reads
+        # OMP_NUM_THREADS for its intra-op pool); SPECDEC_THREADS overrides the share.
+        threads = os.environ.get("SPECDEC_THREADS") or str(
+            worker_threads(available_cores(), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+        )
+        for name in THREAD_VARIABLES:
+            os.environ[name] = threads
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(int(threads))
     base = os.environ.get("SPECDEC_OUTPUT_DIR")
     if worker and base:  # the kernels nbval starts inherit this process's environment
         os.environ["SPECDEC_OUTPUT_DIR"] = str(Path(base) / worker)

@@ -54,7 +54,7 @@ SMOKE: dict[str, dict] = {
     },
     "02_": {"n_per_kind": 1, "repeats": 1, "max_new_tokens": 16},
     "10_": {"n_per_scenario": 1, "n_ood": 1, "n_second": 1, "max_new_tokens": 6},
-    "11_": {"n_per_scenario": 1, "n_ood": 1, "max_new_tokens": 6, "compare_oracle": False},
+    "11_": {"n_per_scenario": 1, "n_ood": 1, "max_new_tokens": 6},
     "12_": {
         "n_per_scenario": 1,
         "n_ood": 1,
@@ -183,7 +183,10 @@ def paper_model_ids() -> set[str]:
 def parameters_for(notebook: pathlib.Path, dev: str, extra: dict | None = None) -> dict:
     """The notebook's smoke parameters (``COMMON``, its ``SMOKE`` entry, then ``extra``). A TABED ``pair`` needs
     nothing more: notebook 10 compares with that pair's own paper numbers (``tabed.bench.pair_setting``)."""
-    params = {**COMMON, "device": dev}
+    from specdec.notebook_params import declared
+
+    own = declared(notebook)  # COMMON's seed only where the notebook has one (the runner refuses undeclared names)
+    params = {k: v for k, v in {**COMMON, "device": dev}.items() if k in own or k == "profile"}
     for prefix, more in SMOKE.items():
         if notebook.name.startswith(prefix):
             params.update(more)

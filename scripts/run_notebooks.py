@@ -364,6 +364,28 @@ def run_series_on_ray(jobs: list[tuple[Path, Path, dict]], run: dict):
             yield from ray.get(done[0])
 
 
+def checked_jobs(jobs: list[tuple[Path, Path, dict]]) -> list[tuple[Path, Path, dict]]:
+    """The jobs with each notebook's parameters checked against its parameters cell (``specdec.notebook_params``).
+
+    A name declared by none of the selected notebooks is a typo (``ValueError``, with the closest declared name); a
+    name that only some declare (``seed``, ``device``) goes to those only, instead of papermill's warning."""
+    from specdec import notebook_params
+
+    specs = {nb: notebook_params.declared(nb) for nb, _, _ in jobs}
+    known = set().union(*specs.values()) if specs else set()
+    out = []
+    for nb, out_path, params in jobs:
+        if not specs[nb]:  # no parameters cell: nothing to check against, papermill injects as it always did
+            out.append((nb, out_path, params))
+            continue
+        unknown = [k for k in params if k not in known]
+        if unknown:
+            notebook_params.check({unknown[0]: params[unknown[0]]}, {k: "any" for k in known}, "the notebooks run")
+        own = {k: v for k, v in params.items() if k in specs[nb]}
+        out.append((nb, out_path, notebook_params.check(own, specs[nb], nb.name)))
+    return out
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     params = build_parameters(args)
@@ -388,6 +410,11 @@ def main(argv=None) -> int:
     jobs = [
         (nb, nb if out_dir is None else out_dir / nb.name, notebook_parameters(nb, params, args)) for nb in notebooks
     ]
+    try:
+        jobs = checked_jobs(jobs)
+    except (TypeError, ValueError) as err:  # before any notebook runs: a typo must not run the default experiment
+        print(f"bad parameter: {err}", file=sys.stderr)
+        return 2
     run = dict(kernel=args.kernel, cwd=args.notebooks_dir, display_name=display_name)
     if args.executor == "ray":
         reports = run_series_on_ray(jobs, run)

@@ -1,6 +1,11 @@
 """Shared fixtures: small random Llama and LLaVA models (fast, any vocabulary size), hand-built TABED run frames,
 and the shipped tiny zoo."""
 
+import math
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,6 +15,46 @@ from transformers import CLIPVisionConfig, LlamaConfig, LlamaForCausalLM, LlavaC
 
 # The test models are tiny: one thread avoids thread start-up and oversubscription costs per call.
 torch.set_num_threads(1)
+
+
+# float32 unit roundoff: every correctly rounded float32 operation is off by at most a factor (1 +- U32).
+U32 = torch.finfo(torch.float32).eps / 2
+# torch's CPU kernels vectorise float32 over SIMD registers of 8 floats (256 bits: the DEFAULT and AVX2
+# capabilities, and aarch64's two NEON registers) or 16 (AVX-512); the narrowest width bounds the worst case.
+NARROWEST_SIMD_FLOATS = 8
+
+
+def softmax_sum_atol(vocab: int) -> float:
+    """How far from 1 the float32 sum of one row of ``torch.softmax`` over ``vocab`` entries may be, on any CPU.
+
+    torch's softmax kernel adds the normaliser ``S = sum_i exp(x_i - max)`` lane by lane: each of the L SIMD lanes
+    adds ``ceil(V / L)`` positive terms in sequence (relative error up to ``(ceil(V / L) - 1) U``), then the L
+    lane sums are added (``log2 L`` more, within ``L U``). Sleef's ``exp`` is within 1 ulp (2 U) of each term, the
+    division ``e_i / S`` rounds once more (U), and the check's own sum of V probabilities (torch's cascade sum)
+    adds up to ``log2(V) + 1`` roundings. Every probability shares the normaliser's error, so the row's sum is off
+    by their total. With L = 8 and V = 4,096 that is 3.2e-5: a row summing to 1 +- 2.3e-5 (seen on an AMD AVX2
+    CPU, where the rounding of many near-equal small terms went one way) is correct float32, and 1e-5 was a
+    tolerance of AVX-512's 16 lanes, not of the arithmetic.
+    """
+    lanes = NARROWEST_SIMD_FLOATS
+    roundings = math.ceil(vocab / lanes) + lanes + 2 + 1 + math.ceil(math.log2(vocab)) + 1
+    return roundings * U32
+
+
+def native_cpu_capability() -> str:
+    """The best CPU capability torch detects here (``DEFAULT``, ``AVX2``, ``AVX512``, ...), whatever
+    ``ATEN_CPU_CAPABILITY`` this process was started with (``make test`` runs the float tests again at default)."""
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def cpu_capabilities() -> list[str]:
+    """The ``ATEN_CPU_CAPABILITY`` values this CPU can run, narrowest first (x86: default, avx2, avx512)."""
+    ladder = ["default", "avx2", "avx512"]
+    best = native_cpu_capability().lower()
+    return ladder[: ladder.index(best) + 1] if best in ladder else ["default"]
 
 
 def random_llama(vocab_size=64, hidden_size=32, layers=2, seed=0, max_position_embeddings=512):

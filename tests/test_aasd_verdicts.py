@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from specdec.aasd import findings as af
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE
 
 
 def frame(taus: dict, n=12, noise=0.05, seed=0, targets=("tabed-target",), gammas=(3, 5), alpha_from_tau=True):
@@ -90,3 +90,40 @@ def test_a_request_drawn_twice_counts_once():
     twice = f.row == "r1"
     f.loc[twice, "request"] = "r0"  # r1 is r0 again (same prompt, same image)
     assert af.paired_part(f, "AASD", "FT-LLaMA", "tau")[3] == 11
+
+
+def _counted(aasd_calls, spread=0.0, n=12):
+    """48 tokens per request; every baseline needs 24 target calls (3 draft calls each), AASD ``aasd_calls`` (moved
+    per request by ``spread``); measured ω says AASD is slower (as on a CPU)."""
+    rows = []
+    for gamma in (3, 5):
+        for i in range(n):
+            for draft in ("AR", "AASD", *BASE):
+                calls = 48 if draft == "AR" else aasd_calls + spread * (-1) ** i if draft == "AASD" else 24
+                rows.append(
+                    dict(target="aasd-target-s", gamma=gamma, draft=draft, row=f"r{i}", device="cpu",
+                         new_tokens=48, target_calls=calls, drafted=0 if draft == "AR" else gamma * calls,
+                         block_efficiency=48 / calls, acceptance_rate=0.5, draft_seconds=0.3 * calls,
+                         verify_seconds=1.0 * calls, speedup=1.0 if draft == "AR" else 0.9 if draft == "AASD" else 1.0)
+                )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("calls,spread,expected", [(16, 0.0, HOLDS), (30, 0.0, FAILS), (24, 6.0, INCONCLUSIVE)])
+def test_a1_omega_is_decided_in_the_papers_regime(calls, spread, expected):
+    f = _counted(calls, spread)
+    priced = af.with_priced_speedup(f)
+    c = af.paper_costs()[("LLaVA-7B", "AASD", 3)]
+    row = priced[(priced.draft == "AASD") & (priced.gamma == 3)].iloc[0]
+    assert row.priced_speedup == pytest.approx(48 / (row.target_calls * (1 + 3 * c)))
+    assert (priced[priced.draft == "AR"].priced_speedup == 1.0).all()
+    v = af.a1_omega(f)
+    assert v.name == "A1-omega" and v.status == expected
+    assert v.machine.status == FAILS and "Table 1" in v.regime and "cpu" in v.machine.regime
+
+
+def test_findings_carry_validity_and_a4_is_not_testable():
+    found = {v.name: v for v in af.findings_from_results("tiny")}
+    assert all(v.validity in ("yes", "partly", "no") and v.validity_why for v in found.values())
+    assert found["A4"].status == NOT_TESTABLE and "Pooled α" in found["A4"].detail
+    assert found["A1-omega"].machine is not None

@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from specdec import costs
 from specdec.cos import findings as cf
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE
 
 NOISE = [0.0, 0.3, -0.3, 0.2, -0.2, 0.1, -0.1, 0.0]  # symmetric: the geometric mean of exp(c + NOISE) is e^c
 
@@ -173,3 +174,57 @@ def test_findings_from_results_lists_every_finding():
     names = [v.name for v in cf.findings_from_results("tiny")]
     for name in ("C1", "C1-SD", "C1-GPU", "C3", "C4-λ", "C4-μ", "C4-μ-trend", "C4-γ WE", "C4-γ CD", "C4-APF"):
         assert name in names
+    found = {v.name: v for v in cf.findings_from_results("tiny")}
+    assert all(v.validity in ("yes", "partly", "no") and v.validity_why for v in found.values())
+    assert found["C1-GPU"].status == NOT_TESTABLE and found["C3"].section == "sanity"
+    for name in ("C1", "C1-SD", "C1 cd T=0", "C4-λ", "C4-μ", "C4-μ-trend", "C4-γ WE", "C4-γ CD", "C4-APF"):
+        assert found[name].machine is not None and "cpu" in found[name].machine.regime
+        assert "c 0 1" in found[name].regime or "Table 6" in found[name].regime
+
+
+def _counted_rows(cos_calls, spread=0.0):
+    """One CD cell: standard decoding calls both models once per token (40 tokens); CoS calls the amateur (model 0)
+    ``cos_calls[0]`` and the expert ``cos_calls[1]`` times, the expert's count moved per prompt by ``spread``;
+    tokens/s say CoS is slower (as on a CPU, where the amateur costs half an expert call)."""
+    rows = []
+    for i, e in enumerate(NOISE):
+        base = dict(set="cd", temperature=0.0, task="gsm8k", prompt=f"p{i}", new_tokens=40, calls_2=np.nan)
+        rows.append(dict(base, method="standard", gamma=0, calls_0=40, calls_1=40, tokens_per_second=100.0))
+        rows.append(
+            dict(base, method="sd", gamma=1, calls_0=60, calls_1=40, tokens_per_second=80.0)
+        )  # SD: no fewer expert calls
+        expert = cos_calls[1] + spread * e
+        rows.append(dict(base, method="cos", gamma=1, calls_0=cos_calls[0], calls_1=expert, tokens_per_second=90.0))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "cos_calls,spread,status", [((80, 20), 0.0, HOLDS), ((80, 44), 0.0, FAILS), ((80, 39), 30.0, INCONCLUSIVE)]
+)
+def test_c1_in_the_papers_regime_prices_the_calls(cos_calls, spread, status):
+    """The counts at the paper's CD costs (amateur c = TABED Table 6's 68M on 7B, expert 1) decide; the measured
+    tokens/s (CoS 0.9x of standard) ride along as this machine's estimate."""
+    frame = _counted_rows(cos_calls, spread)
+    c = costs.paper_table6_regime().cost("draft")
+    priced = cf.with_priced_speed(frame)
+    std = priced[priced.method == "standard"].priced_speed.iloc[0]
+    assert std == pytest.approx(40 / (40 * c + 40))
+    v = cf.in_two_regimes(cf.c1_verdicts, frame, per_config=False, machine="cpu test")[0]
+    if spread == 0:
+        assert v.estimate == pytest.approx((40 * c + 40) / (cos_calls[0] * c + cos_calls[1]))
+    assert v.status == status and v.machine.estimate == pytest.approx(0.9) and v.machine.status == FAILS
+    assert v.machine.regime == "cpu test" and "Table 6" in v.regime
+
+
+def test_c4_gamma_cd_tests_gsm8k_alone():
+    """A HumanEval curve that only falls (the paper names such curves) does not decide the CD row."""
+    gsm = _gamma_frame("cd", (1.0, 1.5, 1.1), 0.01)
+    human = _gamma_frame("cd", (1.5, 1.2, 1.0), 0.01).assign(task="humaneval")
+    (v,) = cf.c4_gamma_verdicts(pd.concat([gsm, human]))
+    assert v.status == HOLDS and v.estimate == pytest.approx(1.5 / 1.1) and v.n == len(NOISE)
+    assert "humaneval (not tested" in v.detail
+
+
+def test_paper_columns_count_the_papers_own_cells():
+    assert "Table 4 OPT T=1 CNNDM: 1.85x vs 1.85x" in cf.paper_cells("CoS", "SD")
+    assert "Llama-2 T=1 GSM8K" in cf.paper_apf_cells()

@@ -94,3 +94,46 @@ def test_a_digest_key_stays_a_string(tmp_path, digest):
     assert frame.weights.tolist() == [digest] and frame.prompts.tolist() == [digest]
     layered = ResultStore("tiny", "demo", key=["weights", "prompts"], root=tmp_path / "fresh", base=tmp_path)
     assert layered.frame().weights.tolist() == [digest]
+
+
+def counted_rows(sd_calls: list[int], sd_time: float = 2.0) -> list[dict]:
+    """Per prompt: plain decoding 10 tokens in 10 calls (1 s); SD 10 tokens in ``sd_calls[i]`` target calls with
+    2 draft calls each (``sd_time`` s: slower, as on a CPU)."""
+    rows = []
+    for i, calls in enumerate(sd_calls):
+        for rep in range(3):
+            base = {"prompt": i, "repeat": rep, "new_tokens": 10}
+            rows.append({**base, "method": "autoregressive", "total_time": 1.0, "target_calls": 10, "draft_calls": 0})
+            rows.append(
+                {
+                    **base,
+                    "method": "speculative",
+                    "total_time": sd_time,
+                    "target_calls": calls,
+                    "draft_calls": 2 * calls,
+                }
+            )
+    return rows
+
+
+@pytest.mark.parametrize("calls, status", [([4] * 8, HOLDS), ([10] * 8, FAILS), ([2, 16] * 4, INCONCLUSIVE)])
+def test_engine_speed_is_decided_on_priced_counts(calls, status):
+    from specdec import costs
+
+    regime = costs.Regime("test", {"draft": 0.1}, 1.0, "hand-set")
+    v = bench.engine_speed_verdict(counted_rows(calls), regime=regime, machine="cpu test")
+    assert v.status == status and v.n == len(calls)
+    assert v.estimate == pytest.approx(10 * len(calls) / sum(c * 1.2 for c in calls))
+    assert v.machine.estimate == pytest.approx(0.5) and v.machine.status == FAILS and v.machine.regime == "cpu test"
+
+
+def test_peer_speed_is_decided_at_the_stated_goal():
+    from specdec import peer
+
+    frame = pd.DataFrame(
+        {"same_text": True, "new_tokens": 10, "hf_seconds": 1.15, "specdec_seconds": 1.0, "device": "cpu"},
+        index=range(6),
+    )
+    same, speed = peer.peer_verdicts(frame)
+    assert same.section == "sanity" and speed.estimate == pytest.approx(1.15)
+    assert speed.status == FAILS and "1.2" in speed.claim and "not other runs" in speed.detail

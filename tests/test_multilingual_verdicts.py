@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from specdec import costs
 from specdec.multilingual import findings as mf
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE
 
 NOISE = np.array([0.0, 0.3, -0.3, 0.2, -0.2, 0.1, -0.1, 0.0])  # symmetric: geometric mean of exp(c + NOISE) = e^c
 
@@ -84,7 +85,7 @@ def _tokens_frame(taus_by_budget):
     ],
 )
 def test_m2(taus, status, slope):
-    (v,) = mf.m2_verdicts(*_tokens_frame(taus))
+    v, _ = mf.m2_verdicts(*_tokens_frame(taus))
     assert v.name == "M2 P-F" and v.status == status and v.n == len(NOISE)
     assert v.estimate == pytest.approx(slope, abs=0.01) and "R²" in v.detail
 
@@ -151,8 +152,9 @@ def test_quality_t0_fails_on_a_mismatch():
 )
 def test_table7(pf_speed, pf_tau, spread, status):
     frame = _runs({"ar": 1.0, "sps-generic": 1.0, "sps-pf": pf_speed}, tau={"sps-pf": pf_tau}, spread=spread)
-    speed, tau = mf.table7_verdicts(frame)
+    speed, every, tau = mf.table7_verdicts(frame)
     assert speed.name == "Table 7" and speed.status == status and speed.n == len(NOISE)
+    assert every.name == "Table 7 all prompts" and every.estimate == pytest.approx(speed.estimate)
     assert speed.estimate == pytest.approx(pf_speed)
     assert tau.status == status and tau.estimate == pytest.approx(np.mean(pf_tau) - 1.0, abs=0.01)
 
@@ -161,14 +163,15 @@ def test_table7_counts_only_the_translatable_prompts():
     """The prompts the target cannot translate are left out: here P-F wins only on them, so the verdict fails."""
     tau = np.where(np.arange(len(NOISE)) < 4, 1.0, 3.0)
     frame = _runs({"ar": 1.0, "sps-generic": 1.0, "sps-pf": 1.0}, tau={"sps-pf": tau})
-    assert mf.table7_verdicts(frame)[1].status == HOLDS  # every prompt: P-F ahead on half of them
+    assert mf.table7_verdicts(frame)[2].status == HOLDS  # every prompt: P-F ahead on half of them
     translatable = pd.DataFrame(
         {"pair": "de-en", "prompt": [f"de-en:p{i}" for i in range(8)], "translatable": tau == 1}
     )
-    speed, v = mf.table7_verdicts(frame, translatable=translatable)
+    speed, every, v = mf.table7_verdicts(frame, translatable=translatable)
     assert v.n == speed.n == 4 and v.estimate == pytest.approx(0.0) and v.status != HOLDS
+    assert every.n == 8 and "all 8 prompts" in every.detail and "translatable_set" in speed.detail
     none = mf.table7_verdicts(frame, translatable=translatable.assign(translatable=False))
-    assert [(v.n, v.status) for v in none] == [(0, INCONCLUSIVE)] * 2 and "not testable" in none[0].detail
+    assert [(v.n, v.status) for v in none] == [(0, INCONCLUSIVE)] * 3 and "not testable" in none[0].detail
 
 
 @pytest.mark.parametrize(
@@ -188,7 +191,54 @@ def test_table3(taus, status, estimate):
 
 
 def test_findings_from_results_lists_every_finding():
-    names = [v.name for v in mf.findings_from_results("tiny")]
+    found = {v.name: v for v in mf.findings_from_results("tiny")}
+    names = list(found)
     for name in ("M1 T=0", "M1 vs PLD T=1", "M1-τ T=0", "M2 F", "M2 P-F", "M3", "M4-speed T=0", "M4-τ T=1"):
         assert name in names
     assert "Table 7" in names and "Quality T=0" in names and "Table 3 zh-en T=0" in names
+    assert all(v.validity in ("yes", "partly", "no") and v.validity_why for v in found.values())
+    assert found["M3"].status == NOT_TESTABLE and found["M3"].validity == "no"
+    for name in ("M1 T=0", "M1 vs PLD T=1", "M4-speed T=0", "Table 7", "Table 7 all prompts"):
+        v = found[name]
+        assert v.machine is not None and "Table 6" in v.regime and "cpu" in v.machine.regime
+    assert found["Quality T=0"].section == "sanity" and found["M1 T=0"].section == "finding"
+
+
+def _counted(pf_calls, pld_calls, tokens=48):
+    """M1 rows whose walltime says PLD is fastest (tokens/s) while the counts say P-F needs fewer priced steps:
+    P-F ``pf_calls`` target calls with 4 draft calls each, PLD ``pld_calls`` target calls with free drafts."""
+    speed = {"ar": 1.0, "sps-generic": 0.5, "sps-f": 0.6, "pld": 1.5, "sps-pf": 0.8}
+    frame = _runs(speed)
+    calls = {"ar": tokens, "sps-generic": 40, "sps-f": 30, "pld": pld_calls, "sps-pf": pf_calls}
+    frame["new_tokens"] = tokens
+    noise = NOISE[frame.prompt.str[-1].astype(int)] * 10
+    frame["target_calls"] = frame.method.map(calls) + np.where(frame.method == "sps-pf", noise, 0)
+    frame["drafted"] = np.where(frame.method.isin(["ar", "pld"]), 0, 4 * frame.target_calls)
+    return frame
+
+
+@pytest.mark.parametrize("pf_calls,status", [(16, HOLDS), (40, FAILS), (24, INCONCLUSIVE)])
+def test_m1_in_the_papers_regime_prices_the_counts(pf_calls, status):
+    """The paper regime (c = 0.063, PLD free, verify 1 step) decides; the measured walltime rides along."""
+    frame = _counted(pf_calls, 30)
+    priced = mf.with_priced_speed(frame)
+    pf = priced[priced.method == "sps-pf"].iloc[0]
+    c = costs.paper_table6_regime().cost("draft")
+    assert pf.priced_speed == pytest.approx(48 / (pf.target_calls * (1 + 4 * c)))
+    assert (priced[priced.method == "ar"].priced_speed == 1.0).all()
+    joint = mf.in_two_regimes(mf.m1_verdicts, frame, 0.0, machine="cpu test")[0]
+    assert joint.status == status and joint.machine.status == FAILS and joint.machine.regime == "cpu test"
+    assert "Table 6" in joint.regime and "prompt lookup" in joint.regime
+
+
+@pytest.mark.parametrize(
+    "taus,status",
+    [
+        ({1000: 1.0, 10000: 1.5, 100000: 2.0}, HOLDS),
+        ({100: 1.0, 1000: 1.01, 10000: 1.1, 100000: 2.0}, FAILS),
+        ({1000: 1.2 + NOISE * 3, 10000: 1.5, 100000: 1.9 + np.roll(NOISE, 3) * 3}, INCONCLUSIVE),
+    ],
+)
+def test_m2_linear(taus, status):
+    _, v = mf.m2_verdicts(*_tokens_frame(taus))
+    assert v.name == "M2-linear P-F" and v.status == status

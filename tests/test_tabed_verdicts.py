@@ -72,16 +72,17 @@ def test_t1_is_inconclusive_with_too_few_requests_or_a_straddling_part():
     assert tf.verdict_t1(tabed_runs(straddle, n=8, noise=0.1)).status == INCONCLUSIVE
 
 
-def _by_rest(prev, text, n: int = 8):
-    """Second turns: describe (rests on the first answer) with T − M = ``prev``, gsm8k (a text task) with ``text``
-    (scalars, or one value per request), pope (rests on the image) with M far ahead; and their kinds, as
-    ``bench.rests_on`` gives them."""
-    keys = [("describe", 2), ("gsm8k", 2)]
+def _by_rest(prev, text, image=None, n: int = 8):
+    """Second turns: describe (rests on the first answer) with T − M = ``prev``, gsm8k (a text task) with ``text``,
+    pope (rests on the image) with ``image`` (default ``prev``) (scalars, or one value per request); and their kinds,
+    as ``bench.rests_on`` gives them."""
+    image = prev if image is None else image
+    keys = [("describe", 2), ("gsm8k", 2), ("pope", 2)]
     if np.isscalar(prev):
-        cells = {k: dict(M=2.0, T=2.0 + d) for k, d in zip(keys, (prev, text))}
+        cells = {k: dict(M=2.0, T=2.0 + d) for k, d in zip(keys, (prev, text, image))}
     else:  # per-request T − M, taken as they are
-        cells = {k: dict(M=[2.0] * n, T=[2.0 + d for d in v]) for k, v in zip(keys, (prev, text))}
-    frame = tabed_runs(cells | {("pope", 2): dict(M=3.0, T=2.0)}, n=n, noise=0.05, difficulty=0.3)
+        cells = {k: dict(M=[2.0] * n, T=[2.0 + d for d in v]) for k, v in zip(keys, (prev, text, image))}
+    frame = tabed_runs(cells, n=n, noise=0.05, difficulty=0.3)
     kinds = {"describe": "previous answer", "gsm8k": "text task", "pope": "image"}
     return frame, {row: kinds[row.split("-")[0]] for row in frame.row}
 
@@ -89,13 +90,21 @@ def _by_rest(prev, text, n: int = 8):
 def test_t1b_by_rest_holds_fails_and_is_inconclusive_per_kind_of_follow_up():
     frame, rests = _by_rest(prev=0.5, text=-0.5)
     prev, text = tf.verdict_t1b_by_rest(frame, rests)
-    assert (prev.name, prev.status, prev.n) == ("T1b-prev", HOLDS, 8) and prev.estimate == pytest.approx(0.5, abs=0.1)
+    assert (prev.name, prev.status, prev.n) == ("T1b-prev", HOLDS, 16) and prev.estimate == pytest.approx(0.5, abs=0.1)
     assert (text.name, text.status, text.n) == ("T1b-text", FAILS, 8) and text.estimate == pytest.approx(-0.5, abs=0.1)
     assert "Table 10" in text.paper and "no number" in prev.paper
     tied, _ = tf.verdict_t1b_by_rest(*_by_rest(prev=[-0.1, 0.1] * 4, text=[0.0] * 8))
     assert tied.status == INCONCLUSIVE and tied.low < 0 < tied.high
-    untested = tf.verdict_t1b_by_rest(frame, None)  # the image-bound pope turns never count
+    untested = tf.verdict_t1b_by_rest(frame, None)
     assert [(v.status, v.n) for v in untested] == [(INCONCLUSIVE, 0)] * 2 and "not tested" in untested[0].detail
+
+
+def test_t1b_prev_counts_follow_ups_about_the_image_too():
+    """The paper's 'tasks dependent on prior responses': a gain on answer-bound follow-ups is cancelled by a loss
+    on image-bound ones; each kind's mean is in the detail."""
+    prev, _ = tf.verdict_t1b_by_rest(*_by_rest(prev=0.5, text=0.0, image=-2.5))
+    assert prev.status == FAILS and prev.n == 16 and prev.estimate == pytest.approx(-1.0, abs=0.1)
+    assert "previous answer +0.5" in prev.detail and "image -2.4" in prev.detail
 
 
 # ------------------------------------------------------------------------------------------------- T2
@@ -164,6 +173,16 @@ def test_t4_holds_fails_and_is_inconclusive_on_the_paired_difference():
     mixed = {("describe", 1): {"MT*": [2.0, 2.0, 2.0, 2.0, 2.0, 2.0], "MTCP*": [2.4, 1.7, 2.3, 1.6, 2.2, 1.9]}}
     straddling = tf.verdict_t4(tabed_runs(mixed))
     assert straddling.status == INCONCLUSIVE and straddling.low < 0 < straddling.high and straddling.n == 6
+
+
+def test_t4_weighs_cells_alike_as_the_paper_does():
+    """Six requests gain 0.3, two lose 0.5: over requests +0.1, over the two cells −0.1 (the paper's weighting)."""
+    cells = {
+        ("describe", 1): {"MT*": [2.0] * 6, "MTCP*": [2.3] * 6},
+        ("psv", 1): {"MT*": [2.0] * 2, "MTCP*": [1.5] * 2},
+    }
+    v = tf.verdict_t4(tabed_runs(cells))
+    assert v.estimate == pytest.approx(-0.1) and v.n == 8 and "over all 8 requests: +0.100" in v.detail
 
 
 # ------------------------------------------------------------------------------------------------- T5

@@ -55,3 +55,31 @@ def test_per_request_counts_a_repeated_input_once_in_row_order():
     assert wide.loc["y"].tolist() == [2.0, 4.0] and wide.loc["x"].tolist() == [1.0, 3.0]
     by_row, _ = per_request(frame.drop(columns="request"), "method", "tau")  # no digests: one unit per row id
     assert list(by_row.index) == ["a", "b", "c"]
+
+
+def test_judge_all_records_validity_and_refuses_a_finding_without_one():
+    from specdec.verdict import NOT_TESTABLE, judge_all
+
+    a = Verdict("A", "claim", 1.0, 0.5, 1.5, 10, HOLDS)
+    b = Verdict("B", "claim", 1.0, 0.5, 1.5, 10, HOLDS)
+    ja, jb = judge_all([a, b], {"A": ("partly", "why a"), "B": ("no", "why b")})
+    assert (ja.status, ja.validity, ja.validity_why) == (HOLDS, "partly", "why a")
+    assert jb.status == NOT_TESTABLE and jb.estimate == 1.0
+    with pytest.raises(KeyError):
+        judge_all([a, b], {"A": ("yes", "why")})
+    assert judge_all([a, b], {"A": ("yes", "why")}, strict=False)[1] == b
+    with pytest.raises(ValueError):
+        judge_all([a], {"A": ("maybe", "why")})
+
+
+def test_a_speed_finding_carries_both_regimes_on_the_board():
+    from specdec.verdict import sanity, two_regimes
+
+    paper = Verdict("S", "faster", 1.6, 1.5, 1.7, 12, HOLDS)
+    cpu = Verdict("S", "faster", 0.5, 0.45, 0.55, 12, FAILS)
+    v = two_regimes(paper, cpu, "paper regime: c 0.063", "cpu, c 0.5")
+    row = v.board_row()
+    assert row["verdict"] == HOLDS and row["regime"] == "paper regime: c 0.063"
+    assert (row["machine_estimate"], row["machine_verdict"], row["machine_regime"]) == (0.5, FAILS, "cpu, c 0.5")
+    assert "This machine (cpu, c 0.5): 0.500" in v.markdown() and list(v.row()) == list(paper.row())
+    assert sanity(paper).board_row()["section"] == "sanity" and paper.board_row()["machine_estimate"] == ""

@@ -149,7 +149,9 @@ def mixing_probs(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor
 
 
 def _check_weights(weights) -> torch.Tensor:
-    weights = torch.as_tensor(weights, dtype=torch.float32).flatten()
+    from specdec import validate
+
+    weights = torch.as_tensor(validate.numbers_list("mixture weights", weights), dtype=torch.float32)
     if len(weights) == 0 or bool((weights < 0).any()) or abs(float(weights.sum()) - 1.0) > 1e-4:
         raise ValueError(f"mixture weights must be non-negative and sum to one, got {weights.tolist()}")
     return weights

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from specdec import verify
+from specdec import validate, verify
 from specdec.cache import CachedLM, TargetLM
 from specdec.drafters import AdaptiveDrafter, Drafter, ModelDrafter
 from specdec.sampling import SamplingConfig, logits_to_probs
@@ -101,10 +101,12 @@ def generate(
     default ``verify.greedy`` / ``verify.stochastic`` on the warped target distribution.
     target_inputs / draft_inputs: extra prefill inputs (e.g. ``pixel_values``) for each model.
     """
-    sampling = sampling or SamplingConfig()
+    sampling = check_sampling(sampling)
     prompt_ids = check_prompt(prompt_ids)
-    check_int("gamma", gamma, minimum=1, hint="draft at least one token per block")
-    check_int("max_new_tokens", max_new_tokens, minimum=0)
+    gamma = check_int("gamma", gamma, minimum=1, hint="draft at least one token per block")
+    max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=0)
+    seed = validate.integer("seed", seed, hint="the seed of the sampling generators")
+    stop_strings = validate.strings("stop_strings", stop_strings)  # "ab" is one stop string, not "a" or "b"
     if stop_strings and tokenizer is None:
         raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
     drafter = as_drafter(drafter)
@@ -132,10 +134,17 @@ def generate(
         block = 0 if drafter is None else min(gamma, max_new_tokens - len(out) - 1)
         t0 = now(device)
         draft_tokens, draft_probs = draft_block(drafter, out, block, sampling, draft_gen, target_lm)
+        if len(draft_tokens) > block:  # a drafter that over-proposes would overrun max_new_tokens and γ
+            raise ValueError(
+                f"the drafter proposed {len(draft_tokens)} tokens for a block of at most {block}: "
+                "Drafter.propose(generated, n, ...) must return at most n tokens"
+            )
         block = len(draft_tokens)  # a drafter may propose fewer tokens (prompt lookup)
         t1 = now(device)
         target_logits = target_lm.extend(out + draft_tokens.tolist())[0, -(block + 1) :]  # [block+1, V]
+        check_logits(target_logits, len(out))
         n_accepted, next_token = verifier(draft_tokens, draft_probs, target_logits, sampling, verify_gen)
+        n_accepted, next_token = check_verdict(n_accepted, next_token, block, target_lm.vocab_size)
         new = draft_tokens[:n_accepted].tolist() + [next_token]
         t2 = now(device)
         result.draft_time += t1 - t0
@@ -200,6 +209,13 @@ def check_request(target_lm, prompt_ids: torch.Tensor, max_new_tokens: int, targ
             f"context of {context} positions: shorten the prompt or ask for fewer tokens"
         )
     image_token = getattr(config, "image_token_id", None)
+    pixels = (target_inputs or {}).get("pixel_values")
+    validate.finite_tensor("pixel_values", pixels, hint="the processor's output holds finite numbers only")
+    if pixels is not None and image_token is None:
+        raise ValueError(
+            f"pixel_values were given to a text-only target ({type(target_lm.model).__name__}), which would drop "
+            "them: use a vision-language target (LLaVA) or leave the images out"
+        )
     if image_token is not None and bool((prompt_ids == image_token).any()):
         if (target_inputs or {}).get("pixel_values") is None:
             raise ValueError(
@@ -270,17 +286,38 @@ def eos_ids(model, eos_token_id) -> set[int]:
         eos_token_id = getattr(gen_config, "eos_token_id", None)
     if eos_token_id is None:
         return set()
-    ids = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
-    if isinstance(ids, (str, bytes)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+    ids = [eos_token_id] if _int_like(eos_token_id) else eos_token_id
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__") or not all(_int_like(i) for i in ids):
         raise ValueError(f"eos_token_id must be a token id (int) or a list of ids, got {eos_token_id!r}")
-    return set(ids)
+    ids = {int(i) for i in ids}
+    if any(i < 0 for i in ids):
+        raise ValueError(f"eos_token_id must be token ids >= 0, got {eos_token_id!r}")
+    return ids
+
+
+def _int_like(value) -> bool:
+    """An int, a numpy int or a 0-d integer tensor; never a bool or a float."""
+    try:
+        validate.integer("eos_token_id", value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 _eos_ids = eos_ids  # generate() names its local set ``eos_ids``
 
 
 def check_prompt(prompt_ids) -> torch.Tensor:
-    prompt_ids = torch.as_tensor(prompt_ids)
+    """``prompt_ids`` as ``LongTensor[L]`` (a ``[1, L]`` batch of one is unwrapped); a clear error otherwise."""
+    if isinstance(prompt_ids, (str, bytes)):
+        raise TypeError(
+            f"prompt_ids must be token ids, got text {prompt_ids[:40]!r}: encode it first, e.g. "
+            "specdec.zoo.tasks.encode(tokenizer, text) or tokenizer(text, return_tensors='pt').input_ids"
+        )
+    try:
+        prompt_ids = torch.as_tensor(prompt_ids)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"prompt_ids must be a sequence of token ids, got {type(prompt_ids).__name__}: {err}") from None
     if prompt_ids.dim() == 2 and prompt_ids.shape[0] == 1:
         prompt_ids = prompt_ids[0]
     if prompt_ids.dim() != 1:
@@ -295,9 +332,47 @@ def check_prompt(prompt_ids) -> torch.Tensor:
     return prompt_ids.long()
 
 
-def check_int(name, value, minimum, hint=""):
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}" + (f" ({hint})" if hint else ""))
+def check_int(name, value, minimum, hint="") -> int:
+    """``value`` as an ``int >= minimum`` (numpy ints accepted); ``ValueError`` otherwise."""
+    try:
+        return validate.integer(name, value, minimum=minimum, hint=hint)
+    except TypeError as e:  # callers catch ValueError for every bad size
+        raise ValueError(str(e)) from None
+
+
+def check_sampling(sampling) -> SamplingConfig:
+    """``None`` (greedy) or a ``SamplingConfig``; a dict or a bare temperature is refused with the fix."""
+    if sampling is None:
+        return SamplingConfig()
+    if not isinstance(sampling, SamplingConfig):
+        raise TypeError(
+            f"sampling must be a specdec.sampling.SamplingConfig, got {type(sampling).__name__} {sampling!r}: "
+            "pass SamplingConfig(temperature=..., top_k=..., top_p=...)"
+        )
+    return sampling
+
+
+def check_logits(target_logits: torch.Tensor, position: int) -> None:
+    """Stop on non-finite target logits: argmax of a NaN row is token 0, so they would decode silently."""
+    if validate.broken_scores(target_logits):
+        raise FloatingPointError(
+            f"the target's logits at new token {position} hold NaN or inf: the model overflowed (float16?) or "
+            "its weights are broken; load it in float32 / bfloat16 or check the checkpoint"
+        )
+
+
+def check_verdict(n_accepted, next_token, block: int, vocab_size: int) -> tuple[int, int]:
+    """A verifier's ``(n_accepted, next_token)`` within ``0 <= n_accepted <= block`` and the vocabulary."""
+    n_accepted = validate.integer("the verifier's n_accepted", n_accepted)
+    if not 0 <= n_accepted <= block:
+        raise ValueError(
+            f"the verifier accepted {n_accepted} tokens of a block of {block}: a verifier returns "
+            "(n_accepted, next_token) with 0 <= n_accepted <= len(draft_tokens)"
+        )
+    next_token = validate.integer("the verifier's next_token", next_token)
+    if not 0 <= next_token < vocab_size:
+        raise ValueError(f"the verifier's next_token {next_token} is outside the vocabulary 0..{vocab_size - 1}")
+    return n_accepted, next_token
 
 
 def now(device) -> float:

@@ -25,6 +25,13 @@ class ModelNotAvailableError(RuntimeError):
     """The model is neither shipped, nor a local directory, nor in the local Hugging Face cache."""
 
 
+# The way to run the paper profile offline at all: every error about a missing paper model or dataset names it.
+STANDIN_HINT = (
+    "; for a smoke run without the real weights, `make standin-hub` builds a tiny random-weight stand-in of every "
+    "paper id"
+)
+
+
 def resolve(name_or_path: str | os.PathLike) -> str:
     """Map a zoo name to its shipped directory; leave hub ids and paths as they are."""
     name = str(name_or_path)
@@ -105,7 +112,7 @@ def load_dataset(dataset_id: str, config: str | None, split: str, n: int | None 
             f"On a machine with internet run `make download PROFILE=paper` (or `{HF_CLI} download --repo-type "
             f"dataset {dataset_id}{f' --revision {revision}' if revision else ''}` and load it once with "
             "datasets.load_dataset), then copy the cache "
-            f"(HF_HOME={cache}) here; or use profile='tiny'."
+            f"(HF_HOME={cache}) here; or use profile='tiny'{STANDIN_HINT}."
         ) from err
     if n is not None:
         data = data.select(range(min(n, len(data))))

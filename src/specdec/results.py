@@ -34,8 +34,13 @@ import os
 import pathlib
 import platform
 import subprocess
+import sys
 
-from specdec import zoo
+from specdec import validate, zoo
+
+# A cell may hold a whole generated text: lift the csv module's 131,072-character field limit (pandas has none), so
+# that one long output does not make every later open of the table raise ``_csv.Error``.
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 # SPECDEC_OUTPUT_DIR redirects results/ and figures/ (``make test`` uses it so that nbval recomputes every
 # number from scratch instead of reading the committed results, and leaves the committed files alone).
@@ -60,9 +65,11 @@ class ResultStore:
         root: pathlib.Path | None = None,
         base: pathlib.Path | None = None,
     ):
-        self.profile, self.table, self.root = profile, table, pathlib.Path(root or RESULTS)
+        self.profile = validate.name_part("profile", profile)
+        self.table = validate.name_part("table", table)  # "<table>.shards/<i>-of-<n>" (sharding) is allowed
+        self.root = pathlib.Path(root or RESULTS)
         self.path = self.root / profile / f"{table}.csv"
-        self.key = list(key)
+        self.key = check_key(key)
         self.provenance: dict = {}  # the caller's part of each provenance line (device, dtype, model ids, ...)
         self._done: set[tuple] = set()
         self._requested: dict[tuple, None] = {}  # the keys this run asked for (``want``), in order
@@ -92,17 +99,19 @@ class ResultStore:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _repair(self) -> None:
-        """Drop a last line cut mid-write (the file does not end in a newline); an empty file is removed."""
+        """Drop a last row cut mid-write (a killed run, a full disk), also one cut inside a quoted multi-line cell;
+        an empty file is removed."""
         if not self.path.exists():
             return
         data = self.path.read_bytes()
         if not data.strip():
             self.path.unlink()
-        elif not data.endswith(b"\n"):
-            cut = data.rfind(b"\n") + 1  # 0 when even the header is incomplete
+            return
+        cut = complete_prefix(data)
+        if cut < len(data):
             with self.path.open("r+b") as f:
                 f.truncate(cut)
-            if cut == 0:
+            if cut == 0:  # even the header was incomplete
                 self.path.unlink()
 
     def _refresh(self) -> None:
@@ -121,7 +130,7 @@ class ResultStore:
         missing = [k for k in self.key if k not in row]
         if missing:
             raise KeyError(f"row lacks key columns {missing} of {self.path.name}")
-        return tuple(str(format_value(row[k])) for k in self.key)  # formatted as written, so 0.0 matches "0"
+        return tuple(key_text(row[k]) for k in self.key)  # formatted as written, so 0.0 matches "0"
 
     def done(self, **key) -> bool:
         wanted = self.key_of(key)
@@ -168,7 +177,9 @@ class ResultStore:
                 if new_file:
                     writer.writeheader()
                 for row in rows:
-                    writer.writerow({k: format_value(row.get(k, "")) for k in fields})
+                    cells = {k: format_value(row.get(k, "")) for k in fields}
+                    cells.update({k: key_text(row[k]) for k in self.key})  # keys exactly, as key_of compares them
+                    writer.writerow(cells)
                 f.flush()
                 os.fsync(f.fileno())
             self._done.update(self.key_of(r) for r in rows)
@@ -344,10 +355,52 @@ def environment() -> dict:
 
 
 def format_value(value):
-    """A cell as the CSV stores it (floats to 6 significant digits): the form keys are compared in."""
+    """A cell as the CSV stores it (floats to 6 significant digits; ``None`` as the empty cell it is written as)."""
+    if value is None:
+        return ""
     if isinstance(value, float):
         return f"{value:.6g}"
     return value
+
+
+def key_text(value) -> str:
+    """A key cell as written and compared: floats exactly (6 significant digits when those are exact, as committed
+    tables were written, otherwise ``repr``: 0.1234567 and 0.1234568 stay two keys), ``None`` as the empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        short = f"{value:.6g}"
+        return short if math.isnan(value) or float(short) == value else repr(value)
+    return str(value)
+
+
+def check_key(key) -> list[str]:
+    """Key columns as a list of distinct names; one name as a ``str`` is one column (never its letters)."""
+    columns = [key] if isinstance(key, str) else list(key)
+    if not columns:
+        raise ValueError("a ResultStore needs at least one key column (key=[] would keep one row only)")
+    bad = [k for k in columns if not isinstance(k, str) or not k]
+    if bad or len(set(columns)) != len(columns):
+        raise ValueError(f"key must be distinct, non-empty column names, got {columns!r}")
+    return columns
+
+
+def complete_prefix(data: bytes) -> int:
+    """Length of ``data``'s complete CSV rows: up to the last line end outside a quoted cell.
+
+    The csv writer quotes every cell holding a quote or a line break (doubling its quotes), so a position is inside a
+    quoted cell exactly when an odd number of quote characters precede it."""
+    end, quotes = len(data), data.count(b'"')
+    if data.endswith(b"\n") and quotes % 2 == 0:
+        return end
+    while True:
+        nl = data.rfind(b"\n", 0, end)
+        if nl < 0:
+            return 0
+        quotes -= data.count(b'"', nl, end)  # quote characters before the candidate line end
+        end = nl
+        if quotes % 2 == 0:
+            return nl + 1
 
 
 def figure_path(profile: str, name: str) -> pathlib.Path:

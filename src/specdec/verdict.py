@@ -5,7 +5,15 @@ so that the rule for "holds" is code, unit-tested on hand-built frames, and the 
 
 - ``holds``: the whole 95% interval lies on the claim's side of its threshold;
 - ``does not hold``: the whole interval lies on the other side;
-- ``inconclusive``: the interval straddles the threshold (more prompts or requests would decide it).
+- ``inconclusive``: the interval straddles the threshold (more prompts or requests would decide it);
+- ``not testable on this proxy``: the tiny proxy does not recreate the condition the claim depends on (``validity``
+  ``no``), whatever the interval says.
+
+Every finding says whether the proxy recreates the claim's condition (``validity``: yes / partly / no, with one
+line of why, ``judged``). A speed finding carries two estimates (``two_regimes``): the *paper regime* (the run's
+hardware-independent counts priced at the paper's per-call costs, ``specdec.costs``), which decides the verdict,
+and *this machine* (measured walltime, labelled with its device and c). A sanity check (``section`` "sanity") must
+pass: a failure is a bug of this project, and it is not counted among the papers' findings.
 
 ``bootstrap_ci`` resamples the *units* a claim is about (prompts, requests), never tokens, since tokens of one
 generation are not independent.
@@ -14,11 +22,14 @@ generation are not independent.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
+NOT_TESTABLE = "not testable on this proxy"
+VALIDITY = ("yes", "partly", "no")
+FINDING, SANITY = "finding", "sanity"
 
 
 @dataclass(frozen=True)
@@ -35,9 +46,14 @@ class Verdict:
     status: str
     paper: str = ""
     detail: str = ""
+    validity: str = ""  # does the proxy recreate the claim's condition: yes / partly / no
+    validity_why: str = ""
+    section: str = FINDING  # or SANITY: a check of this project, not a finding of a paper
+    regime: str = ""  # speed findings: the cost regime of ``estimate`` (the paper's)
+    machine: Verdict | None = None  # speed findings: the measured walltime estimate on this machine
 
     def row(self) -> dict:
-        """A tidy row (for the scoreboard)."""
+        """A tidy row (the paper notebooks' tables)."""
         return {
             "finding": self.name,
             "claim": self.claim,
@@ -48,13 +64,78 @@ class Verdict:
             "verdict": self.status,
         }
 
+    def board_row(self) -> dict:
+        """``row`` with the scoreboard's columns: section, the regime of the estimate, this machine's estimate
+        (``machine_*``, empty for a finding not about speed) and the proxy validity."""
+        m = self.machine
+        return {
+            "section": self.section,
+            **self.row(),
+            "regime": self.regime,
+            "machine_estimate": round(m.estimate, 3) if m else "",
+            "machine_ci95": f"[{m.low:.3f}, {m.high:.3f}]" if m else "",
+            "machine_verdict": m.status if m else "",
+            "machine_regime": m.regime if m else "",
+            "validity": self.validity,
+            "validity_why": self.validity_why,
+        }
+
     def markdown(self) -> str:
         paper = f" Paper: {self.paper}." if self.paper else ""
         detail = f" {self.detail}" if self.detail else ""
+        regime = f" [{self.regime}]" if self.regime else ""
+        machine = ""
+        if self.machine:
+            m = self.machine
+            machine = f" This machine ({m.regime}): {m.estimate:.3f} (95% CI {m.low:.3f} to {m.high:.3f}), {m.status}."
+        validity = f" Proxy validity: {self.validity} ({self.validity_why})." if self.validity else ""
         return (
             f"**{self.name} {self.status}** — {self.claim}.{paper} Ours: {self.estimate:.3f} "
-            f"(95% CI {self.low:.3f} to {self.high:.3f}, n = {self.n}).{detail}"
+            f"(95% CI {self.low:.3f} to {self.high:.3f}, n = {self.n}){regime}.{machine}{detail}{validity}"
         )
+
+
+def judged(verdict: Verdict, validity: str, why: str) -> Verdict:
+    """``verdict`` with its proxy validity; with ``no`` its status becomes ``NOT_TESTABLE`` (the estimate stays)."""
+    if validity not in VALIDITY:
+        raise ValueError(f"validity must be one of {VALIDITY}, got {validity!r}")
+    status = NOT_TESTABLE if validity == "no" else verdict.status
+    return replace(verdict, validity=validity, validity_why=why, status=status)
+
+
+def sanity(verdict: Verdict) -> Verdict:
+    """``verdict`` as a sanity check: it must hold (a failure is a bug), and it is no finding of a paper."""
+    return replace(verdict, section=SANITY)
+
+
+def two_regimes(paper: Verdict, machine: Verdict, regime: str, machine_regime: str) -> Verdict:
+    """A speed finding: ``paper`` (counts priced in the paper's regime ``regime``) decides; ``machine`` (measured
+    walltime on the device ``machine_regime`` names, with its c) rides along with its own interval and verdict."""
+    return replace(paper, regime=regime, machine=replace(machine, regime=machine_regime))
+
+
+PRICED, MEASURED = "priced_speed", "tokens_per_second"  # the speed columns of the two regimes
+
+
+def in_two_regimes(make, frame, priced, *args, regime: str, machine: str, speed_only: int | None = None, **kw):
+    """A paper's speed findings in both regimes: ``make(frame, *args, value=…, **kw)`` (a list of verdicts) on
+    ``priced`` (the frame with ``priced_speed``: counts in the paper's regime ``regime``; decides) and on ``frame``
+    (``tokens_per_second`` measured on the machine ``machine`` names), paired by position. ``speed_only``: only that
+    many leading verdicts are about speed (the rest are kept from the paper-regime list as they are)."""
+    paper = make(priced, *args, value=PRICED, **kw)
+    measured = make(frame, *args, value=MEASURED, **kw)
+    k = len(paper) if speed_only is None else speed_only
+    return [two_regimes(p, m, regime, machine) for p, m in zip(paper[:k], measured[:k])] + paper[k:]
+
+
+def judge_all(verdicts, validity: dict, strict: bool = True) -> list[Verdict]:
+    """``judged`` on each verdict from ``validity`` (finding name → (yes/partly/no, why)). With ``strict`` (the tiny
+    profile, whose validity the tables record) a name without an entry is an error, so that no finding reaches the
+    board without its proxy validity; otherwise (another profile's names) such a verdict is returned unjudged."""
+    missing = [v.name for v in verdicts if v.name not in validity]
+    if missing and strict:
+        raise KeyError(f"no proxy validity for {missing}")
+    return [judged(v, *validity[v.name]) if v.name in validity else v for v in verdicts]
 
 
 def decide(low: float, high: float, threshold: float = 0.0, greater: bool = True) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from specdec import validate
 from specdec.sampling import sample
 
 _SUM_TOLERANCE = 1e-3
@@ -99,6 +100,7 @@ def greedy_prefix(draft_tokens: torch.Tensor, target_scores: torch.Tensor) -> tu
             f"need draft_tokens [γ] and target_scores [γ, V]; got {list(draft_tokens.shape)} and "
             f"{list(target_scores.shape)}"
         )
+    _check_finite(target_scores, "target_scores")
     best = target_scores.argmax(-1)
     mismatch = (draft_tokens.to(best.device) != best).nonzero()
     if len(mismatch) == 0:
@@ -134,4 +136,15 @@ def _check_block(draft_tokens: torch.Tensor, target_scores: torch.Tensor, name: 
         raise ValueError(
             f"draft token ids must lie in [0, {target_scores.shape[-1]}); do the draft and target share a vocabulary?"
         )
+    _check_finite(target_scores, name)
     return gamma
+
+
+def _check_finite(scores: torch.Tensor, name: str) -> None:
+    # argmax of an all-NaN row is 0: a broken (overflowed) model would decode token 0 without a word
+    # (-inf alone is a masked token, legal)
+    if validate.broken_scores(scores):
+        raise FloatingPointError(
+            f"{name} hold NaN or inf: the model overflowed (float16?) or its weights are broken; "
+            "run it in float32 / bfloat16 or check the checkpoint"
+        )

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from specdec import hub, results, zoo
+from specdec import hub, results, validate, zoo
 from specdec.aasd import baselines, paper_zoo, zoo_specs
 from specdec.aasd.drafter import AASDDrafter
 from specdec.aasd.module import config_for, load_module
@@ -62,6 +62,7 @@ ABLATIONS = {
 def load_requests(n_per_task: int, seed: int = 0, profile: str = "tiny") -> list[dict]:
     """Held-out requests: ``n_per_task`` per task (split evenly over a task's sub-tasks), with ``task``/``subtask``;
     other profiles: ``paper_requests``."""
+    n_per_task = validate.integer("n_per_task", n_per_task, minimum=1, hint="requests per task")
     if profile != "tiny":
         return paper_requests(profile, n_per_task)
     out = []
@@ -96,6 +97,7 @@ def draft_source(name: str, target_name: str, profile: str = "tiny") -> tuple[st
     """``(folder or hub id, revision)`` of a draft name's weights (``make_drafter`` loads from there): a module
     folder (``AASD*``), the tiny zoo's baseline, or on another profile the paper-scale zoo's distilled baseline or
     the public draft of ``aasd.drafts`` at its pinned revision."""
+    validate.choice("AASD draft", name, [*MAIN_DRAFTS, *ABLATIONS])
     zoo_dir = zoo.MODELS if profile == "tiny" else paper_zoo.zoo_dir()
     if name.startswith("AASD"):
         return zoo_dir / module_name(target_name, ABLATIONS[name][0]), None

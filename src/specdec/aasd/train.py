@@ -230,7 +230,7 @@ def main(argv=None):
     if not args.data.exists():
         args.data.parent.mkdir(parents=True, exist_ok=True)
         torch.save(build_data(), args.data)
-    data = torch.load(args.data)
+    data = torch.load(args.data, weights_only=True)
     if args.step in ("all", "target"):
         tabed_train.train_all(data, [zoo_specs.SECOND_TARGET], args.out, specs=zoo_specs.TARGET_SPECS)
     if args.step in ("all", "baselines"):

@@ -484,8 +484,32 @@ def equation_accuracy(text: str) -> float:
     found = re.findall(r"(\d+(?:\s*[-+*/]\s*\d+)+)\s*=\s*(\d+)", text)
     if not found:
         return float("nan")
-    right = sum(abs(eval(lhs, {"__builtins__": {}}) - int(rhs)) < 1e-9 for lhs, rhs in found)  # digits, + - * / only
+    right = sum(_equation_holds(lhs, rhs) for lhs, rhs in found)
     return right / len(found)
+
+
+def _equation_holds(lhs: str, rhs: str) -> bool:
+    """Whether ``lhs`` (digits and ``+ - * /``, as the pattern above matched) equals ``rhs``; a division by zero
+    is simply wrong. Parsed as an expression tree of numbers and four operators only, never evaluated as code
+    (``05`` is 5, not a syntax error)."""
+    import ast
+    import operator as op
+    import re
+
+    ops = {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.Div: op.truediv}
+
+    def value(node):
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        raise ValueError(f"not plain arithmetic: {ast.dump(node)}")
+
+    text = re.sub(r"\d+", lambda m: str(int(m.group())), lhs)  # leading zeros: "05" -> "5"
+    try:
+        return abs(value(ast.parse(text, mode="eval").body) - int(rhs)) < 1e-9
+    except (ZeroDivisionError, OverflowError, ValueError, SyntaxError, RecursionError):
+        return False
 
 
 def answer_correct(task: str, text: str, row: dict) -> bool | None:

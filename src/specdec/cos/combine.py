@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specdec import validate
 from specdec.verify import check_probs
 
 
@@ -21,7 +22,7 @@ def weighted_ensemble(probs: Sequence[torch.Tensor] | torch.Tensor, weights: Seq
     """``Σ_i weights[i] · probs[i]``; ``probs``: n tensors ``[..., V]`` (or one ``[n, ..., V]``) of probabilities,
     ``weights``: n non-negative numbers summing to one."""
     probs = list(probs)
-    weights = torch.as_tensor(weights, dtype=torch.float32).flatten()
+    weights = torch.as_tensor(validate.numbers_list("ensemble weights", weights), dtype=torch.float32)
     if len(probs) != len(weights):
         raise ValueError(f"got {len(weights)} weights for {len(probs)} distributions")
     if bool((weights < 0).any()) or abs(float(weights.sum()) - 1) > 1e-4:
@@ -44,10 +45,8 @@ def contrastive(
     expert_logits: torch.Tensor, amateur_logits: torch.Tensor, mu: float = 0.1, temperature: float = 1.0
 ) -> torch.Tensor:
     """``softmax((l_expert − μ l_amateur) / T)`` on raw logits, no plausibility mask; ``T = 0``: one-hot argmax."""
-    if not math.isfinite(mu) or mu < 0:
-        raise ValueError(f"the contrastive coefficient mu must be a finite number >= 0, got {mu}")
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0 (0 = argmax), got {temperature}")
+    mu = validate.number("the contrastive coefficient mu", mu, minimum=0)
+    temperature = validate.number("temperature", temperature, minimum=0, hint="0 = argmax")
     if expert_logits.shape != amateur_logits.shape:
         raise ValueError(
             f"expert logits {list(expert_logits.shape)} and amateur logits "
@@ -76,10 +75,12 @@ class Combination:
     temperature: float = 1.0
 
     def __post_init__(self):
-        if self.kind not in ("we", "cd"):
-            raise ValueError(f"unknown combination {self.kind!r}: use 'we' (weighted ensemble) or 'cd' (contrastive)")
-        if not isinstance(self.n_models, int) or self.n_models < 2:
+        validate.choice("combination", self.kind, ("we", "cd"), hint="'we' weighted ensemble, 'cd' contrastive")
+        if isinstance(self.n_models, bool) or not isinstance(self.n_models, int) or self.n_models < 2:
             raise ValueError(f"collaborative decoding needs at least two models, got n_models={self.n_models!r}")
+        for name in ("mu", "temperature"):
+            if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), (int, float)):
+                raise ValueError(f"{name} must be a finite number, got {getattr(self, name)!r}")
         if self.kind == "cd" and self.n_models != 2:
             raise ValueError("contrastive decoding combines exactly two models: (amateur, expert)")
         if not math.isfinite(self.mu) or not math.isfinite(self.temperature):
@@ -89,7 +90,7 @@ class Combination:
         if self.temperature < 0 or (self.kind == "we" and self.temperature == 0):
             raise ValueError(f"temperature must be > 0 for a weighted ensemble and >= 0 for CD, got {self.temperature}")
         if self.weights is not None:
-            w = torch.as_tensor(self.weights, dtype=torch.float64)
+            w = torch.as_tensor(validate.numbers_list("ensemble weights", self.weights), dtype=torch.float64)
             if len(w) != self.n_models:
                 raise ValueError(f"got {len(w)} ensemble weights for {self.n_models} models")
             if bool((w < 0).any()) or abs(float(w.sum()) - 1) > 1e-6:
@@ -99,9 +100,14 @@ class Combination:
     def weighted(cls, lam: float = 0.5, n_models: int = 2, temperature: float = 1.0) -> Combination:
         """The paper's WE: ``r = λ q + (1 − λ) p`` for two models (q = ``models[0]``); ``1/n`` each for n > 2."""
         if n_models == 2:
-            if not 0 <= lam <= 1:  # NaN fails this too
-                raise ValueError(f"the ensemble weight λ must lie in [0, 1], got {lam}")
-            return cls("we", 2, (float(lam), 1.0 - float(lam)), temperature=temperature)
+            lam = validate.number("the ensemble weight λ", lam, minimum=0, maximum=1)
+            return cls("we", 2, (lam, 1.0 - lam), temperature=temperature)
+        # n > 2 models take 1/n each (the paper's setting): a λ other than the default would be silently ignored
+        if lam != 0.5:
+            raise ValueError(
+                f"λ={lam!r} weights two models; {n_models} models take 1/{n_models} each: leave lam at its default "
+                f"or pass explicit weights, Combination('we', {n_models}, weights=(...))"
+            )
         return cls("we", n_models, None, temperature=temperature)
 
     @property

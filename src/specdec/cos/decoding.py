@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from specdec import engine, verify
+from specdec import engine, validate, verify
 from specdec.cache import CachedLM
 from specdec.cos.combine import Combination
 from specdec.engine import generate
@@ -180,8 +180,9 @@ def decode(
     sampling: greedy (temperature 0, the default) decodes ``argmax r``; any temperature > 0 samples ``r``
     exactly (the temperature then only shapes how proposers draw; ``r`` has its own in ``combine``).
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+    validate.choice("method", method, METHODS)
+    if not isinstance(combine, Combination):
+        raise TypeError(f"combine must be a cos.Combination (e.g. Combination.weighted(0.5)), got {combine!r}")
     if method in ("naive", "cos"):
         return collaborate(
             models,
@@ -260,9 +261,10 @@ def collaborate(
     i's own proposal, which it extends to ``gammas[i]`` tokens; without ``apf`` only the default model
     proposes and the others just score, in order.
     """
-    sampling = sampling or SamplingConfig()
+    sampling = engine.check_sampling(sampling)
+    seed = validate.integer("seed", seed)
     prompt_ids = engine.check_prompt(prompt_ids)
-    lms, gammas, eos_ids = _prepare(models, combine, gammas, default, max_new_tokens, eos_token_id)
+    lms, gammas, eos_ids = _prepare(models, combine, gammas, default, max_new_tokens, eos_token_id, prompt_ids)
     n = len(lms)
     device = lms[0].device
     draw_gen = torch.Generator(device=device).manual_seed(seed)
@@ -322,7 +324,7 @@ def collaborate(
     return res
 
 
-def _prepare(models, combine: Combination, gammas, default: int, max_new_tokens: int, eos_token_id):
+def _prepare(models, combine: Combination, gammas, default: int, max_new_tokens: int, eos_token_id, prompt_ids):
     """The first step of ``collaborate``: wrap every model in a ``CachedLM`` and check the arguments.
 
     Returns ``(lms, gammas as a list, eos ids)``; raises ``ValueError`` on a bad combination, proposal length,
@@ -330,14 +332,15 @@ def _prepare(models, combine: Combination, gammas, default: int, max_new_tokens:
     lms = [CachedLM(m) for m in models]
     _check_models(lms, combine)
     n = len(lms)
+    default = validate.integer("default proposer", default, minimum=0, maximum=n - 1)
     gammas = list(gammas)
     if len(gammas) != n:
         raise ValueError(f"give one proposal length per model: {n} models, gammas={gammas}")
     for g in gammas:
         engine.check_int("gamma", g, minimum=1, hint="each model proposes at least one token")
-    if not 0 <= default < n:
-        raise ValueError(f"default proposer {default} is not one of the {n} models")
-    engine.check_int("max_new_tokens", max_new_tokens, minimum=0)
+    max_new_tokens = engine.check_int("max_new_tokens", max_new_tokens, minimum=0)
+    for lm in lms:  # the checks generate() makes: vocabulary, context window (each model its own)
+        engine.check_request(lm, prompt_ids, max_new_tokens, None)
     return lms, gammas, engine.eos_ids(models[-1], eos_token_id)
 
 

@@ -123,7 +123,7 @@ def main(argv=None):
         torch.save(streams, args.streams)
         print({split: {k: len(v) for k, v in s.items()} for split, s in streams.items()})
     if args.step in ("train", "all"):
-        streams = torch.load(args.streams)
+        streams = torch.load(args.streams, weights_only=True)
         train_all(streams, args.models, args.out, device=args.device, steps_scale=args.steps_scale)
 
 

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from specdec import bench, results, zoo
+from specdec import bench, results, validate, zoo
 from specdec.drafters import PromptLookupDrafter
 from specdec.engine import generate
 from specdec.hub import ModelNotAvailableError
@@ -75,6 +75,7 @@ def paper_setup() -> dict:
 
 def drafter_name(method: str, lang: str) -> str | None:
     """The zoo model behind a method for a pair X → En (``None`` for ``ar`` and ``pld``)."""
+    validate.choice("multilingual method", method, METHODS)
     return {"sps-generic": "ml-draft-generic", "sps-f": f"ml-draft-f-{lang}", "sps-pf": f"ml-draft-pf-{lang}"}.get(
         method
     )
@@ -188,8 +189,10 @@ def prompt_set(
     Each row is ``parallel.direction_prompt`` plus ``ids`` (``LongTensor[L]``: ``<s>`` + prompt ids).
     profile "paper" loads the paper's WMT / IWSLT sets instead (``load_paper_prompts``; ``None``: the whole set).
     """
-    if n is not None and n < 1:
-        raise ValueError(f"n must be >= 1 or None (every held-out pair), got {n}")
+    if n is not None:
+        n = validate.integer("n", n, minimum=1, hint="prompts per direction; None = every held-out pair")
+    validate.choice("profile", profile, ("tiny", "paper"))
+    validate.choice("source", source, parallel.SOURCES)
     if profile == "paper":
         rows = load_paper_prompts(src, tgt, n, generalization=source == "sphinx")
         return [{**r, "ids": encode(tokenizer(), r["prompt"])} for r in rows]
@@ -284,7 +287,14 @@ def corpus_chrf(hypotheses: list[str], references: list[str]) -> float:
 def paired_bootstrap(a, b, n_boot: int = 2000, seed: int = 0) -> dict:
     """Paired bootstrap of mean(a − b) over items: mean, 95 % interval and a two-sided p-value
     (share of resampled means on the other side of 0, doubled)."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 1 or a.shape != b.shape or len(a) == 0:
+        raise ValueError(
+            f"paired_bootstrap needs two equally long, non-empty 1-D samples (item i of a paired with item i of "
+            f"b); got shapes {list(a.shape)} and {list(b.shape)}"
+        )
+    n_boot = validate.integer("n_boot", n_boot, minimum=1)
+    d = a - b
     rng = np.random.default_rng(seed)
     means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
     p = 2 * min((means <= 0).mean(), (means >= 0).mean())
@@ -315,6 +325,11 @@ def run_group(
     sampling = SamplingConfig(temperature=temperature)
     rows, reference_ids = [], None
     for method, spec in drafters.items():
+        if spec is None and method != "ar":  # a typo in a method name must not store plain decoding under it
+            raise ValueError(
+                f"method {method!r} has no drafter (spec None): only 'ar' is plain decoding; give a zoo drafter "
+                f"name or 'pld' (drafter_name(method, lang) knows {METHODS})"
+            )
         res = generate(
             target,
             prompt["ids"],

@@ -760,7 +760,7 @@ def main(argv=None):
             ft_budget=args.ft_budget,
         )
     if args.step in ("train", "all"):
-        data = torch.load(data_path)
+        data = torch.load(data_path, weights_only=True)
         train_all(
             data,
             args.out or zoo.MODELS,

@@ -20,7 +20,7 @@ import re
 import pandas as pd
 import torch
 
-from specdec import paper, results
+from specdec import paper, results, validate
 from specdec.engine import autoregressive, generate
 from specdec.hub import cached_commit, load_dataset
 from specdec.tabed import dialogues, scenes
@@ -175,6 +175,10 @@ def load_suite(
     never recomputed; ``answer_tokens``: their length, the authors' 128). The tiny suite scripts its dialogues
     and ignores ``target`` / ``processor``.
     """
+    n_per_scenario = validate.integer("n_per_scenario", n_per_scenario, minimum=1, hint="requests per cell")
+    for name, n in (("n_ood", n_ood), ("n_second", n_second)):
+        if n is not None:
+            validate.integer(name, n, minimum=1, hint="requests per cell; None = n_per_scenario")
     wanted = [
         (s, t)
         for s, t in scenes.SCENARIOS

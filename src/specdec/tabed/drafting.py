@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 import torch
 
+from specdec import validate
 from specdec.drafters import AdaptiveEnsembleDrafter, ModelDrafter
 from specdec.engine import autoregressive
 from specdec.hub import ModelNotAvailableError, resolve
@@ -162,6 +163,8 @@ class DraftingRows:
         unknown = [m for m in methods if m not in METHODS]
         if unknown or not methods:
             raise ValueError(f"drafting methods must be among {METHODS}, got {list(methods)}")
+        if "P" in methods:  # pool 1 would make P the very M row
+            pool = validate.integer("pool", pool, minimum=2, hint="P average-pools the image tokens pool x pool")
         if "C" in methods and captioner is None:
             raise ValueError("caption drafting (C) needs a captioner: images -> list of captions")
         self.model, self.methods, self.tokenizer = model, tuple(methods), tokenizer
@@ -263,9 +266,17 @@ def make_drafter(
     ``ensemble.softmax_weights`` (``divergence`` "kl"/"tvd", ``temperature``). ``window``: the last ``h``
     verified positions (``None`` = ALL). The drafter's ``make_rows.active`` / ``weight_log`` say what was used.
     """
-    if method not in ENSEMBLES:
-        raise ValueError(f"unknown TABED method {method!r}; choose from {list(ENSEMBLES)}")
+    validate.choice("TABED method", method, list(ENSEMBLES))
     methods = ENSEMBLES[method]
+    if method.endswith("*") and len(methods) == 2:  # checked here, not at the first block's policy call
+        ensemble.grid_candidates(grid_n)
+    elif method.endswith("*"):
+        validate.number("temperature", temperature, positive=True, hint="the MTCP* softmax temperature")
+        validate.choice("divergence", divergence, ("kl", "tvd"))
+    if weights is not None and method.endswith("*"):
+        raise ValueError(f"{method} adapts its weights at test time; weights={weights!r} would be ignored: drop them")
+    if weights is not None:
+        weights = validate.numbers_list("weights", weights)
     rows = DraftingRows(draft, methods, tokenizer, captioner=captioner, pool=pool)
     if not method.endswith("*"):
         if weights is not None and len(weights) != len(methods):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from specdec import validate
 from specdec.drafters import History  # the verified history the policies read (also re-exported from here)
 
 _EPS = 1e-10
@@ -35,14 +36,15 @@ def divergence(p: torch.Tensor, q: torch.Tensor, kind: str = "kl") -> torch.Tens
 
 def grid_candidates(n: int = 10) -> torch.Tensor:
     """``[[1 − j/n, j/n] for j = 0..n]`` as ``[n+1, 2]``."""
+    n = validate.integer("grid_n", n, minimum=1, hint="the grid has n + 1 candidates [1 - j/n, j/n]")
     j = torch.arange(n + 1, dtype=torch.float32) / n
     return torch.stack([1 - j, j], dim=1)
 
 
 def grid_weights(history: History, n: int = 10, criterion: str = "hard+kl", window: int | None = None) -> torch.Tensor:
     """The grid candidate that best explains the window (two drafting methods)."""
-    if criterion not in ("hard", "kl", "tvd", "hard+kl"):
-        raise ValueError(f"criterion must be 'hard', 'kl', 'tvd' or 'hard+kl', got {criterion!r}")
+    validate.choice("criterion", criterion, ("hard", "kl", "tvd", "hard+kl"))
+    _check_window(window)
     candidates = grid_candidates(n)
     if len(history) == 0:
         return torch.tensor([0.5, 0.5])
@@ -65,6 +67,11 @@ def grid_weights(history: History, n: int = 10, criterion: str = "hard+kl", wind
     return candidates[int(balance.argmin())]  # remaining ties: the most balanced candidate
 
 
+def _check_window(window) -> None:
+    if window is not None:
+        validate.integer("window", window, minimum=1, hint="the last h verified positions; None = all")
+
+
 def _within_noise(errors: torch.Tensor, keep: torch.Tensor, n_positions: int) -> torch.Tensor:
     """The kept candidates whose summed divergence is the least up to float32 rounding.
 
@@ -81,8 +88,9 @@ def softmax_weights(
     history: History, kind: str = "kl", temperature: float = 1.0, window: int | None = None, m: int | None = None
 ) -> torch.Tensor:
     """``softmax([1/e_1 … 1/e_m] / temperature)`` with ``e_k = Σ_window D(p, q_k)``."""
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    temperature = validate.number("temperature", temperature, positive=True, hint="the MTCP* softmax temperature")
+    validate.choice("divergence", kind, ("kl", "tvd"))
+    _check_window(window)
     if len(history) == 0:
         if m is None:
             raise ValueError("with an empty history, pass the number of drafting methods m")

@@ -364,10 +364,7 @@ def stored(profile: str, table: str, key: dict, compute, models: dict | None = N
     if models:
         store.provenance.update(results.model_provenance(**models))
     store.run([key], lambda **_: compute(), desc=table)
-    frame = store.frame()
-    for column, value in key.items():
-        frame = frame[frame[column].astype(str) == str(results.format_value(value))]
-    return frame
+    return store.frame(requested=True)  # the rows of this key only, compared exactly as the store keys them
 
 
 # ------------------------------------------------------------------------------------------------- findings

@@ -516,7 +516,7 @@ def main(argv=None):
             }
         )
     if args.step in ("train", "all"):
-        data = torch.load(data_path)
+        data = torch.load(data_path, weights_only=True)
         out = args.out or zoo.MODELS
         train_all(
             data,

@@ -8,6 +8,7 @@ Profiles (``data/profiles/<name>.yaml``) list which target/draft pairs each pape
 
 from __future__ import annotations
 
+import difflib
 import os
 import pathlib
 
@@ -61,6 +62,11 @@ def load(
         )
     if not local.exists() and (source.startswith((".", "/", "~")) or os.sep in source and source.count("/") > 1):
         raise ModelNotAvailableError(f"no model directory at {source}")
+    if not local.exists() and "/" not in source:  # not a hub id (org/name) nor a folder: a misspelt zoo name?
+        shipped = sorted(p.name for p in zoo.MODELS.iterdir() if (p / "config.json").exists())
+        close = difflib.get_close_matches(source, shipped, n=1, cutoff=0.8)
+        if close:
+            raise ValueError(f"unknown zoo model {source!r} (did you mean {close[0]!r}?); the zoo ships {shipped}")
     model_cls = AutoModelForCausalLM
     if kind not in ("causal_lm", "llava"):
         raise ValueError(f"kind must be 'causal_lm' or 'llava', got {kind!r}")
@@ -93,7 +99,8 @@ def load(
             f"Hugging Face hub. On a machine with internet run `make download PROFILE=paper` (or "
             f"`{hub.HF_CLI} download {source}`), then copy the cache "
             f"(HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}) "
-            "here, or pass a local directory saved with save_pretrained()."
+            "here, or pass a local directory saved with save_pretrained()"
+            f"{hub.STANDIN_HINT}."
         ) from None
     return model.to(device).eval(), tokenizer
 
@@ -108,7 +115,7 @@ def load_tokenizer(name_or_path: str | os.PathLike, revision: str | None = None)
     except OSError:
         raise ModelNotAvailableError(
             f"cannot load the tokenizer of {source!r} offline: run `make download PROFILE=paper` (or "
-            f"`{hub.HF_CLI} download {source}`) on a machine with internet and copy the cache here"
+            f"`{hub.HF_CLI} download {source}`) on a machine with internet and copy the cache here{hub.STANDIN_HINT}"
         ) from None
 
 

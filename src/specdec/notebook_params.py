@@ -1,0 +1,169 @@
+"""Notebook parameters checked against the notebook's own parameters cell before anything runs.
+
+Papermill injects any ``-p name value`` it is given: a misspelt name only earns a warning and the notebook runs on
+its default, a ``-5`` sample size publishes verdicts on nothing. ``check`` turns each such slip into one error that
+names the parameter and what it accepts. It is called twice over: by ``scripts/run_notebooks.py`` on the values it
+is about to inject (``declared`` reads the parameters cell of the ``.ipynb``), and by a notebook's first code cell on
+its own namespace (``check_parameters(globals())``), which also protects a plain papermill user.
+
+The rules: a name must be declared in the parameters cell; a value must fit the cell's annotation (``int``,
+``float``, ``str``, ``bool``, ``list``, ``dict``, ``X | None``); sizes (every ``int`` but a seed, and the entries of
+the size lists in ``SIZE_LISTS``) are ``>= 1``; names with a known vocabulary (``allowed``) must be in it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import pathlib
+
+from specdec import validate
+
+# list parameters whose entries are counts or lengths (>= 1); ``windows`` may also hold "ALL"
+SIZE_LISTS = {
+    "gammas",
+    "theory_gammas",
+    "mu_gammas",
+    "latency_gammas",
+    "latency_batch_sizes",
+    "latency_contexts",
+    "image_counts",
+    "m_values",
+    "windows",
+}
+# int parameters that may be 0 or negative (everything else typed int is a size)
+NOT_SIZES = {"seed"}
+# names the IPython kernel puts in a fresh namespace: never parameters
+_KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+def declared(notebook: str | pathlib.Path) -> dict[str, str]:
+    """``{name: annotation text}`` of the cell tagged ``parameters`` (``"any"`` when a name has no annotation)."""
+    nb = json.loads(pathlib.Path(notebook).read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            return _declared_in(source)
+    return {}
+
+
+def _declared_in(source: str) -> dict[str, str]:
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out[node.target.id] = ast.unparse(node.annotation)
+        elif isinstance(node, ast.Assign):
+            out.update({t.id: "any" for t in node.targets if isinstance(t, ast.Name)})
+    return out
+
+
+def check(params: dict, spec: dict[str, str], notebook: str = "the notebook") -> dict:
+    """Raise ``ValueError`` on the first parameter of ``params`` that ``spec`` (``declared``) does not allow;
+    returns ``params``."""
+    for name, value in params.items():
+        if name not in spec:
+            validate.choice(f"parameter of {notebook}", name, sorted(spec), hint="see its parameters cell")
+        _check_type(name, value, spec[name], notebook)
+        _check_range(name, value, spec[name], notebook)
+        known = allowed(name, notebook)
+        if known is not None:
+            for item in value if isinstance(value, list) else [value]:
+                if not (isinstance(item, str) and item in known):
+                    validate.choice(f"value in {notebook}'s parameter {name}", item, sorted(known))
+    return params
+
+
+def check_parameters(namespace: dict, notebook: str = "this notebook") -> None:
+    """The in-notebook check: every parameter in ``namespace`` (a notebook's ``globals()`` after papermill's
+    injected cell) against the parameters cell's annotations (``__annotations__``); a name that is neither
+    annotated, private nor the kernel's is an unknown parameter."""
+    annotations = namespace.get("__annotations__", {})
+    spec = {name: _annotation_text(a) for name, a in annotations.items()}
+    params = {k: v for k, v in namespace.items() if k in spec}
+    unknown = [
+        k
+        for k, v in namespace.items()
+        if k not in spec
+        and not k.startswith("_")
+        and k not in _KERNEL_NAMES
+        and not callable(v)
+        and type(v).__name__ != "module"
+    ]
+    for name in unknown:
+        validate.choice(f"parameter of {notebook}", name, sorted(spec), hint="see its parameters cell")
+    check(params, spec, notebook)
+
+
+def _annotation_text(annotation) -> str:
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation)
+
+
+def _fits(value, kind: str) -> bool:
+    if kind in ("any", "object"):
+        return True
+    if kind == "None":
+        return value is None
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind.startswith("list"):
+        return isinstance(value, list)
+    if kind.startswith("dict"):
+        return isinstance(value, dict)
+    return True  # an annotation this checker does not know: no claim
+
+
+def _check_type(name, value, annotation: str, notebook: str) -> None:
+    kinds = [k.strip() for k in annotation.split("|")]
+    if not any(_fits(value, k) for k in kinds):
+        raise TypeError(
+            f"{notebook}: parameter {name} must be {annotation} (its parameters cell), got "
+            f"{type(value).__name__} {value!r}" + ("; finite numbers only" if isinstance(value, float) else "")
+        )
+
+
+def _check_range(name, value, annotation: str, notebook: str) -> None:
+    where = f"{notebook}: parameter {name}"
+    if isinstance(value, int) and not isinstance(value, bool) and "int" in annotation and name not in NOT_SIZES:
+        validate.integer(where, value, minimum=1, hint="a count or a length")
+    if name in SIZE_LISTS and isinstance(value, list):
+        if not value:
+            raise ValueError(f"{where} must list at least one size, got []")
+        for item in value:
+            if not (name == "windows" and item == "ALL"):
+                validate.integer(f"{where} entries", item, minimum=1, hint="counts or lengths")
+
+
+def allowed(name: str, notebook: str = "") -> set[str] | None:
+    """The known values of a parameter (a list parameter: of its entries), or ``None`` when it takes any."""
+    if name == "profile":
+        from specdec import zoo
+
+        return {p.stem for p in (zoo.DATA / "profiles").glob("*.yaml")}
+    if name in ("methods", "gamma_methods"):
+        from specdec.tabed import ENSEMBLES
+
+        return set(ENSEMBLES)
+    if name == "criteria":
+        return {"hard", "kl", "tvd", "hard+kl"}
+    if name == "divergences":
+        return {"kl", "tvd"}
+    if name in ("tasks", "tradeoff_tasks"):
+        from specdec.cos.tasks import TASKS
+
+        return set(TASKS)
+    if name in ("lang", "langs", "drafter_langs") or (name == "pairs" and notebook.startswith(("30", "34"))):
+        from specdec.multilingual.parallel import LANGUAGES
+
+        return set(LANGUAGES) | ({"en"} if name == "langs" else set())  # English: a source of the OOD directions
+    if name == "drafts":
+        from specdec.aasd.bench import ABLATIONS, MAIN_DRAFTS
+
+        return set(MAIN_DRAFTS) | set(ABLATIONS)
+    return None

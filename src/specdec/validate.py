@@ -1,0 +1,141 @@
+"""One clear error per bad argument at the public entry points: the checks every module shares.
+
+Each check returns the value in the form the caller computes with (a Python ``int`` / ``float`` / ``str``) or
+raises ``ValueError`` (``TypeError`` for a value of the wrong kind) with one message that names the argument,
+repeats the bad value and says what to pass instead. Integer-like values (``numpy.int64``, a 0-d integer
+tensor) are accepted as integers; ``bool`` is never a number here (``True`` as a size is always a slip).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import numbers
+import operator
+from collections.abc import Iterable
+
+
+def _tail(hint: str) -> str:
+    return f" ({hint})" if hint else ""
+
+
+def _bounds(minimum, maximum) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f" >= {minimum}"
+    if maximum is not None:
+        return f" <= {maximum}"
+    return ""
+
+
+def integer(name: str, value, *, minimum: int | None = None, maximum: int | None = None, hint: str = "") -> int:
+    """``value`` as an ``int`` (numpy / torch integers accepted), within ``[minimum, maximum]``."""
+    want = f"{name} must be an integer{_bounds(minimum, maximum)}"
+    if isinstance(value, bool) or isinstance(value, float) or isinstance(value, str):
+        raise TypeError(f"{want}, got {value!r}{_tail(hint)}")
+    try:
+        out = operator.index(value)  # int, numpy ints, 0-d integer tensors; not floats
+    except TypeError:
+        raise TypeError(f"{want}, got {type(value).__name__} {value!r}{_tail(hint)}") from None
+    if (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
+        raise ValueError(f"{want}, got {out}{_tail(hint)}")
+    return out
+
+
+def number(
+    name: str,
+    value,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    positive: bool = False,
+    hint: str = "",
+) -> float:
+    """``value`` as a finite ``float`` within ``[minimum, maximum]`` (``positive``: strictly above zero)."""
+    bounds = " > 0" if positive else _bounds(minimum, maximum)
+    want = f"{name} must be a finite number{bounds}"
+    if isinstance(value, bool) or isinstance(value, str) or not isinstance(value, numbers.Real):
+        if not (hasattr(value, "item") and getattr(value, "ndim", 1) == 0):  # a 0-d tensor / numpy scalar
+            raise TypeError(f"{want}, got {type(value).__name__} {value!r}{_tail(hint)}")
+        value = value.item()
+        if isinstance(value, bool):
+            raise TypeError(f"{want}, got {value!r}{_tail(hint)}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"{want}, got {out}{_tail(hint)}")
+    if (positive and out <= 0) or (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
+        raise ValueError(f"{want}, got {out}{_tail(hint)}")
+    return out
+
+
+def numbers_list(name: str, values, *, length: int | None = None, minimum: float | None = None) -> list[float]:
+    """A sequence of finite numbers (``length`` of them if given), each ``>= minimum``."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a list of numbers, got {type(values).__name__} {values!r}")
+    values = list(values.flatten().tolist() if hasattr(values, "flatten") else values)
+    if length is not None and len(values) != length:
+        raise ValueError(f"{name} must hold {length} numbers, got {len(values)}: {values!r}")
+    return [number(f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(values)]
+
+
+def choice(name: str, value, allowed: Iterable, *, hint: str = ""):
+    """``value`` if it is one of ``allowed``; otherwise the error lists them and suggests the closest."""
+    allowed = list(allowed)
+    if value in allowed and not isinstance(value, bool):
+        return value
+    close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
+    guess = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ValueError(f"unknown {name} {value!r}{guess}: choose one of {allowed}{_tail(hint)}")
+
+
+def strings(name: str, value) -> list[str]:
+    """A list of strings; a single ``str`` is one string (never its characters)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bytes) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__} {value!r}")
+    out = list(value)
+    bad = [v for v in out if not isinstance(v, str) or not v]
+    if bad:
+        raise ValueError(f"{name} must hold non-empty strings, got {bad!r} in {out!r}")
+    return out
+
+
+def finite_tensor(name: str, tensor, *, hint: str = "") -> None:
+    """Raise unless every entry of the floating-point ``tensor`` is finite (NaN / inf would decode token 0)."""
+    import torch
+
+    if tensor is None or not torch.is_tensor(tensor) or not torch.is_floating_point(tensor):
+        return
+    bad = ~torch.isfinite(tensor)
+    if bool(bad.any()):
+        raise ValueError(
+            f"{name} holds {int(bad.sum())} non-finite value(s) (NaN or inf) of {tensor.numel()}"
+            f"{_tail(hint or 'check the inputs, or run the model in float32 if float16 overflowed')}"
+        )
+
+
+def name_part(name: str, value) -> str:
+    """A file-name part (a profile, a table): no path separators, no ``..``, not empty."""
+    if not isinstance(value, str) or not value or value in (".", "..") or "\x00" in value:
+        raise ValueError(f"{name} must be a non-empty name, got {value!r}")
+    parts = value.replace("\\", "/").split("/")
+    if ".." in parts or value.startswith("/") or any(not p for p in parts):
+        raise ValueError(f"{name} {value!r} must stay inside its folder: no '..', no leading or doubled '/'")
+    return value
+
+
+def broken_scores(scores) -> bool:
+    """Whether logits ``[..., V]`` cannot be decoded: a NaN or +inf anywhere, or a row without a finite entry.
+
+    ``-inf`` alone is a legal logit (a masked token); an all-NaN row would silently argmax to token 0."""
+    import torch
+
+    if not torch.is_floating_point(scores) or scores.numel() == 0:
+        return False
+    if bool(torch.isnan(scores).any()) or bool(torch.isposinf(scores).any()):
+        return True
+    return not bool(torch.isfinite(scores).any(-1).all())
