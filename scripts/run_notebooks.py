@@ -174,7 +174,8 @@ def hub_standins() -> bool:
 
 class _PapermillNoise(logging.Filter):
     """Papermill's parameter warnings misread comments that hold an ``=`` ("Unable to parse line") and then call
-    declared parameters unknown; ``execute`` says which parameters a notebook really lacks (``declared_parameters``)."""
+    declared parameters unknown; ``checked_jobs`` checks every name against the parameters cell before anything runs
+    (``specdec.notebook_params``) and passes each notebook only its own."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -300,9 +301,6 @@ def execute(nb_path: Path, out_path: Path, params: dict, kernel: str, cwd: Path,
     # The kernel inherits this environment: a non-interactive MPLBACKEND (``agg``, as the tests set) would make
     # it save the figures to files but embed none in the notebook a reader opens.
     os.environ.pop("MPLBACKEND", None)
-    unknown = sorted(set(params) - set(declared_parameters(nbformat.read(nb_path, as_version=4))))
-    if unknown:
-        print(f"{nb_path.name}: no parameter {', '.join(unknown)} in its parameters cell (passed, unused)", flush=True)
     start = time.perf_counter()
     status = "ok"
     try:
