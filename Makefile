@@ -1,6 +1,7 @@
 # specdec-repro: build / reproduce / test entry points (GNU make).
 #
-#   make install      create .venv, install pinned deps + this package, register the kernel
+#   make install      create .venv, install torch, then requirements.lock (hashes checked) + this package, the kernel
+#   make lock         resolve requirements.txt into requirements.lock (pip-compile --generate-hashes)
 #   make reproduce    execute notebooks/[0-9]*.ipynb with papermill (PROFILE=tiny by default)
 #   make test         ruff, unit tests (the float ones again at the narrowest CPU width), then nbval (2 workers)
 #   make test-all     the same, plus the tests marked slow
@@ -8,7 +9,9 @@
 #   make ci-clean     CI exactly as on main: a fresh clone of HEAD, CI=true bash .ci/run (recorded)
 #   make standin-hub  a tiny random-weight copy of every model / dataset id of paper.yaml in .cache/standin-hub
 #   make paper-smoke  every notebook with PROFILE=paper on the stand-in hub, small parameters, temporary outputs
+#   make paper-try    the same, outputs kept in results/paper-try/ to open: the paper path on a laptop in minutes
 #   make download     prefetch the models and datasets of PROFILE (paper) into HF_HOME (needs internet)
+#   make lab          JupyterLab in notebooks/ (LAB_PORT=8899 LAB_IP=0.0.0.0 ARGS="--no-browser ..." pass through)
 #
 # Everything Jupyter/IPython/matplotlib/HF would normally write to $HOME is
 # redirected into the checkout (.cache/, .venv/share/jupyter).
@@ -32,6 +35,8 @@ export JUPYTER_RUNTIME_DIR            = $(CURDIR)/.cache/jupyter-runtime
 export JUPYTER_DATA_DIR               = $(CURDIR)/.venv/share/jupyter
 export JUPYTER_CONFIG_DIR             = $(CURDIR)/.cache/jupyter-config
 export MPLCONFIGDIR                   = $(CURDIR)/.cache/matplotlib
+# jupyter_lsp looks for language servers with npm at `make lab`, and npm writes its logs under its cache (~/.npm)
+export npm_config_cache               = $(CURDIR)/.cache/npm
 # HF_HOME from the environment wins (HF_HOME=/data/hf make ...): ?= only sets it when it is not set.
 export HF_HOME                       ?= $(CURDIR)/.cache/huggingface
 export HF_HUB_OFFLINE                 = 1
@@ -41,12 +46,13 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
-	lab clean-results standin-hub paper-smoke download
+.PHONY: help install lock reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
+	lab clean-results standin-hub paper-smoke paper-try download
 
 help:
 	@echo "Targets:"
-	@echo "  install        create $(VENV), pip install -r requirements.txt + -e ., register kernel '$(KERNEL)'"
+	@echo "  install        create $(VENV), torch ($(TORCH)), then requirements.lock with --require-hashes, -e ., kernel '$(KERNEL)'"
+	@echo "  lock           resolve requirements.txt into requirements.lock with hashes (pip-tools; needs PyPI)"
 	@echo "  reproduce      run notebooks/[0-9]*.ipynb with papermill (PROFILE=$(PROFILE))"
 	@echo "  test           ruff, pytest tests/, then nbval (--nbval-lax) on notebooks/, 2 workers (~15 min on 2 cores)"
 	@echo "  test-all       test, plus the tests marked slow"
@@ -54,20 +60,40 @@ help:
 	@echo "  ci-clean       CI=true bash .ci/run on a fresh clone of HEAD (recorded for the pre-push hook)"
 	@echo "  standin-hub    tiny random-weight stand-ins of every paper.yaml model and dataset id (.cache/standin-hub)"
 	@echo "  paper-smoke    every notebook with PROFILE=paper on the stand-in hub (small parameters, temporary outputs)"
+	@echo "  paper-try      the same with the outputs kept in results/paper-try/: try the paper path on a laptop"
 	@echo "  download       prefetch every model and dataset of PROFILE into HF_HOME (needs internet; PROFILE=paper)"
 	@echo "  models         retrain the tiny model zoo (slow)"
 	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
 	@echo "  models-aasd    retrain the AASD zoo (second target, baselines, modules; CPU ~2 h on a shared machine)"
-	@echo "  lab            start JupyterLab in notebooks/"
+	@echo "  lab            start JupyterLab in notebooks/ (LAB_PORT=, LAB_IP=, ARGS=\"--no-browser ...\"; --allow-root as root)"
 	@echo "  clean-results  rm -rf results/\$$PROFILE"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
 
-$(STAMP): requirements.txt pyproject.toml | $(CACHE_DIRS)
+# torch first, on its own and without dependencies (the lock holds them), then the lock with --require-hashes: every
+# other package at the version and sha256 requirements.lock names. TORCH is what pip installs for torch: the default
+# takes the local CPU file where pip's configuration offers one (this machine kind) and PyPI's build elsewhere (the
+# CUDA build on Linux); a CPU build anywhere: make install TORCH="torch==2.13.0 --index-url
+# https://download.pytorch.org/whl/cpu".
+TORCH ?= torch==2.13.0
+
+$(STAMP): requirements.lock pyproject.toml | $(CACHE_DIRS)
 	[ -x $(VENV)/bin/python ] || $(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install -r requirements.txt
+	$(VENV)/bin/pip install --no-deps $(TORCH)
+	$(VENV)/bin/pip install --require-hashes -r requirements.lock
 	$(VENV)/bin/pip install --no-deps -e .
+	$(VENV)/bin/pip check
 	$(VENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (specdec)"
 	touch $@
+
+# requirements.txt (the direct pins) resolved into requirements.lock, every package with the sha256 of its files on
+# PyPI (needs PyPI; pip-tools in its own venv under .cache/). torch is resolved (its dependencies are locked) but left
+# out (--unsafe-package: a commented line), as make install installs it apart (TORCH).
+LOCK_VENV = .cache/lock-venv
+lock:
+	[ -x $(LOCK_VENV)/bin/pip-compile ] || { $(PY) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install pip-tools==7.6.2; }
+	PIP_CONFIG_FILE=/dev/null $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --unsafe-package torch \
+		--strip-extras --no-emit-index-url --no-emit-find-links --index-url https://pypi.org/simple \
+		--output-file requirements.lock requirements.txt
 
 # order-only: recreated if .cache/ is wiped, without forcing a reinstall
 $(CACHE_DIRS):
@@ -141,8 +167,16 @@ models-tabed: install
 models-aasd: install
 	$(VENV)/bin/python -m specdec.aasd.train all --out data/models
 
+# make lab LAB_PORT=8899 LAB_IP=0.0.0.0 ARGS="--no-browser --IdentityProvider.token=secret": LAB_PORT / LAB_IP
+# become --port / --ip, ARGS go to `jupyter lab` as they are; --allow-root is added only when make runs as root
+# (Jupyter refuses root without it). Workspaces, settings and runtime files land under .cache/ (exports above).
+LAB_PORT ?=
+LAB_IP   ?=
+ARGS     ?=
+LAB_ARGS  = --notebook-dir=notebooks $(if $(LAB_PORT),--port=$(LAB_PORT)) $(if $(LAB_IP),--ip=$(LAB_IP)) \
+            $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: install
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab $(LAB_ARGS) $(ARGS)
 
 clean-results:
 	rm -rf results/$(PROFILE)
@@ -160,6 +194,14 @@ standin-hub: $(STANDIN_STAMP)
 
 paper-smoke: $(STANDIN_STAMP)
 	HF_HOME=$(STANDIN_HF_HOME) $(VENV)/bin/python scripts/paper_smoke.py
+
+# The whole paper path on a laptop in minutes: the stand-in hub, every notebook with profile=paper at smoke size on
+# the CPU (or the GPU torch sees), the drafter / AASD recipes smoke-sized, outputs kept in results/paper-try/
+# (git-ignored: executed notebooks in notebooks/, tables in results/paper/, figures in figures/paper/).
+# Random weights: every number and verdict it prints is meaningless; each executed notebook says so at its top.
+paper-try: $(STANDIN_STAMP)
+	rm -rf results/paper-try
+	HF_HOME=$(STANDIN_HF_HOME) $(VENV)/bin/python scripts/paper_smoke.py --no-ray --keep $(CURDIR)/results/paper-try
 
 # Online on purpose: the offline flags exported above are unset for this one command.
 download: install

@@ -3,7 +3,8 @@
 Each notebook of ``notebooks/[0-9]*.ipynb`` (a glob: new notebooks join by themselves) runs through
 ``scripts/run_notebooks.py`` with the paper profile and small parameters (``SMOKE``; a notebook not listed there
 gets only ``COMMON``), on CUDA when torch sees a GPU and on CPU otherwise, with results, figures and executed
-notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committed ones. Checks per notebook:
+notebooks in a temporary folder (``SPECDEC_OUTPUT_DIR``), never over the committed ones, and never standing on the
+checkout's results (``SPECDEC_BASE_DIR``: an empty folder, whatever results/paper/ holds). Checks per notebook:
 it ran to the end (after ``PREPARE``, the models no hub holds, trained at smoke settings), it appended rows to
 ``results/paper/`` (TABED 10-13: second turns among them), and the provenance of those rows names the paper's
 model ids (the ids of ``paper.yaml``, or the multilingual drafters' folder), not the tiny zoo.
@@ -30,6 +31,8 @@ import tempfile
 import time
 
 import yaml
+
+from specdec import hub
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROFILE_FILE = ROOT / "data" / "profiles" / "paper.yaml"
@@ -157,6 +160,20 @@ def device() -> str:
     return wanted if wanted != "cuda" or torch.cuda.is_available() else "cpu"
 
 
+def smoke_env(out: pathlib.Path) -> dict:
+    """The environment of every step: outputs under ``out`` and, as the read-only base layer of the stores, an
+    empty ``out/base`` instead of the checkout's ``results/`` (whose git-ignored ``results/paper/`` may hold an
+    earlier paper run with other columns)."""
+    (out / "base").mkdir(parents=True, exist_ok=True)
+    return {
+        **os.environ,
+        "SPECDEC_OUTPUT_DIR": str(out),
+        "SPECDEC_BASE_DIR": str(out / "base"),
+        "MPLBACKEND": "agg",
+        "SPECDEC_AASD_ZOO": str(out / "aasd-zoo"),
+    }
+
+
 def paper_model_ids() -> set[str]:
     spec = yaml.safe_load(PROFILE_FILE.read_text())
     ids = {m for p in spec["pairs"].values() for m in (p["target"], p["draft"])}
@@ -275,12 +292,7 @@ def main(argv=None) -> int:
         out = args.keep or pathlib.Path(tmp)
         results = out / "results" / "paper"
         results.mkdir(parents=True, exist_ok=True)
-        env = {
-            **os.environ,
-            "SPECDEC_OUTPUT_DIR": str(out),
-            "MPLBACKEND": "agg",
-            "SPECDEC_AASD_ZOO": str(out / "aasd-zoo"),
-        }
+        env = smoke_env(out)
         env["SPECDEC_ML_DRAFTERS"] = str(out / "specdec-ml-drafters")  # trained below (PREPARE), before 30-34
         prepared: set[str] = set()
         if dev == "cpu":  # tiny models on a shared machine: one thread each is several times faster
@@ -334,6 +346,8 @@ def main(argv=None) -> int:
         passed = len([nb for nb in notebooks if not any(f.startswith(nb.name) for f in failures) and nb not in skipped])
         print(f"paper smoke on {dev}: {passed}/{len(notebooks)} notebooks passed, {len(skipped)} skipped "
               f"in {time.perf_counter() - start:.0f} s (outputs in {out})")  # fmt: skip
+        if hub.standin_cache():
+            print("HF_HOME holds the stand-in hub: random weights, so every table and verdict above is meaningless")
     return 1 if failures else 0
 
 

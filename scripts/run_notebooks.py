@@ -10,8 +10,10 @@ notebook only when every cell ran (a failed run leaves ``<name>.failed.ipynb``);
 ``results/<profile>/notebooks/<name>.ipynb``. Afterwards papermill's per-run
 metadata (timings, status) is stripped so that re-runs do not produce git diffs.
 
-Exit status: 0 if every notebook ran, 1 if any failed (the others still run),
-2 if nothing matched.
+Exit status: 0 if every notebook ran, 1 if any failed (the others still run), 2 if nothing matched or (any
+profile but tiny) ``$HF_HOME`` lacks some of the profile's models or datasets: that is checked first, in
+seconds, before any notebook runs (``--skip-hub-check`` runs anyway), 130 on Ctrl-C (the kernel is stopped at
+once and no further notebook runs). A notebook run in place that comes out byte-identical is not rewritten.
 
 ``--executor ray`` runs each notebook series (00-09, 10-19, ...: a series shares its results, so its notebooks
 run in order) as one Ray task, one GPU each when the cluster has GPUs; the series 9x (the scoreboard reads the
@@ -30,8 +32,10 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import json
+import logging
 import os
 import sys
 import time
@@ -86,6 +90,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         "else <repo>/results/<profile>/notebooks)",
     )
     ap.add_argument(
+        "--skip-hub-check",
+        action="store_true",
+        help="run even when HF_HOME lacks some of the profile's models or datasets (the notebooks needing them fail)",
+    )
+    ap.add_argument(
         "--executor",
         choices=["serial", "ray"],
         default="serial",
@@ -122,10 +131,59 @@ def notebook_parameters(notebook: Path, params: dict, args: argparse.Namespace) 
 
 
 def profile_device(profile: str) -> str:
-    """The device a profile's yaml names (``paper.yaml``: cuda): notebooks follow it unless ``-p device`` says
-    otherwise (the notebooks' own default is the tiny profile's cpu)."""
+    """The device a profile's yaml names (``paper.yaml``: cuda) where torch sees one, else ``cpu`` (said once):
+    notebooks follow it unless ``-p device`` says otherwise (the notebooks' own default is the tiny profile's cpu)."""
     path = ROOT / "data" / "profiles" / f"{profile}.yaml"
-    return (yaml.safe_load(path.read_text()) or {}).get("device", "cpu") if path.exists() else "cpu"
+    wanted = (yaml.safe_load(path.read_text()) or {}).get("device", "cpu") if path.exists() else "cpu"
+    if wanted.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"{profile} profile: torch sees no CUDA device here, so the notebooks run on the cpu (-p device ...)")
+            return "cpu"
+    return wanted
+
+
+def hub_check(profile: str) -> str | None:
+    """Why an offline run of ``profile`` cannot start (the model and dataset ids its yaml names that ``$HF_HOME``
+    lacks, with the fixes), or None when every one is there (or the profile is the tiny one, which ships its own)."""
+    path = ROOT / "data" / "profiles" / f"{profile}.yaml"
+    if profile == IN_PLACE_PROFILE or not path.exists():
+        return None
+    from specdec import hub
+
+    spec = yaml.safe_load(path.read_text()) or {}
+    missing = hub.missing(spec)
+    if not missing:
+        return None
+    home = os.environ.get("HF_HOME", "~/.cache/huggingface")
+    return (
+        f"{len(missing)} model / dataset id(s) of the {profile} profile are not in HF_HOME={home} "
+        f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); no notebook was run.\n"
+        f"  fetch them (needs internet):                make download PROFILE={profile}\n"
+        "  or try the paper path on tiny stand-ins:    make paper-try  (random weights: the numbers mean nothing)\n"
+        "  or run the notebooks whose ids are here:    add --skip-hub-check"
+    )
+
+
+def hub_standins() -> bool:
+    from specdec import hub
+
+    return hub.standin_cache()
+
+
+class _PapermillNoise(logging.Filter):
+    """Papermill's parameter warnings misread comments that hold an ``=`` ("Unable to parse line") and then call
+    declared parameters unknown; ``checked_jobs`` checks every name against the parameters cell before anything runs
+    (``specdec.notebook_params``) and passes each notebook only its own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not message.startswith(("Unable to parse line", "Passed unknown parameter"))
+
+
+for _name in ("papermill", "papermill.translators"):
+    logging.getLogger(_name).addFilter(_PapermillNoise())
 
 
 def select_notebooks(nb_dir: Path, only: str | None) -> list[Path]:
@@ -144,8 +202,56 @@ def kernel_display_name(kernel: str) -> str | None:
         return None
 
 
-def strip_run_metadata(path: Path, kernel: str, display_name: str | None) -> None:
-    """Drop papermill/nbclient per-run metadata and pin the kernelspec to `kernel`."""
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def literal_assignments(source: str) -> dict:
+    """``name -> value`` of the top-level assignments of a parameters cell whose value is a literal (``ast``: what
+    papermill's line parser misreads where a comment holds an ``=``); other assignments map to ``...``."""
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            try:
+                value = ast.literal_eval(node.value) if node.value is not None else ...
+            except ValueError:
+                value = ...
+            out.update((t.id, value) for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def declared_parameters(nb) -> dict:
+    """The parameters cell's (tag ``parameters``) names and literal defaults; empty if it has none."""
+    cell = next((c for c in nb.cells if "parameters" in c.metadata.get("tags", [])), None)
+    return literal_assignments(cell.source) if cell is not None else {}
+
+
+def merged_streams(outputs) -> list:
+    """``outputs`` with each run of consecutive stream outputs of one name (stdout, stderr) merged into one: how the
+    kernel's messages were split depends on timing, so the same prints came back as one output or as two."""
+    merged = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if output.output_type == "stream" and last and last.output_type == "stream" and last.name == output.name:
+            last.text += output.text
+        else:
+            merged.append(output)
+    return merged
+
+
+STANDIN_BANNER = (
+    "**Stand-in run.** `HF_HOME` holds the stand-in hub (`make standin-hub`): tiny models with random weights in "
+    "place of the paper's. Every table, figure and verdict below only shows that the paper path runs; none of its "
+    "numbers means anything."
+)
+
+
+def strip_run_metadata(path: Path, kernel: str, display_name: str | None, keep_default_parameters: bool = True):
+    """Drop papermill/nbclient per-run metadata and pin the kernelspec to `kernel`; drop the outputs of Jupyter
+    widgets (tqdm's bars: a fresh random model id each run, no state to show them with); unless
+    ``keep_default_parameters``, drop papermill's injected-parameters cell when it only restates the defaults of the
+    parameters cell (the committed notebooks: one parameters cell for a reader, the same notebook after every rerun)
+    and number the executed cells from 1 again. Consecutive prints become one output (``merged_streams``)."""
     nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
     nb.metadata.pop("papermill", None)
     nb.metadata.pop("widgets", None)  # tqdm widget state of the last run: noise in a diff
@@ -155,6 +261,8 @@ def strip_run_metadata(path: Path, kernel: str, display_name: str | None) -> Non
         kernelspec["display_name"] = display_name
     kernelspec.setdefault("display_name", kernel)
     kernelspec.setdefault("language", "python")
+    defaults = declared_parameters(nb)
+    cells = []
     for cell in nb.cells:
         for key in ("papermill", "execution", "ExecuteTime"):
             cell.metadata.pop(key, None)
@@ -162,13 +270,31 @@ def strip_run_metadata(path: Path, kernel: str, display_name: str | None) -> Non
         if tags == []:  # papermill adds empty tag lists
             del cell.metadata["tags"]
         elif tags and "injected-parameters" in tags:
+            injected = literal_assignments(cell.source)
+            if not keep_default_parameters and all(defaults.get(k, ...) == v for k, v in injected.items()):
+                continue
             cell.id = "injected-parameters"  # papermill draws a random id on every run
             cell.source = cell.source.rstrip("\n")  # as ruff format writes it, so a rerun leaves the tree formatted
+        if cell.cell_type == "code":
+            cell.outputs = merged_streams(o for o in cell.outputs if WIDGET_MIME not in o.get("data", {}))
+        cells.append(cell)
+    nb.cells = cells
+    if not keep_default_parameters:
+        count = 0
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.get("execution_count") is not None:
+                count += 1
+                cell.execution_count = count
+                for output in cell.outputs:
+                    if "execution_count" in output:
+                        output.execution_count = count
     nbformat.write(nb, path)
 
 
 def execute(nb_path: Path, out_path: Path, params: dict, kernel: str, cwd: Path, display_name) -> tuple:
-    """Run one notebook with papermill into ``out_path`` with its ``params``; returns ``(name, status, seconds)``."""
+    """Run one notebook with papermill into ``out_path`` with its ``params``; returns ``(name, status, seconds)``.
+    ``out_path`` is replaced only when every cell ran and the result differs from it (a rerun on unchanged inputs
+    leaves the file, and git, as they were)."""
     # Execute into a temporary file beside the target and move it over the target only when every cell
     # ran: an error, a kill or a full disk never leaves a committed notebook half-executed.
     partial = out_path.with_name(f".{out_path.stem}.partial.ipynb")
@@ -187,14 +313,26 @@ def execute(nb_path: Path, out_path: Path, params: dict, kernel: str, cwd: Path,
             cwd=str(cwd),
             progress_bar=False,
             log_output=False,
+            shutdown_kernel="immediate",  # Ctrl-C: the kernel is killed at once, not after a graceful wait
         )
+    except KeyboardInterrupt:
+        partial.unlink(missing_ok=True)
+        raise
     except PapermillExecutionError as exc:
         status = f"FAILED in cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
     except Exception as exc:  # kernel died, timeout, missing kernel, ...
         status = f"FAILED: {type(exc).__name__}: {exc}"
     if status == "ok":
-        strip_run_metadata(partial, kernel, display_name)
-        os.replace(partial, out_path)
+        strip_run_metadata(partial, kernel, display_name, keep_default_parameters=out_path != nb_path)
+        if params.get("profile", IN_PLACE_PROFILE) != IN_PLACE_PROFILE and hub_standins():
+            executed = nbformat.read(partial, as_version=4)
+            executed.cells.insert(0, nbformat.v4.new_markdown_cell(STANDIN_BANNER, id="standin-banner"))
+            nbformat.write(executed, partial)
+            status = "ok (stand-ins: random weights, the numbers mean nothing)"
+        if out_path.exists() and out_path.read_bytes() == partial.read_bytes():
+            partial.unlink()
+        else:
+            os.replace(partial, out_path)
     elif partial.exists():
         kept = out_path.with_name(f"{out_path.stem}.failed.ipynb")
         os.replace(partial, kept)
@@ -256,6 +394,10 @@ def main(argv=None) -> int:
         print(f"no notebooks matching {args.only or '[0-9]*.ipynb'!r} in {args.notebooks_dir}", file=sys.stderr)
         return 2
 
+    if not args.skip_hub_check and (problem := hub_check(str(profile))):
+        print(problem, file=sys.stderr)
+        return 2
+
     out_dir = args.output_dir
     if out_dir is None and profile != IN_PLACE_PROFILE:
         out_dir = ROOT / "results" / str(profile) / "notebooks"
@@ -277,10 +419,14 @@ def main(argv=None) -> int:
     else:
         reports = (execute(nb_path, out_path, nb_params, **run) for nb_path, out_path, nb_params in jobs)
     failed = []
-    for name, status, seconds in reports:
-        if status != "ok":
-            failed.append(name)
-        print(f"{name}: {status} ({seconds:.1f} s)", flush=True)
+    try:
+        for name, status, seconds in reports:
+            if not status.startswith("ok"):
+                failed.append(name)
+            print(f"{name}: {status} ({seconds:.1f} s)", flush=True)
+    except KeyboardInterrupt:  # Ctrl-C: the kernel is gone (shutdown_kernel="immediate"); no further notebook
+        print("interrupted: the running notebook was left as it was; no further notebook was run", file=sys.stderr)
+        return 130
 
     if failed:
         print(f"{len(failed)} of {len(notebooks)} notebook(s) failed: {', '.join(failed)}", file=sys.stderr)

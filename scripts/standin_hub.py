@@ -115,7 +115,7 @@ VOCAB_SIZE = 400
 # JParaCrawl's columns: `japanese` / `english` (what the Multilingual authors' extract_question.py reads) and the
 # filter's verdicts `model1_accepted` / `model2_accepted` (its dataset card; read by public users' code).
 JPARACRAWL = "Verah/JParaCrawl-Filtered-English-Japanese-Parallel-Corpus"
-STANDIN_MARK = "standin-hub"  # written into every config, so a stand-in is never mistaken for real weights
+STANDIN_MARK = hub.STANDIN_MARK  # written into every config, so a stand-in is never mistaken for real weights
 
 
 def revision_for(repo_id: str, pinned: str | None) -> str:

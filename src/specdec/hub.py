@@ -200,6 +200,32 @@ def cached_commit(repo_id: str, revision: str | None = None) -> str | None:
     return pathlib.Path(found).parent.name if isinstance(found, str) else None
 
 
+STANDIN_MARK = "standin-hub"  # scripts/standin_hub.py writes it into every stand-in model's config
+
+
+def standin_cache() -> bool:
+    """Whether ``$HF_HOME`` holds the stand-in hub (``make standin-hub``: random weights) rather than real models."""
+    home = pathlib.Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser()
+    config = next(home.glob("hub/models--*/snapshots/*/config.json"), None)
+    return config is not None and STANDIN_MARK in config.read_text()
+
+
+def missing(spec: dict) -> list[str]:
+    """The model ids (at their pinned commit) and the datasets of a profile's ``datasets`` list that the local cache
+    (``$HF_HOME``) lacks, sorted: what an offline run of that profile would stop on (``scripts/run_notebooks.py``
+    checks it before the first notebook). A dataset counts as there when ``datasets`` prepared its Arrow cache."""
+    from datasets.naming import camelcase_to_snakecase
+
+    home = pathlib.Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser()
+    out = {m for m in profile_models(spec) if cached_commit(m, pinned_revision(spec, m)) is None}
+    for d in profile_datasets(spec):
+        namespace, _, base = d["id"].rpartition("/")
+        folder = "___".join(([namespace] if namespace else []) + [camelcase_to_snakecase(base)])
+        if not (home / "datasets" / folder / (d.get("config") or "default")).is_dir():
+            out.add(d["id"])
+    return sorted(out)
+
+
 # ------------------------------------------------------------------------------------------ download (online)
 # Files of other frameworks and Meta's original checkpoints: transformers never reads them (tens of GB saved).
 NOT_NEEDED = ["original/*", "*.msgpack", "*.h5", "*.ot", "*.onnx", "*.gguf", "coreml/*"]

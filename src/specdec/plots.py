@@ -3,7 +3,7 @@
 One look for every figure: ``theme()`` (seaborn ``whitegrid``, colour-blind palette) is applied on import,
 axes and legends get human labels (``label``), categorical axes keep their natural order (1, 4, 16, ALL),
 legends sit outside the axes so that they never cover data, and ``save`` writes 150 dpi PNGs. Where the
-paper has the value, it is drawn beside ours (black marks, dashed lines).
+paper has the value, it is drawn beside ours (diamonds in the colour of their method, dashed lines).
 """
 
 from __future__ import annotations
@@ -175,20 +175,35 @@ def save(fig, path) -> None:
 
 
 def speedup_bars(ours, paper=None, title: str = "", ax=None, ylabel: str = "speedup over standard decoding"):
-    """Grouped bars (rows of ``ours``: method, columns: task) with the paper's values as black marks."""
+    """Grouped bars (rows of ``ours``: method, columns: task) with the paper's values as diamonds in the colour of
+    their method's bar (black edge: visible on the bar and beside it). Task labels are slanted when there are more
+    than three, so that neighbours never run into each other."""
     ax = ax or plt.subplots(figsize=(7, 3.2))[1]
     methods, tasks = list(ours.index), list(ours.columns)
     width = 0.8 / len(methods)
     x = np.arange(len(tasks))
     for i, method in enumerate(methods):
-        ax.bar(x + i * width, ours.loc[method].values, width, label=label(method))
+        bars = ax.bar(x + i * width, ours.loc[method].values, width, label=label(method))
         if paper is not None and method in paper.index:
             vals = paper.reindex(columns=tasks).loc[method].values.astype(float)
             ax.scatter(
-                x + i * width, vals, marker="_", s=200, color="black", zorder=3, label="paper" if i == 0 else None
+                x + i * width,
+                vals,
+                marker="D",
+                s=18,
+                color=bars.patches[0].get_facecolor() if bars.patches else "black",
+                edgecolor="black",
+                linewidth=0.8,
+                zorder=3,
+                label=None,
             )
+    if paper is not None and any(m in paper.index for m in methods):
+        ax.scatter([], [], marker="D", s=18, color="white", edgecolor="black", label="paper (colour of its method)")
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_xticks(x + 0.4 - width / 2, [label(t) for t in tasks])
+    many = len(tasks) > 3
+    ax.set_xticks(
+        x + 0.4 - width / 2, [label(t) for t in tasks], rotation=30 if many else 0, ha="right" if many else "center"
+    )
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     legend_outside(ax)

@@ -256,29 +256,11 @@ def generate_batched(
     return outputs
 
 
-def chrf(hypothesis: str, reference: str, n: int = 6, beta: float = 2.0) -> float:
-    """Character n-gram F-score (chrF, n = 1..6, β = 2, whitespace removed), 0..100."""
-    hyp, ref = "".join(hypothesis.split()), "".join(reference.split())
-    precisions, recalls = [], []
-    for k in range(1, n + 1):
-        h = _ngrams(hyp, k)
-        r = _ngrams(ref, k)
-        if not h or not r:
-            continue
-        overlap = sum(min(c, r.get(g, 0)) for g, c in h.items())
-        precisions.append(overlap / sum(h.values()))
-        recalls.append(overlap / sum(r.values()))
-    if not precisions:
-        return 100.0 if hyp == ref else 0.0
-    p, r = sum(precisions) / len(precisions), sum(recalls) / len(recalls)
-    return 0.0 if p + r == 0 else round(100 * (1 + beta**2) * p * r / (beta**2 * p + r), 2)
+def chrf(hypothesis: str, reference: str) -> float:
+    """Sentence chrF (n = 6, β = 2), 0..100: sacrebleu's, the one chrF of this repository (``bench.chrf``)."""
+    import sacrebleu
 
-
-def _ngrams(text: str, k: int) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for i in range(len(text) - k + 1):
-        out[text[i : i + k]] = out.get(text[i : i + k], 0) + 1
-    return out
+    return float(sacrebleu.sentence_chrf(hypothesis, [reference.strip()]).score)
 
 
 @torch.no_grad()

@@ -1,0 +1,142 @@
+"""scripts/run_notebooks.py as a newcomer meets it: a rerun on unchanged inputs leaves the notebook (and git) as it
+was, one parameters cell in a committed notebook, no false papermill warnings, an offline paper run stops first and
+in seconds naming the fix, Ctrl-C stops the runner and its kernel at once; figures saved twice are the same bytes."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import matplotlib
+import nbformat
+import pytest
+
+from specdec import plots, zoo
+
+matplotlib.use("agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+KERNEL_INSTALLED = (zoo.ROOT / ".venv" / "share" / "jupyter" / "kernels" / "specdec").exists()
+needs_kernel = pytest.mark.skipif(not KERNEL_INSTALLED, reason="needs the specdec kernel (make install)")
+
+
+def runner():
+    spec = importlib.util.spec_from_file_location("run_notebooks", zoo.ROOT / "scripts" / "run_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PARAMETERS = 'profile: str = "tiny"\nlabel: str = ""  # "" = the default (an = in a comment)\nn: int = 2'
+WIDGET = (
+    "from IPython.display import display\n"
+    'display({"application/vnd.jupyter.widget-view+json": {"model_id": "x", "version_major": 2, '
+    '"version_minor": 0}, "text/plain": "bar"}, raw=True)\n'
+    "print(profile, label, n * 2)"
+)
+
+
+def notebook(path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(PARAMETERS, metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(WIDGET),
+    ]
+    nb.metadata["kernelspec"] = {"name": "specdec", "display_name": "Python (specdec)", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+@needs_kernel
+def test_a_rerun_in_place_leaves_the_notebook_untouched(tmp_path, capsys, caplog):
+    run = runner()
+    nb = notebook(tmp_path / "01_demo.ipynb")
+    args = ["--notebooks-dir", str(tmp_path), "--only", "01_"]
+    assert run.main(args) == 0  # tiny: in place
+    first = nb.read_bytes()
+    executed = nbformat.reads(first, as_version=4)
+    assert [c.metadata.get("tags") for c in executed.cells] == [["parameters"], None]  # no injected duplicate
+    assert [c.execution_count for c in executed.cells] == [1, 2]
+    assert [o.get("text") for o in executed.cells[1].outputs] == ["tiny  4\n"]  # the widget's output dropped
+    stamp = nb.stat().st_mtime_ns
+    assert run.main(args) == 0
+    assert nb.read_bytes() == first and nb.stat().st_mtime_ns == stamp  # not rewritten
+    assert not list(tmp_path.glob(".*.partial.ipynb"))
+    # a parameter other than the default: its injected cell stays (it says what ran); no papermill warning about a
+    # comment holding an "=" or a declared parameter called unknown
+    assert run.main([*args, "-p", "n", "5"]) == 0
+    cells = nbformat.read(nb, as_version=4).cells
+    assert cells[1].metadata["tags"] == ["injected-parameters"] and "n = 5" in cells[1].source
+    assert not [r for r in caplog.records if "Unable to parse" in r.getMessage() or "unknown parameter" in r.message]
+    assert run.main([*args, "-p", "colour", "red"]) == 2  # an undeclared name: refused before anything runs
+    assert "colour" in capsys.readouterr().err
+
+
+def test_an_offline_paper_run_stops_first_naming_the_fix(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf"))
+    run = runner()
+    start = time.perf_counter()
+    assert run.main(["--profile", "paper", "-p", "device", "cpu", "--notebooks-dir", str(zoo.ROOT / "notebooks")]) == 2
+    assert time.perf_counter() - start < 60
+    err = capsys.readouterr().err
+    assert "no notebook was run" in err and "make download PROFILE=paper" in err and "make paper-try" in err
+    assert "--skip-hub-check" in err
+    assert not (tmp_path / "empty-hf").exists()  # nothing was written or fetched
+
+
+@needs_kernel
+def test_ctrl_c_stops_the_runner_and_its_kernel_at_once(tmp_path):
+    pid_file = tmp_path / "kernel.pid"
+    nb = nbformat.v4.new_notebook()
+    code = f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)"
+    nb.cells = [nbformat.v4.new_code_cell(code)]
+    nbformat.write(nb, tmp_path / "01_sleep.ipynb")
+    proc = subprocess.Popen(
+        [sys.executable, str(zoo.ROOT / "scripts" / "run_notebooks.py"), "--notebooks-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job: Ctrl-C reaches all of it
+    )
+    deadline = time.monotonic() + 120
+    while not pid_file.exists() or not pid_file.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+        time.sleep(0.2)
+    kernel = int(pid_file.read_text())
+    os.killpg(proc.pid, signal.SIGINT)
+    start = time.perf_counter()
+    out, _ = proc.communicate(timeout=60)
+    assert time.perf_counter() - start < 15, out
+    assert proc.returncode == 130, out
+    assert "interrupted" in out
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(kernel, 0)
+    assert not list(tmp_path.glob(".*.partial.ipynb"))
+
+
+def test_a_figure_saved_twice_is_the_same_bytes(tmp_path):
+    for name in ("a", "b"):
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.bar(["x", "y"], [1.0, 2.0], label="ours")
+        plots.legend_outside(ax)
+        plots.save(fig, tmp_path / f"{name}.png")
+        plt.close(fig)
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+
+
+def test_paper_smoke_never_stands_on_the_checkouts_results(tmp_path):
+    """make paper-smoke once failed 13/19 notebooks on a stale, git-ignored results/paper/ of an earlier run."""
+    spec = importlib.util.spec_from_file_location("paper_smoke", zoo.ROOT / "scripts" / "paper_smoke.py")
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    env = smoke.smoke_env(tmp_path)
+    code = "from specdec import results; print(results.COMMITTED); print(results.RESULTS)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    base, results = out.stdout.split()
+    assert base == str(tmp_path / "base") and results == str(tmp_path / "results")
+    assert not any((tmp_path / "base").iterdir())
