@@ -120,7 +120,7 @@ def test_projector_compresses_each_image():
 @pytest.mark.parametrize("n_images", [0, 1, 2])
 def test_aasd_greedy_is_lossless(gamma, n_images):
     target = random_llava(layers=2, heads=4)
-    for context in ("target", "own", "no_text", "no_image"):
+    for context in ("target", "own", "no_text", "no_prompt_text", "no_image"):
         module = random_module(target, projector_k=None if context == "no_image" else 2, context=context)
         for seed in range(2):
             prompt, pixels = request(n_images, seed)

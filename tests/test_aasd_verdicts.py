@@ -59,12 +59,12 @@ def test_a2_a3(on, off, noise, expected):
 
 
 @pytest.mark.parametrize(
-    "no_image, no_text, noise, expected",
+    "no_image, no_prompt_text, noise, expected",
     [(2.5, 1.2, 0.05, HOLDS), (1.2, 2.5, 0.05, FAILS), (2.0, 2.0, None, INCONCLUSIVE)],
     ids=["holds", "fails", "inconclusive"],
 )
-def test_a4(no_image, no_text, noise, expected):
-    f = frame({"AASD w/o image KV": no_image, "AASD w/o text KV": no_text}, noise=noise)
+def test_a4(no_image, no_prompt_text, noise, expected):
+    f = frame({"AASD w/o image KV": no_image, "AASD w/o prompt text KV": no_prompt_text}, noise=noise)
     assert af.verdict_a4(f).status == expected
 
 
@@ -122,8 +122,9 @@ def test_a1_omega_is_decided_in_the_papers_regime(calls, spread, expected):
     assert v.machine.status == FAILS and "Table 1" in v.regime and "cpu" in v.machine.regime
 
 
-def test_findings_carry_validity_and_a4_is_not_testable():
+def test_findings_carry_validity_and_a4_is_judged():
     found = {v.name: v for v in af.findings_from_results("tiny")}
     assert all(v.validity in ("yes", "partly", "no") and v.validity_why for v in found.values())
-    assert found["A4"].status == NOT_TESTABLE and "Pooled α" in found["A4"].detail
+    assert found["A4"].status != NOT_TESTABLE and found["A4"].validity == "partly" and "Pooled α" in found["A4"].detail
+    assert "w/o prompt text KV" in found["A4"].detail
     assert found["A1-omega"].machine is not None

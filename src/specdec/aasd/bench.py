@@ -55,7 +55,9 @@ ABLATIONS = {
     "AASD k=1": ("k1", None),
     "AASD own cache only": ("own", None),
     "AASD w/o image KV": ("", "no_image"),
-    "AASD w/o text KV": ("", "no_text"),
+    # the prompt's text positions hidden (image and generated positions kept), as the paper's Fig. 4; it replaces
+    # "AASD w/o text KV" (context "no_text"), which hid every generated token's KV too (issue 25 §4)
+    "AASD w/o prompt text KV": ("", "no_prompt_text"),
 }
 
 

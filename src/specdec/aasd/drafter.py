@@ -84,12 +84,11 @@ class AASDDrafter:
             self.image_kv = image_context(module, keys, values, self.image_pos.to(keys.device))
         if module.config.context == "no_text":
             return self.image_kv
-        text = torch.cat(
-            [
-                self.prompt_text_pos[self.prompt_text_pos < p],
-                torch.arange(len(self.prompt), max(p, len(self.prompt)), device=keys.device),
-            ]
-        )
+        generated = torch.arange(len(self.prompt), max(p, len(self.prompt)), device=keys.device)
+        if module.config.context == "no_prompt_text":  # the prompt's text positions hidden, generated ones kept
+            text = generated
+        else:
+            text = torch.cat([self.prompt_text_pos[self.prompt_text_pos < p], generated])
         return torch.cat([self.image_kv[0], keys[:, :, text]], 2), torch.cat([self.image_kv[1], values[:, :, text]], 2)
 
     def own_context(self, sequence: list[int]):

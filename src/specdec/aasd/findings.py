@@ -151,18 +151,20 @@ def verdict_a3(frame: pd.DataFrame) -> Verdict:
 
 
 def verdict_a4(frame: pd.DataFrame) -> Verdict:
-    """A4: dropping the text KV hurts τ more than dropping the image KV: τ(w/o image) − τ(w/o text) > 0. ``detail``
-    has each ablation's pooled α: the stored "w/o text KV" drops every generated token's KV too, not only the
-    prompt's text positions the paper's Fig. 4 ablates (see ``VALIDITY``)."""
+    """A4 (Fig. 4): dropping the text KV hurts τ more than dropping the image KV: τ(w/o image) − τ(w/o prompt text)
+    > 0. "w/o prompt text KV" hides only the prompt's text positions of the target cache (its image positions and
+    every generated token's KV stay), as the paper ablates the prefill's text KV; ``detail`` has each ablation's
+    pooled α."""
     parts = [
-        (label, paired_part(cell, "AASD w/o image KV", "AASD w/o text KV", "tau")) for label, cell in _cells(frame)
+        (label, paired_part(cell, "AASD w/o image KV", "AASD w/o prompt text KV", "tau"))
+        for label, cell in _cells(frame)
     ]
     v = combine(
-        "A4", "dropping text KV hurts τ more than dropping image KV (τ(w/o image) − τ(w/o text) > 0)", parts,
+        "A4", "dropping text KV hurts τ more than dropping image KV (τ(w/o image) − τ(w/o prompt text) > 0)", parts,
         "Fig. 4 (no numbers)",
     )  # fmt: skip
     pooled = []
-    for d in ("AASD", "AASD w/o image KV", "AASD w/o text KV"):
+    for d in ("AASD", "AASD w/o image KV", "AASD w/o prompt text KV"):
         g = frame[frame.draft == d]
         if len(g) and "accepted" in g and "drafted" in g:
             pooled.append(f"{d} {g.accepted.sum() / max(g.drafted.sum(), 1):.2f}")
@@ -215,9 +217,10 @@ VALIDITY = {
     "A2": ("partly", f"partly: {_TINY}"),
     "A3": ("partly", f"partly: {_TINY}"),
     "A4": (
-        "no",
-        "no: the stored 'w/o text KV' ablation drops every generated token's KV as well (its pooled α in the"
-        " detail), so it holds by construction; the paper's Fig. 4 drops only the prompt's text positions, which"
-        " needs recomputed AASD runs",
+        "partly",
+        f"partly: {_TINY}; only the prompt's text positions are hidden (image and generated tokens' KV kept), as"
+        " Fig. 4 ablates the prefill's text KV, at inference from the module trained with both; a tiny prompt has"
+        " more text than image positions (one image of 16, 21-142 text, mean 37), LLaVA-1.5's 576 per image outweigh"
+        " its text, so the text KV carries a larger share of the context here",
     ),
 }

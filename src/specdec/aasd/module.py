@@ -36,7 +36,9 @@ class ModuleConfig:
     ``projector_k``: compressed positions per image (``None``: image K/V pass as they are, "w/o projector").
     ``context``: ``"target"`` (the paper), ``"own"`` (no target cache: the module attends to its own K/V of every
     position, a one-layer draft LM), ``"no_image"`` / ``"no_text"`` (the target cache without its image / text
-    positions)."""
+    positions; ``"no_text"`` drops the generated tokens' positions too), ``"no_prompt_text"`` (the target cache
+    without the prompt's text positions: its image positions and every generated token's kept, the paper's Fig. 4
+    "w/o text KV")."""
 
     hidden_size: int
     num_heads: int

@@ -70,6 +70,8 @@ def batch_context(module: SpeculatingModule, input_ids, keys, values):
     """Context ``(k_ctx, v_ctx, ctx_pos)`` of a right-padded batch: per row the (projected) image slots
     (position ``-1``) and the text positions of the target cache ``keys``/``values [B, Hkv, T, d]``, padded."""
     c = module.config
+    if c.context == "no_prompt_text":  # needs the prompt/answer split, which a batch of ids does not carry
+        raise ValueError('context "no_prompt_text" is an inference-time ablation (AASDDrafter), not a training one')
     parts = []
     for b in range(input_ids.shape[0]):
         image_pos, text_pos = split_context(c, input_ids[b])
