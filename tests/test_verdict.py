@@ -83,3 +83,19 @@ def test_a_speed_finding_carries_both_regimes_on_the_board():
     assert (row["machine_estimate"], row["machine_verdict"], row["machine_regime"]) == (0.5, FAILS, "cpu, c 0.5")
     assert "This machine (cpu, c 0.5): 0.500" in v.markdown() and list(v.row()) == list(paper.row())
     assert sanity(paper).board_row()["section"] == "sanity" and paper.board_row()["machine_estimate"] == ""
+
+
+def test_verdicts_on_the_standin_hub_are_labelled_not_testable(tmp_path, monkeypatch):
+    """A paper-profile run on random-weight stand-ins prints no 'holds' or 'does not hold' (issue 29 §5)."""
+    from specdec import hub, verdict
+
+    config = tmp_path / "hub" / "models--org--m" / "snapshots" / "abc" / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'{{"note": "{hub.STANDIN_MARK}"}}')
+    holds = verdict.Verdict("X1", "a claim", 1.0, 0.5, 1.5, 10, verdict.HOLDS)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    (row,) = verdict.judge_all([holds], {}, strict=False)
+    assert row.status == verdict.NOT_TESTABLE and row.validity == "no" and "stand-in" in row.validity_why
+    config.write_text("{}")  # a real cache: another profile's verdict passes unjudged
+    (row,) = verdict.judge_all([holds], {}, strict=False)
+    assert row.status == verdict.HOLDS

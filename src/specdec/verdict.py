@@ -131,11 +131,25 @@ def in_two_regimes(make, frame, priced, *args, regime: str, machine: str, speed_
 def judge_all(verdicts, validity: dict, strict: bool = True) -> list[Verdict]:
     """``judged`` on each verdict from ``validity`` (finding name → (yes/partly/no, why)). With ``strict`` (the tiny
     profile, whose validity the tables record) a name without an entry is an error, so that no finding reaches the
-    board without its proxy validity; otherwise (another profile's names) such a verdict is returned unjudged."""
+    board without its proxy validity; otherwise (another profile's names) such a verdict is returned unjudged, and
+    on the stand-in hub every verdict is "not testable on this proxy" with the reason ``STANDIN_WHY``."""
     missing = [v.name for v in verdicts if v.name not in validity]
     if missing and strict:
         raise KeyError(f"no proxy validity for {missing}")
+    if not strict and _on_standins():  # random weights recreate no condition of any paper: say so on every row
+        return [judged(v, "no", STANDIN_WHY) for v in verdicts]
     return [judged(v, *validity[v.name]) if v.name in validity else v for v in verdicts]
+
+
+STANDIN_WHY = (
+    "stand-in hub (make standin-hub): random-weight models under the paper's ids, so no number tests the paper"
+)
+
+
+def _on_standins() -> bool:
+    from specdec import hub  # the hub reads $HF_HOME; the verdicts need it only for another profile's rows
+
+    return hub.standin_cache()
 
 
 def decide(low: float, high: float, threshold: float = 0.0, greater: bool = True) -> str:
