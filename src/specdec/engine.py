@@ -378,7 +378,11 @@ def check_verdict(n_accepted, next_token, block: int, vocab_size: int) -> tuple[
 
 
 def now(device) -> float:
-    """The clock every timing in this package reads: ``perf_counter`` after the device's queued work is done."""
+    """The clock every timing in this package reads: ``perf_counter`` after the device's queued work is done.
+
+    Not ``torch.utils.benchmark.Timer``: that times one statement run many times, while a decode needs the clock
+    between the phases of a single run (draft, verify, per step and per row), and a forward-latency repeat
+    (``bench.forward_latency``) must crop the KV cache between calls, outside the timed call."""
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)

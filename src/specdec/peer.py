@@ -8,10 +8,10 @@ like specdec does), counting the target's forward calls with a hook to get its b
 from __future__ import annotations
 
 import copy
-import time
 
 import torch
 
+from specdec.engine import now
 from specdec.verdict import FAILS, HOLDS, SANITY, Verdict, bootstrap_ci, decide
 
 
@@ -39,9 +39,9 @@ def hf_assisted(target, draft, prompt_ids, *, gamma: int = 5, max_new_tokens: in
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # HF's assistant warns about its own internal generate() kwargs
     try:
-        t0 = time.perf_counter()
+        t0 = now(target.device)  # the engine's clock: on CUDA it waits for the queued kernels
         out = target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=draft, generation_config=config)
-        elapsed = time.perf_counter() - t0
+        elapsed = now(target.device) - t0
     finally:
         handle.remove()
         hf_logging.set_verbosity(verbosity)
