@@ -222,6 +222,16 @@ def summarize_profile(rows):
 GPU_ROWS = ("gpu_peer_real_sizes", "gpu_latency_real_sizes", "gpu_batched_real_sizes")
 
 
+def gpu_rows() -> dict:
+    """The GPU rows in git (``results/tiny/gpu_*_real_sizes.csv``, name -> frame): measurements of one lent machine,
+    read from the checkout whatever base layer a profile's stores stand on (``make paper-smoke`` empties that)."""
+    import pandas as pd
+
+    from specdec.zoo import ROOT
+
+    return {name: pd.read_csv(ROOT / "results" / "tiny" / f"{name}.csv") for name in GPU_ROWS}
+
+
 def gpu_cost_model_check(peer, latency):
     """The cost model (``costs.sd_speedup``) against the speed measured on a GPU at the papers' sizes.
 
