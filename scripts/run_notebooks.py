@@ -362,15 +362,17 @@ def run_series_on_ray(jobs: list[tuple[Path, Path, dict]], run: dict):
             yield from ray.get(done[0])
 
 
-def checked_jobs(jobs: list[tuple[Path, Path, dict]]) -> list[tuple[Path, Path, dict]]:
+def checked_jobs(jobs: list[tuple[Path, Path, dict]], implicit=()) -> list[tuple[Path, Path, dict]]:
     """The jobs with each notebook's parameters checked against its parameters cell (``specdec.notebook_params``).
 
     A name declared by none of the selected notebooks is a typo (``ValueError``, with the closest declared name); a
-    name that only some declare (``seed``, ``device``) goes to those only, instead of papermill's warning."""
+    name that only some declare (``seed``, ``device``) goes to those only, instead of papermill's warning.
+    ``implicit``: names the runner supplied itself (the paper profile's ``device``), never a typo of the user's, so
+    they pass even when no selected notebook declares them (``--only 90_``)."""
     from specdec import notebook_params
 
     specs = {nb: notebook_params.declared(nb) for nb, _, _ in jobs}
-    known = set().union(*specs.values()) if specs else set()
+    known = set().union(*specs.values(), implicit) if specs else set(implicit)
     out = []
     for nb, out_path, params in jobs:
         if not specs[nb]:  # no parameters cell: nothing to check against, papermill injects as it always did
@@ -409,7 +411,10 @@ def main(argv=None) -> int:
         (nb, nb if out_dir is None else out_dir / nb.name, notebook_parameters(nb, params, args)) for nb in notebooks
     ]
     try:
-        jobs = checked_jobs(jobs)
+        given = {key for key, _ in args.parameter}
+        if args.parameters_file:
+            given |= set(yaml.safe_load(args.parameters_file.read_text()) or {})
+        jobs = checked_jobs(jobs, implicit={"device"} - given)
     except (TypeError, ValueError) as err:  # before any notebook runs: a typo must not run the default experiment
         print(f"bad parameter: {err}", file=sys.stderr)
         return 2

@@ -379,3 +379,16 @@ def test_the_runner_leaves_a_notebook_without_a_parameters_cell_alone(tmp_path):
     path = tmp_path / "00_x.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), path)
     assert run_notebooks.checked_jobs([(path, path, {"profile": "tiny", "a": 1})])[0][2] == {"profile": "tiny", "a": 1}
+
+
+def test_the_runners_own_device_default_is_no_typo_for_a_notebook_without_it(tmp_path):
+    """paper-smoke ran notebook 90 alone with the paper profile's device default, which 90 does not declare."""
+    import nbformat
+
+    path = tmp_path / "90_x.ipynb"
+    cell = nbformat.v4.new_code_cell('profile: str = "tiny"', metadata={"tags": ["parameters"]})
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    params = {"profile": "paper", "device": "cpu"}
+    assert run_notebooks.checked_jobs([(path, path, params)], implicit={"device"})[0][2] == {"profile": "paper"}
+    with pytest.raises(ValueError, match="device"):  # the same name given by the user is checked as before
+        run_notebooks.checked_jobs([(path, path, params)])
