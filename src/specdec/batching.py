@@ -8,17 +8,16 @@ from dataclasses import dataclass
 
 import torch
 
-from specdec import validate
 from specdec.cache import BatchedLM, CachedLM
 from specdec.drafters import batch_drafter
 from specdec.engine import (
     GenerationResult,
-    check_int,
     check_logits,
+    check_options,
     check_prompt,
     check_request,
-    check_sampling,
     check_verdict,
+    check_vocab,
     default_verifier,
     eos_ids,
     now,
@@ -73,16 +72,12 @@ def generate_batch(
     with per-sequence state run at batch size 1 and are refused). Per-row ``target_tokens_fed`` /
     ``draft_tokens_fed`` count the positions the row ran (filler columns excluded).
     """
-    sampling = check_sampling(sampling)
     prompts = [check_prompt(p) for p in prompts]
     if not prompts:
         raise ValueError("generate_batch needs at least one prompt")
-    check_int("gamma", gamma, minimum=1, hint="draft at least one token per block")
-    check_int("max_new_tokens", max_new_tokens, minimum=0)
-    seed = validate.integer("seed", seed, hint="the seed of the sampling generators")
-    stop_strings = validate.strings("stop_strings", stop_strings)  # "ab" is one stop string, not "a" or "b"
-    if stop_strings and tokenizer is None:
-        raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
+    sampling, gamma, max_new_tokens, seed, stop_strings = check_options(
+        sampling, gamma, max_new_tokens, seed, stop_strings, tokenizer
+    )
     model = target.model if isinstance(target, CachedLM) else target
     if not isinstance(model, torch.nn.Module):
         raise TypeError(
@@ -93,11 +88,7 @@ def generate_batch(
     for p in prompts:
         check_request(target_lm, p, max_new_tokens, None)
     drafter = batch_drafter(drafter, target_lm.vocab_size)
-    if drafter is not None and drafter.vocab_size != target_lm.vocab_size:
-        raise ValueError(
-            f"draft vocabulary ({drafter.vocab_size}) differs from the target's ({target_lm.vocab_size}); "
-            "speculative decoding needs one shared tokenizer"
-        )
+    check_vocab(drafter, target_lm)
     seeds = [seed + i for i in range(len(prompts))] if seeds is None else list(seeds)
     device = target_lm.device
     draft_gens = [torch.Generator(device=device).manual_seed(s) for s in seeds]

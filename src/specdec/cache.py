@@ -48,19 +48,13 @@ def crop_cache(cache, length: int) -> None:
         cache.crop(-extra)
 
 
-class CachedLM:
-    """Wrap a ``*ForCausalLM`` (or LLaVA) model for incremental decoding with rollback.
-
-    Invariant after ``prefill``: the cache holds every prompt position but the last; the last prompt token
-    of each row and every generated token not yet seen are *pending* and are fed by the next ``extend``.
-    """
+class _ModelCache:
+    """What both caches hold: the wrapped model, its device, its KV cache and its vocabulary size."""
 
     def __init__(self, model):
         self.model = model
         self.device = next(model.parameters()).device
         self.cache = None
-        self.tokens_fed = 0  # token positions sent through the model (padding excluded)
-        self.calls = 0
 
     @property
     def vocab_size(self) -> int:
@@ -68,6 +62,19 @@ class CachedLM:
         if getattr(self, "_vocab_size", None) is None:
             self._vocab_size = self.model.get_output_embeddings().weight.shape[0]
         return self._vocab_size
+
+
+class CachedLM(_ModelCache):
+    """Wrap a ``*ForCausalLM`` (or LLaVA) model for incremental decoding with rollback.
+
+    Invariant after ``prefill``: the cache holds every prompt position but the last; the last prompt token
+    of each row and every generated token not yet seen are *pending* and are fed by the next ``extend``.
+    """
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.tokens_fed = 0  # token positions sent through the model (padding excluded)
+        self.calls = 0
 
     @torch.no_grad()
     def prefill(self, prompt_rows: list[torch.Tensor], row_features=None, **model_inputs) -> None:
@@ -201,7 +208,7 @@ def embed_rows(model, ids: torch.Tensor, row_features) -> torch.Tensor:
     return embeds
 
 
-class BatchedLM:
+class BatchedLM(_ModelCache):
     """``B`` independent sequences of one model in one ``DynamicCache``, for batched speculative decoding.
 
     Rows have ragged lengths and roll back by different amounts, but a ``DynamicCache`` has one length for the
@@ -214,18 +221,6 @@ class BatchedLM:
     ``rows[j]`` is the caller's index of batch row ``j`` (rows leave the batch with ``select``);
     ``tokens_fed[i]`` / ``calls[i]``: valid positions row ``i`` sent through the model, forward calls it took part in.
     """
-
-    def __init__(self, model):
-        self.model = model
-        self.device = next(model.parameters()).device
-        self.cache = None
-
-    @property
-    def vocab_size(self) -> int:
-        # read once: transformers' get_output_embeddings() costs ~25 µs, and the engine asks every step
-        if getattr(self, "_vocab_size", None) is None:
-            self._vocab_size = self.model.get_output_embeddings().weight.shape[0]
-        return self._vocab_size
 
     @torch.no_grad()
     def prefill(self, prompt_rows: list[torch.Tensor]) -> None:

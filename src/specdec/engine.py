@@ -101,22 +101,14 @@ def generate(
     default ``verify.greedy`` / ``verify.stochastic`` on the warped target distribution.
     target_inputs / draft_inputs: extra prefill inputs (e.g. ``pixel_values``) for each model.
     """
-    sampling = check_sampling(sampling)
     prompt_ids = check_prompt(prompt_ids)
-    gamma = check_int("gamma", gamma, minimum=1, hint="draft at least one token per block")
-    max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=0)
-    seed = validate.integer("seed", seed, hint="the seed of the sampling generators")
-    stop_strings = validate.strings("stop_strings", stop_strings)  # "ab" is one stop string, not "a" or "b"
-    if stop_strings and tokenizer is None:
-        raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
+    sampling, gamma, max_new_tokens, seed, stop_strings = check_options(
+        sampling, gamma, max_new_tokens, seed, stop_strings, tokenizer
+    )
     drafter = as_drafter(drafter)
     target_lm = as_target_lm(target)
     check_request(target_lm, prompt_ids, max_new_tokens, target_inputs)
-    if drafter is not None and getattr(drafter, "vocab_size", target_lm.vocab_size) != target_lm.vocab_size:
-        raise ValueError(
-            f"draft vocabulary ({drafter.vocab_size}) differs from the target's "
-            f"({target_lm.vocab_size}); speculative decoding needs one shared tokenizer"
-        )
+    check_vocab(drafter, target_lm)
     eos_ids = _eos_ids(target_lm.model if isinstance(target_lm, CachedLM) else target, eos_token_id)
     verifier = verifier or default_verifier
     adaptive = isinstance(drafter, AdaptiveDrafter)  # once: a runtime-checkable Protocol's isinstance costs ~25 µs
@@ -307,6 +299,28 @@ def _int_like(value) -> bool:
 
 
 _eos_ids = eos_ids  # generate() names its local set ``eos_ids``
+
+
+def check_options(sampling, gamma, max_new_tokens, seed, stop_strings, tokenizer) -> tuple:
+    """The decoding options ``generate`` and ``generate_batch`` share, checked and normalised:
+    ``(sampling, gamma, max_new_tokens, seed, stop_strings)``."""
+    sampling = check_sampling(sampling)
+    gamma = check_int("gamma", gamma, minimum=1, hint="draft at least one token per block")
+    max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=0)
+    seed = validate.integer("seed", seed, hint="the seed of the sampling generators")
+    stop_strings = validate.strings("stop_strings", stop_strings)  # "ab" is one stop string, not "a" or "b"
+    if stop_strings and tokenizer is None:
+        raise ValueError("stop_strings need the tokenizer that decodes the ids: pass tokenizer=...")
+    return sampling, gamma, max_new_tokens, seed, stop_strings
+
+
+def check_vocab(drafter, target_lm) -> None:
+    """A drafter that states its vocabulary must share the target's: one tokenizer for both models."""
+    if drafter is not None and getattr(drafter, "vocab_size", target_lm.vocab_size) != target_lm.vocab_size:
+        raise ValueError(
+            f"draft vocabulary ({drafter.vocab_size}) differs from the target's "
+            f"({target_lm.vocab_size}); speculative decoding needs one shared tokenizer"
+        )
 
 
 def check_prompt(prompt_ids) -> torch.Tensor:
