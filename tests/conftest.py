@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from scipy.stats import chisquare
 from transformers import CLIPVisionConfig, LlamaConfig, LlamaForCausalLM, LlavaConfig, LlavaForConditionalGeneration
+
+from specdec import verdict
 
 # The test models are tiny: one thread avoids thread start-up and oversubscription costs per call.
 torch.set_num_threads(1)
@@ -166,15 +167,7 @@ def zoo():
 
 
 def chi2_pvalue(samples, probs) -> float:
-    """χ² goodness-of-fit p-value of token ``samples`` against ``probs [V]``; cells expecting ≤ 5 draws are
-    merged. A merged cell that expects (almost) nothing but was observed gives 0: an impossible token."""
+    """χ² goodness-of-fit p-value of token ``samples`` against ``probs [V]`` (``specdec.verdict.chi2_pvalue``: cells
+    expecting ≤ 5 draws merged; an observed token that expects (almost) nothing gives 0)."""
     observed = np.bincount(np.asarray(samples), minlength=len(probs))
-    expected = probs.double().cpu().numpy() * len(samples)
-    keep = expected > 5
-    obs = np.append(observed[keep], observed[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    if exp[-1] < 1e-9:
-        if obs[-1] > 0:
-            return 0.0
-        obs, exp = obs[:-1], exp[:-1]
-    return chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
+    return verdict.chi2_pvalue(observed, probs.double().cpu().numpy())

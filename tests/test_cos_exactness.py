@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from conftest import random_llama
+from specdec import verdict
 from specdec.cos import exactness as ex
 from specdec.cos import findings as cf
 from specdec.cos.combine import Combination
@@ -57,12 +58,12 @@ def test_cos_draws_pass_and_a_wrong_sampler_fails(sharp_duo, combine, gamma):
 
 
 def test_chi2_pvalue_rules():
-    assert ex.chi2_pvalue([50, 50], [0.5, 0.5]) == pytest.approx(1.0)
-    assert ex.chi2_pvalue([0, 0], [0.5, 0.5]) != ex.chi2_pvalue([0, 0], [0.5, 0.5])  # no draws: nan
-    assert ex.chi2_pvalue([90, 10, 1], [0.9, 0.1, 0.0]) == 0.0  # an impossible draw
-    assert ex.chi2_pvalue([100, 0], [0.5, 0.5]) < 1e-10
-    assert ex.total_variation([30, 70], [0.5, 0.5]) == pytest.approx(0.2)
-    assert np.isclose(ex.chi2_pvalue([100], [1.0]), 1.0)
+    assert verdict.chi2_pvalue([50, 50], [0.5, 0.5]) == pytest.approx(1.0)
+    assert verdict.chi2_pvalue([0, 0], [0.5, 0.5]) != verdict.chi2_pvalue([0, 0], [0.5, 0.5])  # no draws: nan
+    assert verdict.chi2_pvalue([90, 10, 1], [0.9, 0.1, 0.0]) == 0.0  # an impossible draw
+    assert verdict.chi2_pvalue([100, 0], [0.5, 0.5]) < 1e-10
+    assert verdict.total_variation([30, 70], [0.5, 0.5]) == pytest.approx(0.2)
+    assert np.isclose(verdict.chi2_pvalue([100], [1.0]), 1.0)
 
 
 def test_the_most_distinct_prompt_is_the_farthest_from_either_model(sharp_duo):

@@ -192,3 +192,32 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *, n_boot: int = 2
     """Mean of ``a − b`` over paired units (the same prompts under two methods) with its bootstrap interval."""
     diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     return bootstrap_ci(list(diffs), lambda d: float(np.mean(d)), n_boot=n_boot, seed=seed)
+
+
+def chi2_pvalue(observed, probs, min_expected: float = 5.0) -> float:
+    """χ² goodness-of-fit p-value of cell counts ``observed`` against cell probabilities ``probs``: cells expecting
+    ≤ ``min_expected`` draws are merged into one (every χ² test of this project uses this rule). A merged cell that
+    expects (almost) nothing but was observed gives 0: an impossible draw. No draws: nan."""
+    from scipy.stats import chisquare  # here: scipy.stats costs ~0.3 s to import, and few callers need it
+
+    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
+    n = observed.sum()
+    if n == 0:
+        return float("nan")
+    expected = probs * n
+    keep = expected > min_expected
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    if exp[-1] < 1e-9:
+        if obs[-1] > 0:
+            return 0.0
+        obs, exp = obs[:-1], exp[:-1]
+    if len(obs) < 2:
+        return 1.0  # one cell: nothing to compare
+    return float(chisquare(obs, exp * obs.sum() / exp.sum()).pvalue)
+
+
+def total_variation(observed, probs) -> float:
+    """Total variation between the empirical cell frequencies and ``probs``."""
+    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
+    return float(0.5 * np.abs(observed / observed.sum() - probs / probs.sum()).sum())

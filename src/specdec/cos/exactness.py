@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.stats import chisquare
 
 from specdec import results
 from specdec.cos.bench import make_combination
@@ -133,33 +132,6 @@ def tabulate(pairs, cells) -> list[dict]:
             for label, o, p, q in zip(labels, observed, r, expert)
         ]
     return rows
-
-
-def chi2_pvalue(observed, probs, min_expected: float = 5.0) -> float:
-    """χ² goodness-of-fit p-value of cell counts ``observed`` against cell probabilities ``probs``; cells expecting
-    ≤ ``min_expected`` draws are merged into one (``tests/conftest.chi2_pvalue``'s rule). A merged cell that expects
-    (almost) nothing but was observed gives 0: an impossible draw. No draws: nan."""
-    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
-    n = observed.sum()
-    if n == 0:
-        return float("nan")
-    expected = probs * n
-    keep = expected > min_expected
-    obs = np.append(observed[keep], observed[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    if exp[-1] < 1e-9:
-        if obs[-1] > 0:
-            return 0.0
-        obs, exp = obs[:-1], exp[:-1]
-    if len(obs) < 2:
-        return 1.0  # one cell: nothing to compare
-    return float(chisquare(obs, exp * obs.sum() / exp.sum()).pvalue)
-
-
-def total_variation(observed, probs) -> float:
-    """Total variation between the empirical cell frequencies and ``probs``."""
-    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
-    return float(0.5 * np.abs(observed / observed.sum() - probs / probs.sum()).sum())
 
 
 def store(profile: str) -> ResultStore:

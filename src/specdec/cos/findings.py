@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, verdict
-from specdec.cos import exactness
 from specdec.results import RESULTS, paper_numbers
 from specdec.verdict import (
     FAILS,
@@ -241,9 +240,9 @@ def c2_tests(cells: pd.DataFrame) -> pd.DataFrame:
                 test=test,
                 draws=int(g.observed.sum()),
                 cells=len(g),
-                p_r=exactness.chi2_pvalue(g.observed, g.r),
-                p_expert=exactness.chi2_pvalue(g.observed, g.expert),
-                tv_r=exactness.total_variation(g.observed, g.r) if g.observed.sum() else float("nan"),
+                p_r=verdict.chi2_pvalue(g.observed, g.r),
+                p_expert=verdict.chi2_pvalue(g.observed, g.expert),
+                tv_r=verdict.total_variation(g.observed, g.r) if g.observed.sum() else float("nan"),
                 role_swaps=int(g.role_swaps.iloc[0]) if "role_swaps" in g else 0,
             )
         )
