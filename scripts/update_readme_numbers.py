@@ -1,5 +1,9 @@
-"""Write the README's measured numbers (how long the make targets take, how many tests, how many runs per paper)
-between ``<!-- numbers:start -->`` and ``<!-- numbers:end -->``, from measurements and results, never typed.
+"""Write the measured numbers (how long the make targets take, how many tests, how many runs per paper) into the
+README and the docs, from measurements and results, never typed:
+
+- ``README.md`` and ``docs/reference/new-user.md``, block ``numbers-summary``: the latest time of each target.
+- ``docs/reference/make-targets.md``, block ``numbers``: every target's latest time with when, where and how, the
+  test count and the runs per paper.
 
 - Times come from ``results/measurements.csv`` (one row per measurement: target, seconds, date, machine, note),
   which ``measure`` appends to by running and timing a command, or ``record`` with a time measured elsewhere (the
@@ -10,7 +14,7 @@ between ``<!-- numbers:start -->`` and ``<!-- numbers:end -->``, from measuremen
 
     python scripts/update_readme_numbers.py measure make-install -- make install   # in a fresh clone
     python scripts/update_readme_numbers.py record make-install 207 --note "fresh clone, 2 shared cores"
-    python scripts/update_readme_numbers.py            # rewrite the README section
+    python scripts/update_readme_numbers.py            # rewrite the blocks
 """
 
 from __future__ import annotations
@@ -25,10 +29,13 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generated_blocks import ROOT, splice  # noqa: E402
+
+SUMMARY_PAGES = [ROOT / "README.md", ROOT / "docs" / "reference" / "new-user.md"]
+FULL_PAGE = ROOT / "docs" / "reference" / "make-targets.md"
 MEASUREMENTS = ROOT / "results" / "measurements.csv"
 FIELDS = ["target", "seconds", "date", "machine", "note"]
-START, END = "<!-- numbers:start -->", "<!-- numbers:end -->"
 # the committed tables of runs, per paper (rows = decoding runs)
 RUN_TABLES = {
     "engine (notebooks 00-02)": ["engine_speed_rows", "peer_hf_assisted", "quickstart"],
@@ -108,16 +115,26 @@ def section() -> str:
     return "\n".join(lines)
 
 
-def write_readme() -> int:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    if START not in text or END not in text:
-        print(f"README.md has no {START} ... {END} block", file=sys.stderr)
+def summary() -> str:
+    """The latest time of each measured target, one line each (the full table says when, where and how)."""
+    lines = ["| target | time | measured on |", "|---|---|---|"]
+    for target, row in latest().items():
+        lines.append(
+            f"| `{target.replace('-', ' ', 1)}` | {minutes(row['seconds'])} | {row['date']}, {row['machine']} |"
+        )
+    return "\n".join(lines)
+
+
+def write_blocks() -> int:
+    try:
+        short = summary()
+        for page in SUMMARY_PAGES:
+            splice(page, "numbers-summary", short)
+        splice(FULL_PAGE, "numbers", section())
+    except ValueError as error:
+        print(error, file=sys.stderr)
         return 1
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{section()}\n{END}{tail}")
-    print("README.md: measured numbers rewritten")
+    print("README.md, docs/reference/{new-user,make-targets}.md: measured numbers rewritten")
     return 0
 
 
@@ -143,7 +160,7 @@ def main(argv=None) -> int:
         append(args.target, time.perf_counter() - start, args.note or f"`{' '.join(cmd)}`")
     elif args.command == "record":
         append(args.target, args.seconds, args.note)
-    return write_readme()
+    return write_blocks()
 
 
 if __name__ == "__main__":
