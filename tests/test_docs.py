@@ -62,8 +62,11 @@ def test_scoreboard_blocks_are_what_the_results_give():
     """README's summary and the docs front page's full table are generated from the committed scoreboard: a
     result that changed without ``make reproduce`` (or a hand edit) fails here."""
     rows = committed_board()
-    assert generated_blocks.block_of(README.read_text(), "scoreboard-summary") == scoreboard.summary(rows).strip()
-    assert generated_blocks.block_of(scoreboard.BOARD_PAGE.read_text(), "scoreboard") == scoreboard.block(rows).strip()
+    fix = "stale: run .venv/bin/python scripts/update_readme_scoreboard.py"
+    assert generated_blocks.block_of(README.read_text(), "scoreboard-summary") == scoreboard.summary(rows).strip(), fix
+    assert (
+        generated_blocks.block_of(scoreboard.BOARD_PAGE.read_text(), "scoreboard") == scoreboard.block(rows).strip()
+    ), fix
 
 
 def test_summary_counts_every_finding_once():
@@ -78,11 +81,12 @@ def test_measured_times_are_what_measurements_csv_gives():
     full table on the make-targets page shows every target's latest row (its test count changes with every new
     test, so only the times are compared)."""
     short = numbers.summary().strip()
+    fix = "stale: run .venv/bin/python scripts/update_readme_numbers.py"
     for page in numbers.SUMMARY_PAGES:
-        assert generated_blocks.block_of(page.read_text(), "numbers-summary") == short, page
+        assert generated_blocks.block_of(page.read_text(), "numbers-summary") == short, f"{page.name}: {fix}"
     full = generated_blocks.block_of(numbers.FULL_PAGE.read_text(), "numbers")
     for target, row in numbers.latest().items():
-        assert f"| `{target.replace('-', ' ', 1)}` | {numbers.minutes(row['seconds'])} |" in full
+        assert f"| `{target.replace('-', ' ', 1)}` | {numbers.minutes(row['seconds'])} |" in full, fix
 
 
 def test_readme_is_a_front_door():
