@@ -62,11 +62,18 @@ def append(target: str, seconds: float, note: str) -> None:
         writer.writerow(dict(target=target, seconds=round(seconds), date=today, machine=machine(), note=note))
 
 
+# the order a new user meets the targets in; any other target follows in the order it was first measured
+ORDER = ["make-install", "make-reproduce", "make-test", "make-docs", "make-paper-smoke"]
+
+
 def latest() -> dict[str, dict]:
+    """The latest measurement of each target (the last row), in ``ORDER``."""
     if not MEASUREMENTS.exists():
         return {}
     with MEASUREMENTS.open(newline="") as f:
-        return {row["target"]: row for row in csv.DictReader(f)}
+        rows = {row["target"]: row for row in csv.DictReader(f)}
+    rank = {t: i for i, t in enumerate(ORDER)}
+    return dict(sorted(rows.items(), key=lambda item: rank.get(item[0], len(ORDER))))
 
 
 def rows_of(table: str) -> int:
