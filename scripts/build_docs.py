@@ -34,16 +34,16 @@ def notebooks() -> list[Path]:
     return sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 
 
-def stage() -> None:
-    """Copy docs/, the notebooks and the data cards into ``STAGE`` (emptied first)."""
-    shutil.rmtree(STAGE, ignore_errors=True)
-    shutil.copytree(ROOT / "docs", STAGE)
-    (STAGE / "notebooks").mkdir()
+def stage(into: Path) -> None:
+    """Copy docs/, the notebooks and the data cards into ``into`` (emptied first)."""
+    shutil.rmtree(into, ignore_errors=True)
+    shutil.copytree(ROOT / "docs", into)
+    (into / "notebooks").mkdir()
     for nb in notebooks():
-        shutil.copy2(nb, STAGE / "notebooks" / nb.name)
+        shutil.copy2(nb, into / "notebooks" / nb.name)
     for card in DATA_CARDS:
-        (STAGE / card).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / card, STAGE / card)
+        (into / card).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / card, into / card)
 
 
 def nav_with_notebooks(nav: list) -> list:
@@ -71,13 +71,15 @@ def commit_time() -> str:
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "0"
 
 
-def build(site: Path) -> int:
-    stage()
+def build(site: Path, staging: Path = STAGE) -> int:
+    """Build the site into ``site``, staging its sources in ``staging`` (a test passes its own folder, so that two
+    builds never share one); the exit status of ``mkdocs build``."""
+    stage(staging)
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
-    config["docs_dir"] = str(STAGE)
+    config["docs_dir"] = str(staging)
     config["site_dir"] = str(site)
     config["nav"] = nav_with_notebooks(config["nav"])
-    config_file = ROOT / ".cache" / "mkdocs.build.yml"
+    config_file = staging.parent / f"{staging.name}.mkdocs.yml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     env = {**os.environ, "SOURCE_DATE_EPOCH": commit_time(), "NO_MKDOCS_2_WARNING": "1"}  # no end-of-life banner
     mkdocs = [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "--quiet", "-f", str(config_file)]

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,10 +113,19 @@ def test_every_notebook_has_a_section():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The site, built the way ``make docs`` builds it (strict: a broken link fails), into a temporary folder."""
-    out = tmp_path_factory.mktemp("site")
-    assert build_docs.build(out) == 0, "mkdocs build --strict failed (its log is above)"
+def site(tmp_path_factory, worker_id) -> Path:
+    """The site, built the way ``make docs`` builds it (strict: a broken link fails), into a temporary folder; under
+    xdist one worker builds it (a file lock) and the others read it, so two builds never share the converter's
+    cache at once."""
+    if worker_id == "master":
+        out = tmp_path_factory.mktemp("site")
+        assert build_docs.build(out, out.parent / "docs-src") == 0, "mkdocs build --strict failed (its log is above)"
+        return out
+    shared = tmp_path_factory.getbasetemp().parent
+    out = shared / "docs-site"
+    with FileLock(str(shared / "docs-site.lock")):
+        if not (out / "index.html").exists():
+            assert build_docs.build(out, shared / "docs-src") == 0, "mkdocs build --strict failed (its log is above)"
     return out
 
 
