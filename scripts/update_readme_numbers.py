@@ -1,7 +1,8 @@
 """Write the measured numbers (how long the make targets take, how many tests, how many runs per paper) into the
 README and the docs, from measurements and results, never typed:
 
-- ``README.md`` and ``docs/reference/new-user.md``, block ``numbers-summary``: the latest time of each target.
+- ``README.md``, block ``numbers-summary``: the latest time of each make target.
+- ``docs/reference/new-user.md``, block ``numbers-path``: the same, plus any other measured step.
 - ``docs/reference/make-targets.md``, block ``numbers``: every target's latest time with when, where and how, the
   test count and the runs per paper.
 
@@ -32,7 +33,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generated_blocks import ROOT, splice  # noqa: E402
 
-SUMMARY_PAGES = [ROOT / "README.md", ROOT / "docs" / "reference" / "new-user.md"]
+# page -> (block, which targets): the README lists the make targets, the new user's path every measured step
+SUMMARY_PAGES = {
+    ROOT / "README.md": ("numbers-summary", "make-"),
+    ROOT / "docs" / "reference" / "new-user.md": ("numbers-path", ""),
+}
 FULL_PAGE = ROOT / "docs" / "reference" / "make-targets.md"
 MEASUREMENTS = ROOT / "results" / "measurements.csv"
 FIELDS = ["target", "seconds", "date", "machine", "note"]
@@ -122,10 +127,13 @@ def section() -> str:
     return "\n".join(lines)
 
 
-def summary() -> str:
-    """The latest time of each measured target, one line each (the full table says when, where and how)."""
+def summary(prefix: str = "") -> str:
+    """The latest time of each measured target whose name starts with ``prefix``, one line each (the full table
+    says when, where and how)."""
     lines = ["| target | time | measured on |", "|---|---|---|"]
     for target, row in latest().items():
+        if not target.startswith(prefix):
+            continue
         lines.append(
             f"| `{target.replace('-', ' ', 1)}` | {minutes(row['seconds'])} | {row['date']}, {row['machine']} |"
         )
@@ -134,9 +142,8 @@ def summary() -> str:
 
 def write_blocks() -> int:
     try:
-        short = summary()
-        for page in SUMMARY_PAGES:
-            splice(page, "numbers-summary", short)
+        for page, (name, prefix) in SUMMARY_PAGES.items():
+            splice(page, name, summary(prefix))
         splice(FULL_PAGE, "numbers", section())
     except ValueError as error:
         print(error, file=sys.stderr)
