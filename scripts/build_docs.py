@@ -66,8 +66,11 @@ def nav_with_notebooks(nav: list) -> list:
 
 
 def commit_time() -> str:
-    """The last commit's time (Unix seconds), or 0 outside a git checkout."""
-    out = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=ROOT, capture_output=True, text=True)
+    """The last commit's time (Unix seconds), or 0 outside a git checkout (or without git)."""
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=ROOT, capture_output=True, text=True)
+    except FileNotFoundError:
+        return "0"
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "0"
 
 
