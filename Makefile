@@ -12,6 +12,8 @@
 #   make paper-try    the same, outputs kept in results/paper-try/ to open: the paper path on a laptop in minutes
 #   make download     prefetch the models and datasets of PROFILE (paper) into HF_HOME (needs internet)
 #   make lab          JupyterLab in notebooks/ (LAB_PORT=8899 LAB_IP=0.0.0.0 ARGS="--no-browser ..." pass through)
+#   make docs         the static site in site/ from docs/ and the executed notebooks (MkDocs + mkdocs-jupyter, offline)
+#   make browser      headless Chromium for the docs test (Debian's chromium; apt-get as root, skipped if present)
 #
 # Everything Jupyter/IPython/matplotlib/HF would normally write to $HOME is
 # redirected into the checkout (.cache/, .venv/share/jupyter).
@@ -47,7 +49,7 @@ export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 .PHONY: help install lock reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
-	lab clean-results standin-hub paper-smoke paper-try download
+	lab clean-results standin-hub paper-smoke paper-try download docs browser
 
 help:
 	@echo "Targets:"
@@ -66,6 +68,8 @@ help:
 	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
 	@echo "  models-aasd    retrain the AASD zoo (second target, baselines, modules; CPU ~2 h on a shared machine)"
 	@echo "  lab            start JupyterLab in notebooks/ (LAB_PORT=, LAB_IP=, ARGS=\"--no-browser ...\"; --allow-root as root)"
+	@echo "  docs           build the static site in site/ from docs/ and the executed notebooks (offline; open site/index.html)"
+	@echo "  browser        install headless Chromium for the docs test (Debian's chromium, as root; nothing if present)"
 	@echo "  clean-results  rm -rf results/\$$PROFILE"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
 
@@ -180,6 +184,22 @@ lab: install
 
 clean-results:
 	rm -rf results/$(PROFILE)
+
+# The docs site: docs/ + the executed notebooks (as committed; nothing is executed), MkDocs with mkdocs-jupyter, offline
+# and deterministic (scripts/build_docs.py).
+docs: install
+	$(VENV)/bin/python scripts/build_docs.py
+
+# The browser tests/test_docs.py opens the site in (it skips, saying so, where there is none). Debian's chromium
+# package, installed only where apt-get can (root); elsewhere install chromium yourself or let the test skip.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		echo "chromium: $$(command -v chromium || command -v chromium-browser)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+		echo "no chromium and no root apt-get: tests/test_docs.py will skip its browser checks"; \
+	fi
 
 # The stand-in hub has its own HF_HOME, so it never mixes with a real cache; paper-smoke reads only it.
 STANDIN_HF_HOME = $(CURDIR)/.cache/standin-hub

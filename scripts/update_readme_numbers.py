@@ -1,5 +1,10 @@
-"""Write the README's measured numbers (how long the make targets take, how many tests, how many runs per paper)
-between ``<!-- numbers:start -->`` and ``<!-- numbers:end -->``, from measurements and results, never typed.
+"""Write the measured numbers (how long the make targets take, how many tests, how many runs per paper) into the
+README and the docs, from measurements and results, never typed:
+
+- ``README.md``, block ``numbers-summary``: the latest time of each make target.
+- ``docs/reference/new-user.md``, block ``numbers-path``: the same, plus any other measured step.
+- ``docs/reference/make-targets.md``, block ``numbers``: every target's latest time with when, where and how, the
+  test count and the runs per paper.
 
 - Times come from ``results/measurements.csv`` (one row per measurement: target, seconds, date, machine, note),
   which ``measure`` appends to by running and timing a command, or ``record`` with a time measured elsewhere (the
@@ -10,7 +15,7 @@ between ``<!-- numbers:start -->`` and ``<!-- numbers:end -->``, from measuremen
 
     python scripts/update_readme_numbers.py measure make-install -- make install   # in a fresh clone
     python scripts/update_readme_numbers.py record make-install 207 --note "fresh clone, 2 shared cores"
-    python scripts/update_readme_numbers.py            # rewrite the README section
+    python scripts/update_readme_numbers.py            # rewrite the blocks
 """
 
 from __future__ import annotations
@@ -25,10 +30,17 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generated_blocks import ROOT, splice  # noqa: E402
+
+# page -> (block, which targets): the README lists the make targets, the new user's path every measured step
+SUMMARY_PAGES = {
+    ROOT / "README.md": ("numbers-summary", "make-"),
+    ROOT / "docs" / "reference" / "new-user.md": ("numbers-path", ""),
+}
+FULL_PAGE = ROOT / "docs" / "reference" / "make-targets.md"
 MEASUREMENTS = ROOT / "results" / "measurements.csv"
 FIELDS = ["target", "seconds", "date", "machine", "note"]
-START, END = "<!-- numbers:start -->", "<!-- numbers:end -->"
 # the committed tables of runs, per paper (rows = decoding runs)
 RUN_TABLES = {
     "engine (notebooks 00-02)": ["engine_speed_rows", "peer_hf_assisted", "quickstart"],
@@ -55,11 +67,18 @@ def append(target: str, seconds: float, note: str) -> None:
         writer.writerow(dict(target=target, seconds=round(seconds), date=today, machine=machine(), note=note))
 
 
+# the order a new user meets the targets in; any other target follows in the order it was first measured
+ORDER = ["make-install", "make-reproduce", "make-test", "make-docs", "make-paper-smoke"]
+
+
 def latest() -> dict[str, dict]:
+    """The latest measurement of each target (the last row), in ``ORDER``."""
     if not MEASUREMENTS.exists():
         return {}
     with MEASUREMENTS.open(newline="") as f:
-        return {row["target"]: row for row in csv.DictReader(f)}
+        rows = {row["target"]: row for row in csv.DictReader(f)}
+    rank = {t: i for i, t in enumerate(ORDER)}
+    return dict(sorted(rows.items(), key=lambda item: rank.get(item[0], len(ORDER))))
 
 
 def rows_of(table: str) -> int:
@@ -108,16 +127,28 @@ def section() -> str:
     return "\n".join(lines)
 
 
-def write_readme() -> int:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    if START not in text or END not in text:
-        print(f"README.md has no {START} ... {END} block", file=sys.stderr)
+def summary(prefix: str = "") -> str:
+    """The latest time of each measured target whose name starts with ``prefix``, one line each (the full table
+    says when, where and how)."""
+    lines = ["| target | time | measured on |", "|---|---|---|"]
+    for target, row in latest().items():
+        if not target.startswith(prefix):
+            continue
+        lines.append(
+            f"| `{target.replace('-', ' ', 1)}` | {minutes(row['seconds'])} | {row['date']}, {row['machine']} |"
+        )
+    return "\n".join(lines)
+
+
+def write_blocks() -> int:
+    try:
+        for page, (name, prefix) in SUMMARY_PAGES.items():
+            splice(page, name, summary(prefix))
+        splice(FULL_PAGE, "numbers", section())
+    except ValueError as error:
+        print(error, file=sys.stderr)
         return 1
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{section()}\n{END}{tail}")
-    print("README.md: measured numbers rewritten")
+    print("README.md, docs/reference/{new-user,make-targets}.md: measured numbers rewritten")
     return 0
 
 
@@ -143,7 +174,7 @@ def main(argv=None) -> int:
         append(args.target, time.perf_counter() - start, args.note or f"`{' '.join(cmd)}`")
     elif args.command == "record":
         append(args.target, args.seconds, args.note)
-    return write_readme()
+    return write_blocks()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""Write the scoreboard (``results/<profile>/scoreboard.csv``, made by notebook 90) into README.md.
+"""Write the scoreboard (``results/<profile>/scoreboard.csv``, made by notebook 90) into the README and the docs.
 
-The table goes between the markers ``<!-- scoreboard:start -->`` and ``<!-- scoreboard:end -->``; everything
-else in the README is left alone. ``make reproduce`` runs this after the notebooks, so the README's findings
-are always the ones the committed results give.
+- ``README.md``, block ``scoreboard-summary``: how many findings each paper has per verdict, the sanity checks'
+  count, and a link to the full table.
+- ``docs/index.md`` (the docs site's front page), block ``scoreboard``: every finding and sanity check.
+
+Everything outside the marked blocks is left alone (``generated_blocks.splice``). ``make reproduce`` runs this
+after the notebooks, so the findings shown are always the ones the committed results give.
 
     python scripts/update_readme_scoreboard.py [--profile tiny]
 """
@@ -14,20 +17,19 @@ import csv
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-START, END = "<!-- scoreboard:start -->", "<!-- scoreboard:end -->"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generated_blocks import ROOT, md_table, splice  # noqa: E402
+
+README = ROOT / "README.md"
+BOARD_PAGE = ROOT / "docs" / "index.md"
 FINDINGS = ["paper", "finding", "claim", "paper_value", "estimate", "ci95", "n", "verdict", "this machine", "regime",
             "validity"]  # fmt: skip
 SANITY = ["paper", "finding", "claim", "estimate", "ci95", "n", "verdict"]
+VERDICTS = ["holds", "inconclusive", "does not hold", "not testable on this proxy"]
 
 
 def table(rows: list[dict], columns: list[str]) -> str:
-    def cell(value) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(row.get(c, "")) for c in columns) + " |" for row in rows]
-    return "\n".join(lines)
+    return md_table(rows, columns)
 
 
 def readme_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -47,21 +49,55 @@ def readme_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     return findings, sanity
 
 
-def block(rows: list[dict]) -> str:
-    findings, sanity = readme_rows(rows)
-    counts = {}
+def verdict_counts(findings: list[dict]) -> str:
+    """One summary line of the findings' verdicts, e.g. ``59: 39 holds, 9 inconclusive, ...``."""
+    counts: dict[str, int] = {}
     for row in findings:
         counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
-    summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    return f"{len(findings)}: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+
+
+def sanity_line(sanity: list[dict]) -> str:
     failing = [r["finding"] for r in sanity if r["verdict"] != "holds"]
     return (
-        f"**Findings** ({len(findings)}: {summary}). `estimate` is the paper regime (speed: the runs' counts priced"
+        f"**Sanity checks** ({len(sanity)}, {len(failing)} failing"
+        + (f": {', '.join(failing)}" if failing else "")
+        + "): each must hold; a failure is a bug, not a finding."
+    )
+
+
+def block(rows: list[dict]) -> str:
+    """The full scoreboard: every finding, then every sanity check."""
+    findings, sanity = readme_rows(rows)
+    return (
+        f"**Findings** ({verdict_counts(findings)}). `estimate` is the paper regime (speed: the runs' counts priced"
         " at the paper's call costs, `regime`), which decides `verdict`; `this machine` is the measured walltime.\n\n"
         + table(findings, FINDINGS)
-        + f"\n\n**Sanity checks** ({len(sanity)}, {len(failing)} failing"
-        + (f": {', '.join(failing)}" if failing else "")
-        + "): each must hold; a failure is a bug, not a finding.\n\n"
+        + f"\n\n{sanity_line(sanity)}\n\n"
         + table(sanity, SANITY)
+    )
+
+
+def summary(rows: list[dict], full_table: str = "docs/index.md") -> str:
+    """Findings per paper and verdict (one row per paper, in board order), with a link to the full table."""
+    findings, sanity = readme_rows(rows)
+    verdicts = [v for v in VERDICTS if any(r["verdict"] == v for r in findings)]
+    verdicts += sorted({r["verdict"] for r in findings} - set(verdicts))
+    per_paper: dict[str, dict] = {}
+    for row in findings:
+        counts = per_paper.setdefault(row["paper"], {"paper": row["paper"], "findings": 0})
+        counts["findings"] += 1
+        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    total = {"paper": "**all**", "findings": len(findings)}
+    total |= {v: sum(r.get(v, 0) for r in per_paper.values()) for v in verdicts}
+    lines = list(per_paper.values()) + [total]
+    for line in lines:
+        for v in verdicts:
+            line.setdefault(v, 0)
+    return (
+        md_table(lines, ["paper", "findings", *verdicts])
+        + f"\n\n{sanity_line(sanity)} Every finding with its claim, paper value, estimate, 95% interval and"
+        f" validity: [the full scoreboard]({full_table})."
     )
 
 
@@ -75,15 +111,13 @@ def main(argv=None) -> int:
         return 1
     with source.open(newline="") as f:
         rows = list(csv.DictReader(f))
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    if START not in text or END not in text:
-        print(f"README.md has no {START} ... {END} block", file=sys.stderr)
+    try:
+        splice(README, "scoreboard-summary", summary(rows))
+        splice(BOARD_PAGE, "scoreboard", block(rows))
+    except ValueError as error:
+        print(error, file=sys.stderr)
         return 1
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{block(rows)}\n{END}{tail}")
-    print(f"README.md: scoreboard of {len(rows)} rows from {source.relative_to(ROOT)}")
+    print(f"README.md, docs/index.md: scoreboard of {len(rows)} rows from {source.relative_to(ROOT)}")
     return 0
 
 
