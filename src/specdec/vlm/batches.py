@@ -113,8 +113,8 @@ def spec_splits(data: dict, spec: dict, device="cpu") -> tuple[Split, Split, Ima
 
 
 def load_splits(data: dict, device="cpu") -> tuple:
-    """``(train, heldout, images)`` of a data file on ``device``: what ``train_model`` reads (``batch_inputs`` takes
-    them; other zoos built on this data, e.g. ``specdec.aasd``, train from them)."""
+    """``(train, heldout, images)`` of a data file on ``device``: what ``vlm.train.train_model`` reads
+    (``batch_inputs`` takes them; other zoos built on this data, e.g. ``specdec.aasd``, train from them)."""
     return Split(data["train"], device), Split(data["heldout"], device), Images(data, device)
 
 
