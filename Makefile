@@ -166,7 +166,7 @@ models-multilingual: install
 	$(VENV)/bin/python -m specdec.multilingual.train all --out data/models
 
 models-tabed: install
-	$(VENV)/bin/python -m specdec.tabed.train all --out data/models
+	$(VENV)/bin/python -m specdec.vlm.train all --out data/models
 
 models-aasd: install
 	$(VENV)/bin/python -m specdec.aasd.train all --out data/models

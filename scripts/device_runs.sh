@@ -20,7 +20,7 @@ bench.real_size_latency(store, load_profile('paper')['latency_configs'], batch_s
                         contexts=[128, 1024], gammas=[1, 2, 4, 8], repeats=10)
 print(store.frame().to_string())" ;;
     llava)  # the TABED tiny zoo
-      python3 -m specdec.tabed.train train --data .gpu/tabed_data.pt --device cuda --out /tmp/llava \
+      python3 -m specdec.vlm.train train --data .gpu/tabed_data.pt --device cuda --out /tmp/llava \
         --models tabed-target tabed-draft > "$OUT/llava_log.txt" 2>&1  # per-model steps / weight decay
       tail -n 5 "$OUT/llava_log.txt"; tar czf "$OUT/tabed_models.tgz" -C /tmp/llava . ;;
     multilingual)

@@ -8,14 +8,13 @@ import torch
 from conftest import LLAVA_IMAGE_TOKEN, chi2_pvalue, random_llava
 from specdec.aasd import baselines
 from specdec.aasd import bench as aasd_bench
-from specdec.aasd.drafter import AASDDrafter
-from specdec.aasd.module import NEVER, KVProjector, SpeculatingModule, config_for, rope_tables, rotate
+from specdec.aasd.algorithm import NEVER, AASDDrafter, KVProjector, SpeculatingModule, config_for, rope_tables, rotate
 from specdec.aasd.tda import answer_window, naive_attention, tda_attention
 from specdec.cache import CachedLM
 from specdec.engine import autoregressive, generate
 from specdec.hub import DatasetNotAvailableError
 from specdec.sampling import SamplingConfig, logits_to_probs
-from specdec.tabed.data import IMAGE_TOKEN_ID, IMAGE_TOKENS, build_data
+from specdec.vlm.data import IMAGE_TOKEN_ID, IMAGE_TOKENS, build_data
 
 IMAGE = LLAVA_IMAGE_TOKEN  # a 32 x 32 image with 16 x 16 patches gives 4 image tokens
 

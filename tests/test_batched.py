@@ -11,9 +11,10 @@ import torch
 from conftest import chi2_pvalue, random_llama
 from specdec.batching import generate_batch
 from specdec.cache import BatchedLM
-from specdec.drafters import AdaptiveEnsembleDrafter, ModelDrafter, PromptLookupDrafter
+from specdec.drafters import ModelDrafter, PromptLookupDrafter
 from specdec.engine import generate
 from specdec.sampling import SamplingConfig, logits_to_probs
+from specdec.tabed.algorithm import AdaptiveEnsembleDrafter
 
 
 def mixed_prompts(n, vocab, seed=0, longest=12):

@@ -69,8 +69,8 @@ def test_llava_next_target_with_a_llava_draft_stays_lossless(tmp_path):
     from PIL import Image
 
     from specdec import zoo
-    from specdec.tabed import bench as tb
-    from specdec.tabed import drafting as tabed
+    from specdec.tabed import algorithm as tabed
+    from specdec.vlm import llava, prompts
     from specdec.zoo import models
 
     spec = importlib.util.spec_from_file_location("standin_hub", zoo.ROOT / "scripts" / "standin_hub.py")
@@ -85,10 +85,10 @@ def test_llava_next_target_with_a_llava_draft_stays_lossless(tmp_path):
     images = [Image.new("RGB", (60, 40), (200, 30, 30)), Image.new("RGB", (30, 50), (20, 90, 220))]
     for n_images in (1, 2):
         prompt = "USER: " + "<image>\n" * n_images + "What is shown? ASSISTANT:"
-        ids, inputs = tb.encode(processor, prompt, images[:n_images])
+        ids, inputs = prompts.encode(processor, prompt, images[:n_images])
         assert set(inputs) == {"pixel_values", "image_sizes"} and inputs["pixel_values"].dim() == 5
-        spans = tabed.image_spans(ids, target.config.image_token_id, tabed.tokens_per_image(draft), n_images)
-        assert len(spans) == n_images and all(length > tabed.tokens_per_image(draft) for _, length in spans)
+        spans = llava.image_spans(ids, target.config.image_token_id, llava.tokens_per_image(draft), n_images)
+        assert len(spans) == n_images and all(length > llava.tokens_per_image(draft) for _, length in spans)
         reference = autoregressive(target, ids, max_new_tokens=12, eos_token_id=[], target_inputs=inputs)
         for method in ("M", "P", "MT*", "MTCP*"):
             caption = lambda imgs: ["a picture"] * len(imgs)  # noqa: E731

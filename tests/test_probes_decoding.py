@@ -19,9 +19,8 @@ from specdec.cos.decoding import decode
 from specdec.drafters import ModelDrafter
 from specdec.engine import generate
 from specdec.sampling import SamplingConfig
-from specdec.tabed import ensemble
-from specdec.tabed.drafting import DraftingRows, make_drafter
-from specdec.tabed.ensemble import History
+from specdec.tabed import algorithm as ensemble
+from specdec.tabed.algorithm import DraftingRows, History, make_drafter
 
 NAN, INF = math.nan, math.inf
 

@@ -107,8 +107,9 @@ def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
                        len(processor.image_processor.image_grid_pinpoints)]
         target, draft, processor = tb.load_vlm_pair("paper", "llava-next-7b-as-authors", device="cpu", dtype=torch.float32)
         from PIL import Image
-        from specdec.tabed import drafting
-        ids, inputs = tb.encode(processor, "USER: <image>\\nWhat is it? ASSISTANT:", [Image.new("RGB", (50, 30), (9, 99, 199))])
+        from specdec.tabed import algorithm as drafting
+        from specdec.vlm.prompts import encode
+        ids, inputs = encode(processor, "USER: <image>\\nWhat is it? ASSISTANT:", [Image.new("RGB", (50, 30), (9, 99, 199))])
         ar = autoregressive(target, ids, max_new_tokens=10, eos_token_id=[], target_inputs=inputs).output_ids
         sd = generate(target, ids, drafting.make_drafter(draft, "MT*", processor.tokenizer), gamma=3, max_new_tokens=10,
                       eos_token_id=[], target_inputs=inputs, draft_inputs=inputs).output_ids
@@ -222,12 +223,13 @@ def test_paper_second_turns_continue_the_targets_cached_greedy_answers(tmp_path)
         os.environ["SPECDEC_OUTPUT_DIR"] = {str(tmp_path / "out")!r}
         from specdec import engine
         from specdec.tabed import bench as tb
+        from specdec.vlm.prompts import encode
         target, draft, processor = tb.load_vlm_pair("paper", "llava-7b", device="cpu")
         wanted = [("pope", 2), ("nq", 2)]
         rows = {{r["id"]: r for r in tb.load_suite("paper", 2, scenarios=wanted, target=target, processor=processor,
                                                   answer_tokens=5)}}
         firsts = {{r["id"]: r for r in tb.load_suite("paper", 3, scenarios=["pope", "describe"], turns=(1,))}}
-        ids, inputs = tb.encode(processor, firsts["pope-t1-paper-00000"]["prompt"], firsts["pope-t1-paper-00000"]["images"])
+        ids, inputs = encode(processor, firsts["pope-t1-paper-00000"]["prompt"], firsts["pope-t1-paper-00000"]["images"])
         greedy = engine.autoregressive(target, ids, max_new_tokens=5, eos_token_id=processor.tokenizer.eos_token_id,
                                        target_inputs=inputs).output_ids
         answer = processor.tokenizer.decode(greedy, skip_special_tokens=True).strip()

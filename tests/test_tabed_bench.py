@@ -7,7 +7,8 @@ import pytest
 
 from conftest import tabed_runs
 from specdec.tabed import bench as tb
-from specdec.tabed import findings as tf
+from specdec.tabed import tables
+from specdec.vlm import prompts
 
 
 def _frame(taus: dict) -> pd.DataFrame:
@@ -49,7 +50,7 @@ def test_block_table_lays_out_only_the_turns_asked_for():
 
 def test_rank_counts_count_second_place():
     table = tb.block_table(_frame(CELLS), tb.TABLE1)
-    assert tf.rank_counts(table, "MT*") == (3, 4)  # last on describe t2
+    assert tables.rank_counts(table, "MT*") == (3, 4)  # last on describe t2
 
 
 # T1-T5 as Verdicts: tests/test_tabed_verdicts.py
@@ -82,7 +83,7 @@ def test_encode_rejects_a_placeholder_count_that_does_not_match():
         tokenizer = None
 
     with pytest.raises(ValueError, match="one <image> in the prompt per image"):
-        tb.encode(Processor(), "USER: <image>\n<image>\nHi ASSISTANT:", [])
+        prompts.encode(Processor(), "USER: <image>\n<image>\nHi ASSISTANT:", [])
 
 
 def test_paper_profile_fails_offline_with_clear_errors(monkeypatch):
@@ -102,7 +103,7 @@ def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monk
     import datasets
     from PIL import Image
 
-    from specdec.tabed import scenes
+    from specdec.vlm import scenes
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     pope = tmp_path / "pope"
@@ -205,7 +206,7 @@ def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
     from PIL import ImageOps
 
     from specdec import results
-    from specdec.tabed.drafting import load_images
+    from specdec.vlm.prompts import load_images
 
     target, draft, processor = tb.load_vlm_pair("tiny")
     row = tb.load_suite("tiny", 1, scenarios=[("pope", 1)])[0]
@@ -215,7 +216,7 @@ def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
     assert len(store.frame()) == 2  # AR and M
     reworded = {**row, "prompt": row["prompt"].replace("?", " ?", 1)}
     flipped = {**row, "images": [ImageOps.mirror(load_images(row["images"])[0])]}
-    assert len({tb.request_digest(r) for r in (row, reworded, flipped)}) == 3
+    assert len({prompts.request_digest(r) for r in (row, reworded, flipped)}) == 3
     for edited in (reworded, flipped):  # same row id, another request: its rows are computed, not read back
         tb.run(store, target, draft, processor, [edited], ["M"], gamma=2, max_new_tokens=4)
     frame = store.frame()
@@ -224,7 +225,7 @@ def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
     rerun = results.ResultStore("tiny", "runs", tb.KEY, root=tmp_path)  # a later run of the flipped request only
     tb.run(rerun, target, draft, processor, [flipped], ["M"], gamma=2, max_new_tokens=4)
     mine = rerun.frame(requested=True)  # its table: its own rows, none of the two older requests'
-    assert sorted(mine.method) == ["AR", "M"] and set(mine.request) == {tb.request_digest(flipped)}
+    assert sorted(mine.method) == ["AR", "M"] and set(mine.request) == {prompts.request_digest(flipped)}
 
 
 def test_the_ood_story_sets_can_hold_more_requests_than_the_other_cells():

@@ -10,13 +10,14 @@ import torch
 
 from conftest import U32, softmax_sum_atol
 from specdec.cache import CachedLM
-from specdec.drafters import AdaptiveEnsembleDrafter, ModelDrafter
+from specdec.drafters import ModelDrafter
 from specdec.engine import autoregressive, generate
 from specdec.sampling import SamplingConfig
+from specdec.tabed import algorithm as ensemble
+from specdec.tabed import algorithm as tabed
 from specdec.tabed import bench as tabed_bench
-from specdec.tabed import drafting as tabed
-from specdec.tabed import ensemble, scenes
-from specdec.tabed.ensemble import History, divergence, grid_weights, softmax_weights
+from specdec.tabed.algorithm import AdaptiveEnsembleDrafter, History, divergence, grid_weights, softmax_weights
+from specdec.vlm import llava, prompts, scenes
 
 GAMMAS = (1, 3, 5)
 MAX_NEW = 12
@@ -41,7 +42,7 @@ def suite(pair):
     rows = sorted(rows, key=lambda r: len(r["images"]))
     out = []
     for i, row in enumerate(rows):
-        ids, inputs = tabed_bench.encode(processor, row["prompt"], row["images"])
+        ids, inputs = prompts.encode(processor, row["prompt"], row["images"])
         ref = autoregressive(
             target, ids, max_new_tokens=MAX_NEW, eos_token_id=processor.tokenizer.eos_token_id, target_inputs=inputs
         )
@@ -170,10 +171,10 @@ def test_m_row_features_give_the_models_own_pixel_logits(pair, suite):
 def test_pooled_features_average_2x2_patch_blocks_before_the_projector(pair, suite):
     _, draft, _ = pair
     pixels = first(suite, 2)["inputs"]["pixel_values"]
-    full = tabed.visual_features(draft, pixels)
-    pooled = tabed.visual_features(draft, pixels, pool=2)
+    full = llava.visual_features(draft, pixels)
+    pooled = llava.visual_features(draft, pixels, pool=2)
     assert full.shape[:2] == (2, scenes.PATCHES_PER_IMAGE) and pooled.shape[:2] == (2, 4)
-    tower, projector, config = tabed._parts(draft)
+    tower, projector, config = llava._parts(draft)
     with torch.no_grad():
         hidden = tower(pixels, output_hidden_states=True).hidden_states[config.vision_feature_layer][:, 1:]
         for row in range(2):  # 4 x 4 patches in row-major order -> 2 x 2 blocks
@@ -182,7 +183,7 @@ def test_pooled_features_average_2x2_patch_blocks_before_the_projector(pair, sui
                 expected = projector(hidden[:, block].mean(1))
                 assert torch.allclose(pooled[:, 2 * row + col], expected, atol=1e-5), (row, col)
     with pytest.raises(ValueError, match="cannot pool a 16-token image with a 3x3 kernel"):
-        tabed.visual_features(draft, pixels, pool=3)
+        llava.visual_features(draft, pixels, pool=3)
 
 
 @pytest.mark.parametrize("n_images", [1, 2, 5])
@@ -191,7 +192,7 @@ def test_rows_of_each_method(pair, suite, n_images):
     tok = processor.tokenizer
     request = first(suite, n_images)
     ids, image = request["ids"], draft.config.image_token_id
-    per = tabed.tokens_per_image(draft)
+    per = llava.tokens_per_image(draft)
     captions = scenes.render_caption(request["images"])
     make_rows = tabed.DraftingRows(draft, ("M", "T", "C", "P"), tok, captioner=scenes.render_caption)
     rows, features = make_rows(ids, **draft_inputs(request))
@@ -490,9 +491,9 @@ def test_image_placeholders_must_match_the_images(pair, suite):
     _, draft, processor = pair
     request = first(suite, 2)
     with pytest.raises(ValueError, match="2 <image> placeholders but 1 images"):
-        tabed_bench.encode(processor, request["prompt"], request["images"][:1])
+        prompts.encode(processor, request["prompt"], request["images"][:1])
     with pytest.raises(ValueError, match="0 <image> placeholders but 1 images"):
-        tabed_bench.encode(processor, "USER: What is two plus two? ASSISTANT:", request["images"][:1])
+        prompts.encode(processor, "USER: What is two plus two? ASSISTANT:", request["images"][:1])
     make_rows = tabed.DraftingRows(draft, ("M", "T"), processor.tokenizer)
     with pytest.raises(ValueError, match="2 <image> placeholders but 1 images"):
         make_rows(request["ids"], pixel_values=request["inputs"]["pixel_values"][:1])
@@ -505,15 +506,15 @@ def test_images_from_bytes_and_paths_and_undecodable_ones(pair, suite, tmp_path)
     request = first(suite, 2)
     path = tmp_path / "second.png"
     path.write_bytes(png_bytes(request["images"][1]))
-    ids, inputs = tabed_bench.encode(processor, request["prompt"], [png_bytes(request["images"][0]), str(path)])
+    ids, inputs = prompts.encode(processor, request["prompt"], [png_bytes(request["images"][0]), str(path)])
     assert ids.tolist() == request["ids"].tolist()
     assert torch.allclose(inputs["pixel_values"], request["inputs"]["pixel_values"])
     with pytest.raises(ValueError, match="image 0 cannot be decoded"):
-        tabed.load_images([b"not an image"])
+        prompts.load_images([b"not an image"])
     with pytest.raises(ValueError, match="image 1 cannot be decoded"):
-        tabed.load_images([request["images"][0], str(tmp_path / "missing.png")])
+        prompts.load_images([request["images"][0], str(tmp_path / "missing.png")])
     with pytest.raises(ValueError, match="image 1 cannot be decoded"):
-        tabed_bench.encode(processor, request["prompt"], [request["images"][0], b"not an image"])
+        prompts.encode(processor, request["prompt"], [request["images"][0], b"not an image"])
 
 
 def test_bad_methods_and_weights(pair):

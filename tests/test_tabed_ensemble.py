@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from specdec.tabed.ensemble import History, grid_candidates, grid_weights, softmax_weights
+from specdec.tabed.algorithm import History, grid_candidates, grid_weights, softmax_weights
 
 
 def one_hot(i, v=4):
@@ -57,8 +57,8 @@ def test_empty_history_is_uniform_and_bad_criterion_is_named():
 def test_adaptive_drafter_is_lossless_and_logs_weights(random_pair):
     from functools import partial
 
-    from specdec.drafters import AdaptiveEnsembleDrafter
     from specdec.engine import autoregressive, generate
+    from specdec.tabed.algorithm import AdaptiveEnsembleDrafter
 
     target, draft = random_pair
     prompt = torch.tensor([3, 4, 5, 6, 7])

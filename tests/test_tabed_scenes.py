@@ -1,14 +1,14 @@
-"""Synthetic TABED scenarios (``specdec.tabed.scenes``) and the tiny LLaVA zoo's data and training
-(``tabed.data``, ``tabed.train``)."""
+"""Synthetic TABED scenarios (``specdec.vlm.scenes``) and the tiny LLaVA zoo's data and training
+(``vlm.data``, ``vlm.batches``, ``vlm.train``)."""
 
 import re
 
 import pytest
 import torch
 
-from specdec.tabed import data as td
-from specdec.tabed import scenes
-from specdec.tabed import train as tl
+from specdec.vlm import batches, scenes
+from specdec.vlm import data as td
+from specdec.vlm import train as tl
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +143,8 @@ def test_encode_prompt_expands_images(suites, tokenizer):
         n = len(row["images"])
         ids = td.encode_prompt(tokenizer, row["prompt"], n)
         assert ids[0] == tokenizer.bos_token_id
-        assert int((ids == tl.IMAGE_TOKEN_ID).sum()) == n * scenes.PATCHES_PER_IMAGE
-        runs = "".join("x" if i == tl.IMAGE_TOKEN_ID else "." for i in ids.tolist())
+        assert int((ids == td.IMAGE_TOKEN_ID).sum()) == n * scenes.PATCHES_PER_IMAGE
+        runs = "".join("x" if i == td.IMAGE_TOKEN_ID else "." for i in ids.tolist())
         assert re.findall("x+", runs) == ["x" * scenes.PATCHES_PER_IMAGE] * n
         # the saved LlavaProcessor's tokenizer path gives the same ids (without <s>)
         plain = tokenizer(
@@ -156,7 +156,7 @@ def test_encode_prompt_expands_images(suites, tokenizer):
         assert plain["input_ids"] == ids[1:].tolist()
         full, prompt_len = td.encode_example(tokenizer, row["prompt"], row["answer"], n)
         assert full[:prompt_len] == ids.tolist() and full[-1] == tokenizer.eos_token_id
-        assert tl.IMAGE_TOKEN_ID not in full[prompt_len:]
+        assert td.IMAGE_TOKEN_ID not in full[prompt_len:]
     with pytest.raises(ValueError):
         td.encode_prompt(tokenizer, "USER: <image>\nHi ASSISTANT:", n_images=2)
 
@@ -175,9 +175,9 @@ def test_pack_roundtrip_and_pixels_match_processor(suites):
         "image_size": scenes.IMAGE_SIZE,
         "palette": torch.tensor(list(scenes.PALETTE.values()), dtype=torch.uint8),
     }
-    assert torch.equal(tl.decompress_images(data), packed)
-    store = tl._Images(data, "cpu")
-    assert torch.equal(tl.unpack_images(packed).reshape(len(images), -1), idx)
+    assert torch.equal(td.decompress_images(data), packed)
+    store = batches.Images(data, "cpu")
+    assert torch.equal(td.unpack_images(packed).reshape(len(images), -1), idx)
     pixels = store.pixels(torch.arange(len(images)))
     assert torch.allclose(pixels, scenes.images_to_pixels(images), atol=1e-5)
 
@@ -186,7 +186,7 @@ def test_train_step_saves_and_reloads(tmp_path, tokenizer):
     from specdec.zoo.models import load
 
     torch.set_num_threads(1)
-    data = tl.build_data(train_per_scenario=1, heldout_per_scenario=1, seed=0)
+    data = td.build_data(train_per_scenario=1, heldout_per_scenario=1, seed=0)
     assert len(data["train"]["scenario"]) == len(scenes.SCENARIOS)
     path = tmp_path / "data.pt"
     torch.save(data, path)
@@ -200,8 +200,8 @@ def test_train_step_saves_and_reloads(tmp_path, tokenizer):
     assert {"loss", "loss_blank_images", "tokens"} <= set(rows[1]["heldout"]["in_distribution"])
     assert rows[1]["text_parameters"] * 5 < rows[0]["text_parameters"]
     model, processor = load(tmp_path / "models" / "tabed-draft", kind="llava")
-    assert model.dtype == torch.float32 and processor.image_token_id == tl.IMAGE_TOKEN_ID
-    assert model.config.image_token_id == tl.IMAGE_TOKEN_ID
+    assert model.dtype == torch.float32 and processor.image_token_id == td.IMAGE_TOKEN_ID
+    assert model.config.image_token_id == td.IMAGE_TOKEN_ID
     row = scenes.scenario_suite("test", 1, seed=0, scenarios=[("iedit", 1)])[0]
     ids = td.encode_prompt(processor.tokenizer, row["prompt"], 2)
     enc = processor(text=td.processor_text(row["prompt"]), images=row["images"], return_tensors="pt")
@@ -223,7 +223,7 @@ def test_train_step_saves_and_reloads(tmp_path, tokenizer):
 @pytest.fixture(scope="module")
 def image_data():
     torch.set_num_threads(1)
-    return tl.build_data(
+    return td.build_data(
         train_per_scenario=8, heldout_per_scenario=2, seed=0, scenarios=[("describe", 1), ("mmvet", 1)]
     )
 
@@ -242,7 +242,7 @@ def test_background_normalises_to_zero(image_data, tokenizer):
     assert torch.count_nonzero(scenes.images_to_pixels([white])) == 0
     processor = td.build_processor(tokenizer)  # what the saved models use at inference
     assert processor.image_processor(images=[white], return_tensors="pt")["pixel_values"].abs().max() < 1e-6
-    store = tl._Images(image_data, "cpu")  # what training uses
+    store = batches.Images(image_data, "cpu")  # what training uses
     assert torch.count_nonzero(store.pixels(torch.arange(2), blank=True)) == 0
     # a data file whose saved processor normalises otherwise (e.g. built before the fix) is refused
     files = dict(image_data["processor_files"])
@@ -250,24 +250,24 @@ def test_background_normalises_to_zero(image_data, tokenizer):
         '"image_mean": [\n      1.0', '"image_mean": [\n      0.48'
     )
     with pytest.raises(ValueError, match="rebuild"):
-        tl._Images(dict(image_data, processor_files=files), "cpu")
+        batches.Images(dict(image_data, processor_files=files), "cpu")
 
 
 def test_images_reach_the_model_and_get_gradients(image_data):
     from transformers import LlavaForConditionalGeneration
 
-    train, images = tl._Split(image_data["train"], "cpu"), tl._Images(image_data, "cpu")
+    train, images = batches.Split(image_data["train"], "cpu"), batches.Images(image_data, "cpu")
     rows = torch.arange(6)
-    batch = tl._batch(train, images, rows)  # as train_model builds it
+    batch = batches.batch_inputs(train, images, rows)  # as train_model builds it
     n = int(train.n_images[rows].sum())
     assert batch["pixel_values"].shape == (n, 3, scenes.IMAGE_SIZE, scenes.IMAGE_SIZE)
-    assert int((batch["input_ids"] == tl.IMAGE_TOKEN_ID).sum()) == n * tl.IMAGE_TOKENS
+    assert int((batch["input_ids"] == td.IMAGE_TOKEN_ID).sum()) == n * td.IMAGE_TOKENS
     assert batch["pixel_values"].flatten(1).std(0).mean() > 0.1  # the images differ
-    blank = tl._batch(train, images, rows, blank=True)
+    blank = batches.batch_inputs(train, images, rows, blank=True)
     for name in tl.TABED_ZOO:
         torch.manual_seed(0)
         model = LlavaForConditionalGeneration(tl.llava_config(name))
-        assert model.config.image_token_id == tl.IMAGE_TOKEN_ID
+        assert model.config.image_token_id == td.IMAGE_TOKEN_ID
         loss, _, mask = tl._token_losses(model, batch)
         loss[mask].mean().backward()
         for prefix in (
@@ -293,20 +293,20 @@ def test_the_draft_reads_multi_image_rows_as_text_only(tokenizer):
     """``text_rows``: a training row with more images than ``max_images`` enters as the text-only row T drafts
     from (each image's run -> the ids of "\\n"), with no images and the same answer; rows within ``max_images``
     keep theirs, and the held-out rows keep every image."""
-    data = tl.build_data(train_per_scenario=2, heldout_per_scenario=1, seed=0, scenarios=[("describe", 1), ("psv", 1)])
+    data = td.build_data(train_per_scenario=2, heldout_per_scenario=1, seed=0, scenarios=[("describe", 1), ("psv", 1)])
     spec = tl.TABED_ZOO["tabed-draft"]
     assert spec["text_rows"] and spec["max_images"] == 1 and not tl.TABED_ZOO["tabed-target"].get("text_rows")
-    train, held, _ = tl.spec_splits(data, spec)
-    base = tl._Split(data["train"], "cpu")
+    train, held, _ = batches.spec_splits(data, spec)
+    base = batches.Split(data["train"], "cpu")
     newline = tokenizer("\n", add_special_tokens=False)["input_ids"]
-    assert tl.newline_ids(data) == newline and not base.text_only.any()
+    assert batches.newline_ids(data) == newline and not base.text_only.any()
     stories = [i for i, sc in enumerate(train.scenario) if sc == "psv-t1"]
     others = [i for i in range(len(train.scenario)) if i not in stories]
     assert stories and others and train.text_only[stories].all() and not train.text_only[others].any()
     for i in stories:
         row, old = train.ids[i, : train.lengths[i]].tolist(), base.ids[i, : base.lengths[i]].tolist()
-        assert tl.IMAGE_TOKEN_ID not in row and int(train.n_images[i]) == 0 and (train.table[i] < 0).all()
-        assert row == tl._replace_images(old, newline) and int(base.n_images[i]) == 5
+        assert td.IMAGE_TOKEN_ID not in row and int(train.n_images[i]) == 0 and (train.table[i] < 0).all()
+        assert row == batches._replace_images(old, newline) and int(base.n_images[i]) == 5
         assert row[train.prompt_len[i] :] == old[base.prompt_len[i] :]  # the same answer, and only it in the loss
     for i in others:
         assert torch.equal(train.ids[i], base.ids[i][: train.ids.shape[1]])
@@ -314,7 +314,7 @@ def test_the_draft_reads_multi_image_rows_as_text_only(tokenizer):
     assert tl._select(train, 1)[stories].all()  # trained on
     assert int(held.n_images.max()) == 5 and not held.text_only.any()
     with pytest.raises(ValueError, match="not a multiple of the 16"):
-        tl._replace_images([1, *[tl.IMAGE_TOKEN_ID] * 15, 5], newline)
+        batches._replace_images([1, *[td.IMAGE_TOKEN_ID] * 15, 5], newline)
 
 
 def test_training_keeps_image_features_apart(image_data):
@@ -322,9 +322,9 @@ def test_training_keeps_image_features_apart(image_data):
     # images); with the white-is-zero normalisation it is ~0.17 after 20 steps and grows back as the model
     # learns to read the images.
     train, held, images = (
-        tl._Split(image_data["train"], "cpu"),
-        tl._Split(image_data["heldout"], "cpu"),
-        tl._Images(image_data, "cpu"),
+        batches.Split(image_data["train"], "cpu"),
+        batches.Split(image_data["heldout"], "cpu"),
+        batches.Images(image_data, "cpu"),
     )
     n = int(image_data["n_images"])
     model, _ = tl.train_model(
@@ -334,8 +334,8 @@ def test_training_keeps_image_features_apart(image_data):
 
 
 def test_every_second_turn_says_what_its_answer_rests_on():
-    from specdec.tabed import dialogues
-    from specdec.tabed.groundtruth import COLORS, SHAPES
+    from specdec.vlm import dialogues
+    from specdec.vlm.groundtruth import COLORS, SHAPES
 
     rows = scenes.scenario_suite("test", 20, seed=0)
     assert {r["rests_on"] for r in rows if r["turn"] == 1} == {None}

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import tabed_runs
 from specdec.tabed import findings as tf
+from specdec.tabed import tables
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
 
 
@@ -231,9 +232,9 @@ def test_findings_are_in_order_and_seeded():
 
 
 def test_paper_thresholds_come_from_the_papers_tables():
-    assert tf.paper_top_two_share() == 1.0  # Table 10: MT* best or second best in all 18 cells
-    assert tf.paper_max_shortfall() == pytest.approx(0.04 / 2.40)  # Spot, first turn: MT 2.40, MT* 2.36
-    assert tf.paper_window_tolerance() == pytest.approx(0.02 / 2.03)  # OOD means, h = 1 / 4 vs ALL
+    assert tables.paper_top_two_share() == 1.0  # Table 10: MT* best or second best in all 18 cells
+    assert tables.paper_max_shortfall() == pytest.approx(0.04 / 2.40)  # Spot, first turn: MT 2.40, MT* 2.36
+    assert tables.paper_window_tolerance() == pytest.approx(0.02 / 2.03)  # OOD means, h = 1 / 4 vs ALL
 
 
 def test_quoted_paper_numbers_follow_the_model_pair():
@@ -243,7 +244,7 @@ def test_quoted_paper_numbers_follow_the_model_pair():
         PAPER_PATTERN | {k: dict(v, MT=2.0, **{"MT*": 2.5, "MTCP*": 2.6}) for k, v in PAPER_PATTERN.items()}
     )
     next7b = {"draft_type": "LLaVA-1.5", "draft_size": "68M", "target": "LLaVA-NeXT 7B"}
-    assert tf.paper_max_shortfall(setting=next7b) == pytest.approx(0.06 / 1.93)  # Spot, second turn: T, MT*
+    assert tables.paper_max_shortfall(setting=next7b) == pytest.approx(0.06 / 1.93)  # Spot, second turn: T, MT*
     own = _by_name(tf.findings(frame, setting=next7b, n_boot=50))
     assert own["T1c"].paper == "+0.68 τ (Table 11, cell mean)"  # OOD T − M: PSV 1.79 − 1.19, VIST 1.90 − 1.15
     assert own["T1"].paper == "T1a +0.02, T1b +0.20, T1c +0.68"

@@ -28,8 +28,9 @@ import torch
 from specdec import zoo
 from specdec.multilingual import recipe
 from specdec.multilingual import train as tm
-from specdec.tabed import data as td
-from specdec.tabed import train as tl
+from specdec.vlm import batches
+from specdec.vlm import data as td
+from specdec.vlm import train as tl
 from specdec.zoo import training
 
 STEPS = 20
@@ -136,7 +137,7 @@ def test_multilingual_pretrain_and_finetune():
 def test_tabed_llava():
     data = td.build_data(train_per_scenario=2, heldout_per_scenario=1, seed=0)
     for name in ("tabed-draft", "tabed-target", "tabed-captioner"):
-        splits = tl.spec_splits(data, tl.TABED_ZOO[name])
+        splits = batches.spec_splits(data, tl.TABED_ZOO[name])
         model, log = tl.train_model(name, data, steps=STEPS, batch_size=4, splits=splits, log_every=3)
         _check(f"tabed:{name}", model, log)
         assert log[-1]["lr"] == 0.0 and "heldout_blank_images_loss" in log[-1]

@@ -14,7 +14,6 @@ drafter; it runs ``m`` drafting inputs as one batch and mixes their distribution
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import torch
@@ -208,79 +207,6 @@ def lookup(context: list[int], gamma: int, max_ngram: int = 3, min_ngram: int = 
             if context[start : start + n] == tail:
                 return context[start + n : start + n + gamma]
     return []
-
-
-@dataclass
-class History:
-    """The verified history an ``AdaptiveEnsembleDrafter`` fills and its policy reads (``specdec.tabed.ensemble``)."""
-
-    row_probs: list[torch.Tensor] = field(default_factory=list)  # each [m, V]
-    target_probs: list[torch.Tensor] = field(default_factory=list)  # each [V]
-    tokens: list[int] = field(default_factory=list)
-    stats: dict = field(default_factory=dict)  # per-position policy statistics, computed once per position
-
-    def add(self, row_probs: torch.Tensor, target_probs: torch.Tensor, tokens: list[int]) -> None:
-        """Record ``n`` verified positions: ``row_probs [n, m, V]``, ``target_probs [n, V]``, ``tokens [n]``."""
-        if not (len(row_probs) == len(target_probs) == len(tokens)):
-            raise ValueError("row_probs, target_probs and tokens must cover the same verified positions")
-        self.row_probs += list(row_probs)
-        self.target_probs += list(target_probs)
-        self.tokens += list(tokens)
-
-    def window(self, h: int | None):
-        """The last ``h`` positions (all when ``h`` is None) as tensors ``[h, m, V]``, ``[h, V]``, ``[h]``."""
-        start = 0 if h is None else max(0, len(self.tokens) - h)
-        return (
-            torch.stack(self.row_probs[start:]),
-            torch.stack(self.target_probs[start:]),
-            torch.tensor(self.tokens[start:]),
-        )
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-    def per_position(self, key, fn, h: int | None) -> torch.Tensor:
-        """``fn(row_probs [m, V], target_probs [V], token) -> Tensor[...]`` for the last ``h`` positions, stacked.
-
-        Each position is scored once and kept under ``key``: a policy consulted before every block then costs
-        O(h) small additions instead of re-mixing the whole window's ``[h, m, V]`` distributions."""
-        done = self.stats.setdefault(key, [])
-        for t in range(len(done), len(self.tokens)):
-            done.append(fn(self.row_probs[t].float(), self.target_probs[t].float(), self.tokens[t]))
-        start = 0 if h is None else max(0, len(done) - h)
-        return torch.stack(done[start:])
-
-
-class AdaptiveEnsembleDrafter(ModelDrafter):
-    """``ModelDrafter`` whose mixture weights are re-chosen before every block from the verified history
-    (TABED's test-time adaptation). ``policy(history) -> weights [m]``, e.g.
-    ``functools.partial(specdec.tabed.ensemble.grid_weights, criterion="hard+kl", window=None)``.
-    ``weight_log`` keeps the weights used for each block."""
-
-    def __init__(self, model, make_rows, policy):
-        super().__init__(model, make_rows=make_rows)
-        self.policy = policy
-        self.history = History()
-        self.weight_log: list[list[float]] = []
-
-    def prefill(self, prompt_ids, **model_inputs):
-        self.history = History()
-        self.weight_log = []
-        self.weights = None
-        super().prefill(prompt_ids, **model_inputs)
-
-    def propose(self, generated, gamma, sampling, generator=None):
-        if len(self.history):
-            self.set_weights(self.policy(self.history))
-        m = self.lm.m
-        self.weight_log.append((self.weights if self.weights is not None else torch.full((m,), 1 / m)).tolist())
-        return super().propose(generated, gamma, sampling, generator)
-
-    def observe(self, target_logits: torch.Tensor, kept_tokens: list[int], sampling: SamplingConfig) -> None:
-        """Record the verified positions of the last block (the engine excludes the bonus position)."""
-        n = len(kept_tokens)
-        target_probs = mixing_probs(target_logits, sampling)
-        self.history.add(self.last_row_probs[:n].cpu(), target_probs[:n].cpu(), kept_tokens)
 
 
 # Batched drafting (``batching.generate_batch``): one drafter object proposes for all ``A`` rows still decoding.

@@ -8,7 +8,9 @@ its own namespace (``check_parameters(globals())``), which also protects a plain
 
 The rules: a name must be declared in the parameters cell; a value must fit the cell's annotation (``int``,
 ``float``, ``str``, ``bool``, ``list``, ``dict``, ``X | None``); sizes (every ``int`` but a seed, and the entries of
-the size lists in ``SIZE_LISTS``) are ``>= 1``; names with a known vocabulary (``allowed``) must be in it.
+the size lists in ``SIZE_LISTS``) are ``>= 1``; names with a known vocabulary (``allowed``: the profiles, and each
+paper's own names from the registry ``specdec.papers``) must be in it. Like the registry, this module sits above
+the papers (it is the notebooks' entry check); the core never imports it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import math
 import pathlib
 
-from specdec import validate
+from specdec import papers, validate
 
 # list parameters whose entries are counts or lengths (>= 1); ``windows`` may also hold "ALL"
 SIZE_LISTS = {
@@ -146,24 +148,4 @@ def allowed(name: str, notebook: str = "") -> set[str] | None:
         from specdec import zoo
 
         return {p.stem for p in (zoo.DATA / "profiles").glob("*.yaml")}
-    if name in ("methods", "gamma_methods"):
-        from specdec.tabed import ENSEMBLES
-
-        return set(ENSEMBLES)
-    if name == "criteria":
-        return {"hard", "kl", "tvd", "hard+kl"}
-    if name == "divergences":
-        return {"kl", "tvd"}
-    if name in ("tasks", "tradeoff_tasks"):
-        from specdec.cos.tasks import TASKS
-
-        return set(TASKS)
-    if name in ("lang", "langs", "drafter_langs") or (name == "pairs" and notebook.startswith(("30", "34"))):
-        from specdec.multilingual.parallel import LANGUAGES
-
-        return set(LANGUAGES) | ({"en"} if name == "langs" else set())  # English: a source of the OOD directions
-    if name == "drafts":
-        from specdec.aasd.bench import ABLATIONS, MAIN_DRAFTS
-
-        return set(MAIN_DRAFTS) | set(ABLATIONS)
-    return None
+    return papers.vocabulary(name, notebook)  # a paper's names (TABED's methods, CoS's tasks, ...) or None

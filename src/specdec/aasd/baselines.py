@@ -6,7 +6,7 @@
 - FT: finetuned on the task answers; DT: sequence-level distillation (Kim & Rush 2016) on the target's greedy
   answers to ``n`` training prompts (``distilled``).
 
-Data transforms work on a split of the TABED data file (``specdec.tabed.data.build_data``: flat ``input_ids``
+Data transforms work on a split of the TABED data file (``specdec.vlm.data.build_data``: flat ``input_ids``
 with ``offsets``, ``prompt_len``, ``image_ids`` with ``image_offsets``, ``scenario``, ``turn``).
 """
 
@@ -16,9 +16,9 @@ import torch
 
 from specdec.drafters import ModelDrafter
 from specdec.engine import autoregressive
-from specdec.tabed import train as tabed_train
-from specdec.tabed.data import IMAGE_TOKEN_ID, IMAGE_TOKENS
-from specdec.tabed.drafting import image_runs
+from specdec.vlm import batches
+from specdec.vlm.data import IMAGE_TOKEN_ID, IMAGE_TOKENS
+from specdec.vlm.llava import image_runs
 
 NEWLINE = "\n"
 
@@ -139,11 +139,11 @@ def distill_rows(n: int, n_train: int, seed: int = 0) -> torch.Tensor:
 def distilled(data: dict, target, rows: torch.Tensor, max_new_tokens: int, eos_token_id: int = 2) -> dict:
     """A copy of the data file whose train split is ``rows`` with the answers replaced by ``target``'s greedy
     output (EOS kept; an answer cut at ``max_new_tokens`` gets none)."""
-    train, _, images = tabed_train.load_splits(data)
+    train, _, images = batches.load_splits(data)
     packed = split_rows(data["train"])
     out_rows = []
     for r in rows.tolist():
-        batch = tabed_train.batch_inputs(train, images, torch.tensor([r]))
+        batch = batches.batch_inputs(train, images, torch.tensor([r]))
         ids, prompt_len, image_ids = packed[r]
         inputs = {"pixel_values": batch["pixel_values"]} if batch["pixel_values"] is not None else {}
         res = autoregressive(
@@ -171,7 +171,7 @@ def answer_loss(model, batch: dict) -> torch.Tensor:
 
 
 def text_loss(model, batch: dict) -> torch.Tensor:
-    """Mean answer-token cross-entropy of a text-only Llama on a ``tabed.train.batch_inputs`` batch."""
+    """Mean answer-token cross-entropy of a text-only Llama on a ``vlm.batches.batch_inputs`` batch."""
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1].float()
     return torch.nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), batch["labels"][:, 1:].reshape(-1), ignore_index=-100

@@ -1,7 +1,7 @@
 """AASD runs and tables (notebooks 40-41): every draft against plain decoding on the tiny task analogues.
 
 Tasks (``TASKS``, the project's mapping of the paper's three benchmarks onto held-out rows of
-``specdec.tabed.scenes``): LLaVA-Bench in-the-wild -> POPE-style conversation (``pope`` turn 1), detail (the
+``specdec.vlm.scenes``): LLaVA-Bench in-the-wild -> POPE-style conversation (``pope`` turn 1), detail (the
 ``describe`` follow-up, turn 2), complex reasoning (the ``mmvet`` follow-up, turn 2); COCO captioning ->
 ``describe`` turn 1 (describe a scene or a document); ScienceQA chain-of-thought -> ``mmvet`` turn 1 (counting,
 reading and adding with the reasoning spelled out). A table cell is the mean of the three tasks, as in the paper.
@@ -22,15 +22,14 @@ import torch
 
 from specdec import hub, results, validate, zoo
 from specdec.aasd import baselines, paper_zoo, zoo_specs
-from specdec.aasd.drafter import AASDDrafter
-from specdec.aasd.module import config_for, load_module
+from specdec.aasd.algorithm import AASDDrafter, config_for, load_module
 from specdec.aasd.zoo_specs import module_name
 from specdec.bench import expected_speedup
 from specdec.cache import CachedLM
 from specdec.drafters import ModelDrafter
 from specdec.engine import generate
-from specdec.tabed import scenes
-from specdec.tabed.bench import encode, request_digest
+from specdec.vlm import scenes
+from specdec.vlm.prompts import encode, request_digest
 from specdec.zoo import models
 
 TASKS: dict[str, list[tuple[str, int, str]]] = {

@@ -34,13 +34,13 @@ import torch
 
 from specdec import hub
 from specdec.aasd import baselines
-from specdec.aasd.module import SpeculatingModule, config_for, save_module
+from specdec.aasd.algorithm import SpeculatingModule, config_for, save_module
 from specdec.aasd.tda import TDAObjective, tda_loss
 from specdec.aasd.zoo_specs import MODULE_VARIANTS, module_name
 from specdec.cache import CachedLM
 from specdec.engine import generate
-from specdec.tabed import scenes
-from specdec.tabed.bench import encode
+from specdec.vlm import scenes
+from specdec.vlm.prompts import encode
 from specdec.zoo import models, training
 from specdec.zoo.training import save_half
 
@@ -188,7 +188,7 @@ def _sampler(n_rows: int, batch_size: int):
 
 
 def train_module(target, processor, requests, answers, cfg: dict, variant: dict, accelerator=None, seed: int = 0):
-    """One speculating module for the frozen ``target`` (``cfg``: ``aasd.module`` settings; ``variant``: overrides
+    """One speculating module for the frozen ``target`` (``cfg``: ``aasd.algorithm`` settings; ``variant``: overrides
     such as ``projector_k`` / ``context``); returns ``(module, log rows)``."""
     target.requires_grad_(False).eval()
     device = next(target.parameters()).device

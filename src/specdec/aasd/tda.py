@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from specdec.aasd.module import NEVER, SpeculatingModule, image_context, repeat_kv, split_context
+from specdec.aasd.algorithm import NEVER, SpeculatingModule, image_context, repeat_kv, split_context
 
 
 def tda_attention(q, k_own, v_own, k_ctx, v_ctx, ctx_pos, q_pos, depths, own_only: bool = False) -> torch.Tensor:

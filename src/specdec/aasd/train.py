@@ -7,8 +7,8 @@
     python -m specdec.aasd.train paper --target llava-hf/llava-1.5-7b-hf   # paper scale (specdec.aasd.paper_zoo)
     accelerate launch --config_file configs/accelerate/ddp.yaml -m specdec.aasd.train paper --target ...
 
-Data: the TABED data file (``specdec.tabed.train data``; same rows, images and split as the TABED zoo). Every
-model trains with ``specdec.zoo.training.train`` (LLaVA models through ``tabed.train.train_all``):
+Data: the TABED data file (``specdec.vlm.train data``; same rows, images and split as the TABED zoo). Every
+model trains with ``specdec.zoo.training.train`` (LLaVA models through ``vlm.train.train_all``):
 
 - ``aasd-target-s``: a LLaVA target smaller than ``tabed-target`` (``zoo_specs.TARGET_SPECS``);
 - ``aasd-ft-llava``: a small LLaVA (the text size of ``tabed-draft``) finetuned on the task answers;
@@ -16,7 +16,7 @@ model trains with ``specdec.zoo.training.train`` (LLaVA models through ``tabed.t
   output (sequence-level distillation);
 - ``aasd-ft-llama`` / ``aasd-dt-llama-<target>``: a text-only Llama of the same text size on the same rows with
   every image replaced by ``"\\n"`` (what TABED's text-only drafting row does at inference);
-- ``aasd-module-<target>[-<variant>]``: the speculating module (``specdec.aasd.module``) trained by Target-Draft
+- ``aasd-module-<target>[-<variant>]``: the speculating module (``specdec.aasd.algorithm``) trained by Target-Draft
   Attention (``specdec.aasd.tda``) against the frozen target's next-token distribution; ablation variants
   (tabed-target only, ``MODULE_VARIANTS``): projector off, ``k = 1``, target cache off. Image KV off / text KV off
   are inference-time ablations of the main module (``specdec.aasd.bench.ABLATIONS``).
@@ -38,11 +38,12 @@ from transformers import AutoTokenizer, LlamaForCausalLM
 
 from specdec import zoo
 from specdec.aasd import baselines, zoo_specs
-from specdec.aasd.module import SpeculatingModule, config_for, save_module
+from specdec.aasd.algorithm import SpeculatingModule, config_for, save_module
 from specdec.aasd.tda import tda_loss
 from specdec.aasd.zoo_specs import MODULE_VARIANTS, module_name
-from specdec.tabed import train as tabed_train
-from specdec.tabed.data import build_data
+from specdec.vlm import batches
+from specdec.vlm import train as vlm_train
+from specdec.vlm.data import build_data
 from specdec.zoo import training
 from specdec.zoo.models import load
 from specdec.zoo.training import save_half
@@ -94,7 +95,7 @@ def train_module(target, splits, name: str, seed: int = 0, **settings) -> tuple[
     n_rows = len(train_split.scenario)
 
     def loss_fn(m, rows):
-        batch = tabed_train.batch_inputs(train_split, images, rows)
+        batch = batches.batch_inputs(train_split, images, rows)
         return tda_loss(m, batch, target, cfg["depths"], cfg["max_positions"], picks)
 
     t0 = time.perf_counter()
@@ -124,14 +125,14 @@ def heldout_loss(module, target, held, images, cfg, n_rows: int = 96) -> float:
     losses = []
     for start in range(0, min(n_rows, len(held.scenario)), 16):
         rows = torch.arange(start, min(start + 16, n_rows, len(held.scenario)))
-        batch = tabed_train.batch_inputs(held, images, rows)
+        batch = batches.batch_inputs(held, images, rows)
         losses.append(float(tda_loss(module, batch, target, cfg["depths"], 10**9, gen)))
     return round(sum(losses) / len(losses), 4)
 
 
 def train_modules(data: dict, out_dir: pathlib.Path, targets=zoo_specs.TARGETS, variants=tuple(MODULE_VARIANTS)):
     """The main module of each target, then the ablation variants on ``tabed-target``; saved under ``out_dir``."""
-    splits = tabed_train.load_splits(data)
+    splits = batches.load_splits(data)
     jobs = [(t, "") for t in targets] + [("tabed-target", v) for v in variants]
     for target_name, variant in jobs:
         target, _ = load(target_name, kind="llava", with_tokenizer=False)
@@ -144,13 +145,13 @@ def train_modules(data: dict, out_dir: pathlib.Path, targets=zoo_specs.TARGETS, 
 # ---------------------------------------------------------------------------------------------- baselines
 def baseline_spec(seed: int) -> dict:
     """A small LLaVA of the baselines' one LM size (``BASELINE_TEXT``), shaped like a ``TABED_ZOO`` entry."""
-    return dict(text=BASELINE_TEXT, vision=tabed_train.VISION, max_images=5, seed=seed, train=BASELINE_TRAIN)
+    return dict(text=BASELINE_TEXT, vision=vlm_train.VISION, max_images=5, seed=seed, train=BASELINE_TRAIN)
 
 
 def train_text_baseline(name: str, data: dict, out_dir: pathlib.Path, seed: int, tokenizer) -> dict:
     """A text-only Llama (``BASELINE_TEXT``) on ``data`` (already ``baselines.text_only``); saved under
     ``out_dir/name`` with the tokenizer and ``training_log.json``; returns the summary."""
-    train_split, held, images = tabed_train.load_splits(data)
+    train_split, held, images = batches.load_splits(data)
     torch.manual_seed(seed)
     model = LlamaForCausalLM(zoo.llama_config(BASELINE_TEXT))
     n = len(train_split.scenario)
@@ -158,14 +159,14 @@ def train_text_baseline(name: str, data: dict, out_dir: pathlib.Path, seed: int,
     log = _train_on_rows(
         model,
         n,
-        lambda m, rows: baselines.text_loss(m, tabed_train.batch_inputs(train_split, images, rows)),
+        lambda m, rows: baselines.text_loss(m, batches.batch_inputs(train_split, images, rows)),
         cfg,
         seed,
         name,
     )
     with torch.no_grad():
         chunks = [torch.arange(s, min(s + 32, len(held.scenario))) for s in range(0, len(held.scenario), 32)]
-        held_loss = sum(float(baselines.text_loss(model, tabed_train.batch_inputs(held, images, c))) for c in chunks)
+        held_loss = sum(float(baselines.text_loss(model, batches.batch_inputs(held, images, c))) for c in chunks)
     summary = {
         "model": name,
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -188,7 +189,7 @@ def train_baselines(data: dict, out_dir: pathlib.Path, targets=zoo_specs.TARGETS
     tokenizer = AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
     newline = tokenizer(baselines.NEWLINE, add_special_tokens=False)["input_ids"]
     if ft:
-        tabed_train.train_all(data, ["aasd-ft-llava"], out_dir, specs={"aasd-ft-llava": baseline_spec(30)})
+        vlm_train.train_all(data, ["aasd-ft-llava"], out_dir, specs={"aasd-ft-llava": baseline_spec(30)})
         train_text_baseline("aasd-ft-llama", baselines.text_only(data, newline), out_dir, 31, tokenizer)
     rows = baselines.distill_rows(DISTILL_ROWS, len(data["train"]["scenario"]))
     for target_name in targets:
@@ -198,7 +199,7 @@ def train_baselines(data: dict, out_dir: pathlib.Path, targets=zoo_specs.TARGETS
         dt_data = baselines.distilled(data, target, rows, DISTILL_MAX_NEW_TOKENS)
         print(json.dumps({"distilled": target_name, "rows": len(rows), "seconds": round(time.perf_counter() - t0, 1)}))
         name = f"aasd-dt-llava-{target_name}"
-        tabed_train.train_all(dt_data, [name], out_dir, specs={name: baseline_spec(32 + 2 * k)})
+        vlm_train.train_all(dt_data, [name], out_dir, specs={name: baseline_spec(32 + 2 * k)})
         train_text_baseline(
             f"aasd-dt-llama-{target_name}", baselines.text_only(dt_data, newline), out_dir, 33 + 2 * k, tokenizer
         )
@@ -232,7 +233,7 @@ def main(argv=None):
         torch.save(build_data(), args.data)
     data = torch.load(args.data, weights_only=True)
     if args.step in ("all", "target"):
-        tabed_train.train_all(data, [zoo_specs.SECOND_TARGET], args.out, specs=zoo_specs.TARGET_SPECS)
+        vlm_train.train_all(data, [zoo_specs.SECOND_TARGET], args.out, specs=zoo_specs.TARGET_SPECS)
     if args.step in ("all", "baselines"):
         train_baselines(data, args.out)
     if args.step in ("all", "modules"):

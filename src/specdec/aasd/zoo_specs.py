@@ -5,10 +5,10 @@ Every choice here is the project's: the paper gives no module size, depth, train
 
 from __future__ import annotations
 
-from specdec.tabed.train import TABED_TRAIN, VISION
+from specdec.vlm.train import TABED_TRAIN, VISION
 
 # The second target ("LLaVA-7B" to tabed-target's "13B"): a smaller text model on the same data file, trained by
-# the same loop (``tabed.train.train_model``); on CPU, one thread, so fewer and smaller steps than tabed-target.
+# the same loop (``vlm.train.train_model``); on CPU, one thread, so fewer and smaller steps than tabed-target.
 SECOND_TARGET = "aasd-target-s"
 TARGET_SPECS: dict[str, dict] = {
     SECOND_TARGET: dict(

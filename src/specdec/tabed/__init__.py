@@ -1,10 +1,13 @@
 """TABED (test-time adaptive batched ensemble drafting for vision-language targets).
 
-``drafting``: the drafting rows M/T/C/P in one draft batch and the static / adaptive ensembles (re-exported
-here: ``tabed.make_drafter(draft, "MT*", tokenizer)``); ``ensemble``: the weight policies; ``scenes``: the
-PIL-rendered scenario suite; ``train``: the tiny LLaVA zoo; ``bench`` and ``latency``: the notebooks' studies.
+``algorithm``: the drafting rows M/T/C/P in one draft batch, the weight policies and the static / adaptive
+ensembles (re-exported here: ``tabed.make_drafter(draft, "MT*", tokenizer)``); ``captioners``: the captioners of
+the C row; ``bench``: the runs and tables of notebooks 10-13; ``tables``: the thresholds drawn from the paper's
+tables; ``findings``: T1-T5; ``latency`` and ``latency_findings``: notebook 14's measurements and their reading.
+The tiny LLaVA proxy it runs on (scenes, the zoo, prompts) is ``specdec.vlm``.
 """
 
-from specdec.tabed.drafting import ENSEMBLES, METHODS, DraftingRows, draft_captioner, make_drafter
+from specdec.tabed.algorithm import ENSEMBLES, METHODS, DraftingRows, make_drafter
+from specdec.tabed.captioners import draft_captioner
 
 __all__ = ["ENSEMBLES", "METHODS", "DraftingRows", "draft_captioner", "make_drafter"]

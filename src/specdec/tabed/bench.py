@@ -12,7 +12,6 @@ target's own greedy output (it must: ``lossless``) and the per-block weights of 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import pathlib
 import re
@@ -23,8 +22,11 @@ import torch
 from specdec import paper, results, validate
 from specdec.engine import autoregressive, generate
 from specdec.hub import cached_commit, load_dataset
-from specdec.tabed import dialogues, scenes
-from specdec.tabed import drafting as tabed
+from specdec.tabed import algorithm as tabed
+from specdec.tabed.captioners import draft_captioner, hf_captioner
+from specdec.vlm import dialogues, scenes
+from specdec.vlm.llava import draft_pixels
+from specdec.vlm.prompts import conversation_prompt, encode, request_digest
 from specdec.zoo import models
 
 GROUP = {
@@ -328,23 +330,6 @@ def second_turn_rows(
     return rows
 
 
-def conversation_prompt(processor, turns: list[tuple[str, str | None]]) -> str:
-    """The conversation ``[(user, reply), ..., (user, None)]`` in the processor's chat template (each user text
-    holds its own ``<image>`` placeholders, as the authors pass multi-image questions), generation prompt open.
-    For the LLaVA-1.5 template: ``USER: <u1> ASSISTANT: <a1> USER: <u2> ASSISTANT:``."""
-    if getattr(processor, "chat_template", None) is None:
-        raise ValueError(
-            f"{type(processor).__name__} has no chat template: second turns are written in the model's own "
-            "template (the hub's llava-hf processors ship one)"
-        )
-    messages = []
-    for user, reply in turns:
-        messages.append({"role": "user", "content": [{"type": "text", "text": user}]})
-        if reply is not None:
-            messages.append({"role": "assistant", "content": [{"type": "text", "text": reply}]})
-    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-
-
 def answer_store(profile: str = "paper"):
     """The cache of first-turn answers (``results/<profile>/tabed_first_answers.csv``, key ``ANSWER_KEY``)."""
     return results.ResultStore(profile, "tabed_first_answers", ANSWER_KEY)
@@ -354,15 +339,6 @@ def rests_on(rows) -> dict[str, str]:
     """``{row id: what its answer rests on}`` of the second-turn requests among ``rows`` (``dialogues.IMAGE``,
     ``PREVIOUS`` answer, ``TEXT_TASK``; the tiny suite's follow-ups and the paper's ``RESTS_ON``)."""
     return {r["id"]: r["rests_on"] for r in rows if r.get("rests_on")}
-
-
-def request_digest(request: dict) -> str:
-    """SHA-256 (16 hex digits) of a request's prompt and image pixels: a cached answer of an edited request (a
-    changed prompt, another dataset revision) is never reused."""
-    digest = hashlib.sha256(request["prompt"].encode())
-    for image in tabed.load_images(request["images"] or []):
-        digest.update(scenes.image_key(image).encode())
-    return digest.hexdigest()[:16]
 
 
 def first_turn_answers(
@@ -399,37 +375,6 @@ def first_turn_answers(
     return {rid: stored[store.key_of(key)] for rid, key in keys.items()}
 
 
-def encode(processor, prompt: str, images) -> tuple[torch.Tensor, dict]:
-    """``(prompt_ids [L], pixel inputs)`` of one request through the model's processor (``pixel_values``, and
-    ``image_sizes`` for LLaVA-NeXT, whose processor expands each ``<image>`` to its base view plus any-resolution
-    tiles, the target's count; the drafting rows re-expand each image for the draft: ``tabed.image_spans``).
-
-    ``<image>`` placeholders must match the images one to one (else a ``ValueError`` naming the fix); images
-    may be PIL images, paths or bytes (``tabed.load_images``). ``<s>`` is put in front if the processor does
-    not add it.
-    """
-    images = tabed.load_images(images or [])
-    n_placeholders = prompt.count(scenes.IMAGE_PLACEHOLDER)
-    if n_placeholders != len(images):
-        raise ValueError(
-            f"the prompt has {n_placeholders} {scenes.IMAGE_PLACEHOLDER} placeholders but "
-            f"{len(images)} images were given: put one {scenes.IMAGE_PLACEHOLDER} in the prompt per image"
-        )
-    tokenizer = processor.tokenizer
-    image_token = getattr(processor, "image_token", scenes.IMAGE_PLACEHOLDER)
-    text = prompt.replace(scenes.IMAGE_PLACEHOLDER, image_token)
-    if images:
-        out = processor(text=text, images=images, return_tensors="pt")
-        inputs = {k: out[k] for k in ("pixel_values", "image_sizes") if k in out}  # image_sizes: LLaVA-NeXT tiles
-    else:
-        out = processor.tokenizer(text, return_tensors="pt")
-        inputs = {}
-    ids = out["input_ids"][0]
-    if tokenizer.bos_token_id is not None and (len(ids) == 0 or int(ids[0]) != tokenizer.bos_token_id):
-        ids = torch.cat([torch.tensor([tokenizer.bos_token_id]), ids])
-    return ids, inputs
-
-
 def captioner_model(kind: str, draft):
     """The LLaVA that captions for ``kind``: the draft itself (``"draft"``) or the zoo name / folder ``kind``
     (e.g. ``CAPTIONER``), loaded on the draft's device; ``ValueError`` naming the choices otherwise."""
@@ -450,19 +395,19 @@ def make_captioner(kind: str, draft, processor):
     """A captioner ``images -> captions`` for caption drafting C: ``"tabed-captioner"`` (``CAPTIONER``, the tiny
     zoo's captioning LLaVA; any LLaVA zoo name or folder works the same way), ``"draft"`` (the draft LLaVA itself
     describes each image), ``"oracle"`` (the generator's ground-truth captions, tiny only) or ``"blip"``
-    (``tabed.hf_captioner``: BLIP from the local Hugging Face cache, paper profile). LLaVA captioners are greedy,
+    (``captioners.hf_captioner``: BLIP from the local Hugging Face cache, paper profile). LLaVA captioners are greedy,
     keep the first sentence and are memoised per image (every caption method of a request asks for the same
     captions)."""
     if kind == "oracle":
         return scenes.render_caption
     if kind == "blip":
-        return tabed.hf_captioner(device=str(draft.device))
+        return hf_captioner(device=str(draft.device))
     model = captioner_model(kind, draft)
 
     def to_pixels(images):  # the draft's view of each image (a LLaVA-NeXT processor's base tile)
-        return tabed.draft_pixels(processor.image_processor(images, return_tensors="pt")["pixel_values"])
+        return draft_pixels(processor.image_processor(images, return_tensors="pt")["pixel_values"])
 
-    caption_one = tabed.draft_captioner(model, processor.tokenizer, to_pixels)
+    caption_one = draft_captioner(model, processor.tokenizer, to_pixels)
 
     captions: dict[str, str] = {}  # image_key -> caption
 

@@ -21,18 +21,15 @@ import numpy as np
 import pandas as pd
 
 from specdec import results
-from specdec.tabed.bench import (
-    KEY,
-    PAPER_SETTING,
-    load_suite,
-    pair_paper_table,
-    pair_setting,
-    paper_table_name,
-    paper_window_table,
-    rests_on,
-    runs,
+from specdec.tabed.bench import KEY, PAPER_SETTING, load_suite, pair_setting, paper_table_name, rests_on, runs
+from specdec.tabed.tables import (
+    T2_METHODS,
+    paper_cells,
+    paper_max_shortfall,
+    paper_top_two_share,
+    paper_window_tolerance,
+    threshold_setting,
 )
-from specdec.tabed.dialogues import IMAGE, PREVIOUS, TEXT_TASK
 from specdec.verdict import (
     FAILS,
     HOLDS,
@@ -43,23 +40,12 @@ from specdec.verdict import (
     paired_difference,
     per_request,
 )
+from specdec.vlm.dialogues import IMAGE, PREVIOUS, TEXT_TASK
 
 PAPER_TABLE1 = "Table 10"  # LLaVA-1.5 68M draft, LLaVA-1.5 7B target (``PAPER_SETTING``): Table 1, the main text
 NO_NUMBER = "the paper has no number for this pair"
-T2_METHODS = ("M", "T", "MT", "MT*")
 T5_GROUPS = ("benchmark t1", "ood")  # the paper's Table 3: first turns of the benchmark and OOD datasets
 MIN_REQUESTS = 3  # fewer paired requests than this: inconclusive, whatever the interval says
-
-
-def _cells(table: pd.DataFrame) -> pd.DataFrame:
-    return table[[d != "Avg." for d in table.index.get_level_values(2)]]
-
-
-def rank_counts(table: pd.DataFrame, method: str, tol: float = 0.0) -> tuple[int, int]:
-    """``(cells where method is best or second best, cells)``: at most one method strictly better (by > tol)."""
-    cells = _cells(table)
-    better = (cells.sub(cells[method], axis=0) > tol).sum(axis=1)
-    return int((better <= 1).sum()), len(cells)
 
 
 def paper_scenarios(frame: pd.DataFrame) -> pd.DataFrame:
@@ -125,45 +111,6 @@ def _all_of(name: str, claim: str, parts: list[tuple[Verdict, float, bool]], n: 
     return Verdict(name, claim, est, low, high, n, status, paper, detail)
 
 
-def _paper_cells(methods, setting: dict | None = PAPER_SETTING) -> pd.DataFrame:
-    """The paper's cells of ``setting`` that T1-T4 compare (no ``Avg.``, no NLP first turn); all NaN where the
-    paper has no table for it."""
-    table = pair_paper_table(list(methods), setting)
-    table = table[[d != "Avg." for d in table.index.get_level_values(2)]]
-    return table[[not (g == "nlp" and t == 1) for t, g, _ in table.index]]
-
-
-def _threshold_setting(setting: dict | None) -> dict:
-    """Where a default threshold comes from: ``setting``'s table, else (the paper has none) Table 10's."""
-    return setting if paper_table_name(setting) else PAPER_SETTING
-
-
-def paper_top_two_share(methods=T2_METHODS, method: str = "MT*", setting: dict | None = PAPER_SETTING) -> float:
-    """The share of the paper's cells of ``setting`` (default Table 10; benchmark and OOD first turns, benchmark
-    and NLP second turns) where ``method`` is best or second best among ``methods``; NaN where it has none."""
-    if not paper_table_name(setting):
-        return float("nan")
-    top2, n = rank_counts(_paper_cells(methods, setting), method)
-    return top2 / n
-
-
-def paper_max_shortfall(methods=T2_METHODS, method: str = "MT*", setting: dict | None = PAPER_SETTING) -> float:
-    """The largest relative gap ``(best − method) / best`` in any cell of ``setting``'s table (default Table 10):
-    how far behind the best the paper still calls MT* 'close to the best' (Table 10: 1.7%, Spot first turn);
-    NaN where the paper has no table for ``setting``."""
-    cells = _paper_cells(methods, setting)
-    return float(((cells.max(axis=1) - cells[method]) / cells.max(axis=1)).max())
-
-
-def paper_window_tolerance() -> float:
-    """The paper's Table 3 spread: max over h ∈ {1, 4, 16} and the groups (benchmark, OOD) of
-    ``|τ(h) − τ(ALL)| / τ(ALL)`` on the group means (0.99%: OOD, h = 1 and h = 4)."""
-    table = paper_window_table()
-    ood = [d for d in table.index if d in ("PSV", "VIST")]
-    groups = pd.DataFrame({"benchmark": table.drop(index=ood).mean(), "ood": table.loc[ood].mean()}).T
-    return float(((groups.drop(columns="ALL").sub(groups["ALL"], axis=0)).abs().div(groups["ALL"], axis=0)).max().max())
-
-
 def verdict_t1_parts(
     frame: pd.DataFrame, *, setting: dict | None = PAPER_SETTING, n_boot: int = 2000, seed: int = 0
 ) -> list[Verdict]:
@@ -181,11 +128,11 @@ def verdict_t1_parts(
         ("T1c", "T drafts better than M on the OOD multi-image stories PSV, VIST (τ(T) − τ(M) > 0)", "T", "M",
          frame.group == "ood", [(1, "ood")]),
     ]  # fmt: skip
-    paper, table = _paper_cells(["M", "T"], setting), paper_table_name(setting)
+    paper, table = paper_cells(["M", "T"], setting), paper_table_name(setting)
     out = []
-    for name, claim, a, b, where, paper_cells in parts:
+    for name, claim, a, b, where, wanted_cells in parts:
         est, low, high, n = _paired(frame[where], a, b, n_boot, seed)
-        rows = paper[[(t, g) in paper_cells for t, g, _ in paper.index]]
+        rows = paper[[(t, g) in wanted_cells for t, g, _ in paper.index]]
         quote = f"{float((rows[a] - rows[b]).mean()):+.2f} τ ({table}, cell mean)" if table else NO_NUMBER
         detail = "" if n else "No such requests in this frame: not tested."
         out.append(_verdict(name, claim, est, low, high, n, paper=quote, detail=detail))
@@ -233,7 +180,7 @@ def verdict_t1b_by_rest(
     ``setting``). Without ``rests`` (or without such requests) a part is inconclusive with n = 0."""
     turn2 = frame[frame.turn.astype(int) == 2]
     kind = turn2.row.map(rests or {})
-    paper, table = _paper_cells(["M", "T"], setting), paper_table_name(setting)
+    paper, table = paper_cells(["M", "T"], setting), paper_table_name(setting)
     nlp = paper[[(t, g) == (2, "nlp") for t, g, _ in paper.index]]
     prev_quote = "no number per kind of follow-up (Sec. 4: 'particularly in tasks dependent on prior responses')"
     prev_quote = prev_quote if table else NO_NUMBER
@@ -269,7 +216,7 @@ def verdict_t2(
     resampling requests within each cell. Holds if the lower bound reaches ``min_share`` (default: the share in
     the paper's table of ``setting``; Table 10's is 1.0: 'best or second best across all scenarios')."""
     table = paper_table_name(setting)
-    paper_share = paper_top_two_share(methods, setting=_threshold_setting(setting))
+    paper_share = paper_top_two_share(methods, setting=threshold_setting(setting))
     fallback = "" if table or min_share is not None else f" Threshold: the share in {PAPER_TABLE1}."
     min_share = paper_share if min_share is None else min_share
     frame = paper_scenarios(frame[frame.method.isin(methods)])
@@ -292,9 +239,7 @@ def verdict_t2(
         high,
         len(wide),
         threshold=min_share - 1e-9,  # 'reaches': low ≥ min_share holds, high < min_share does not
-        paper=f"{paper_share:.0%} of the {len(_paper_cells(methods, setting))} cells of {table}"
-        if table
-        else NO_NUMBER,
+        paper=f"{paper_share:.0%} of the {len(paper_cells(methods, setting))} cells of {table}" if table else NO_NUMBER,
         detail=f"{len(cells)} cells (scenario x turn; NLP first turns left out: every method ties there).{fallback}",
     )
 
@@ -314,10 +259,10 @@ def verdict_t3_parts(
     the best'; Table 10's where the paper has no table for ``setting``)."""
     table = paper_table_name(setting)
     fallback = "" if table or close is not None else f" Threshold: the largest gap in {PAPER_TABLE1}."
-    close = paper_max_shortfall(setting=_threshold_setting(setting)) if close is None else close
+    close = paper_max_shortfall(setting=threshold_setting(setting)) if close is None else close
     ood = frame[frame.group == "ood"]
     est, low, high, n = _paired(ood, "MT*", "MT", n_boot, seed)
-    paper = _paper_cells(["M", "T", "MT", "MT*"], setting)
+    paper = paper_cells(["M", "T", "MT", "MT*"], setting)
     paper_ood = paper[[g == "ood" for _, g, _ in paper.index]]
     none = "" if n else "No OOD requests in this frame: not tested."
     t3a = _verdict(
@@ -373,7 +318,7 @@ def verdict_t3(
     seed: int = 0,
 ) -> Verdict:
     """T3: T3a and T3b both hold (``verdict_t3_parts``, of ``setting``)."""
-    close = paper_max_shortfall(setting=_threshold_setting(setting)) if close is None else close
+    close = paper_max_shortfall(setting=threshold_setting(setting)) if close is None else close
     a, b = verdict_t3_parts(frame, close=close, setting=setting, n_boot=n_boot, seed=seed)
     v = _all_of(
         "T3",
@@ -410,7 +355,7 @@ def verdict_t4(
     else:
         est, low, high = all_est, all_low, all_high
         detail = "No request run with both MT* and MTCP* in this frame: not tested."
-    paper, table = _paper_cells(["MT*", "MTCP*"], setting), paper_table_name(setting)
+    paper, table = paper_cells(["MT*", "MTCP*"], setting), paper_table_name(setting)
     return _verdict(
         "T4",
         "adding caption (C) and pooled (P) drafts helps: τ(MTCP*) − τ(MT*) > 0, mean over cells",

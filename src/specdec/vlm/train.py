@@ -1,12 +1,12 @@
-"""The tiny TABED zoo: a LLaVA target and a LLaVA draft trained on the synthetic scenarios of ``specdec.tabed.scenes``.
+"""The tiny TABED zoo: a LLaVA target and a LLaVA draft trained on the synthetic scenarios of ``specdec.vlm.scenes``.
 
 Two steps, so the training can run on a machine without PIL or the corpus (e.g. a GPU box):
 
-    python -m specdec.tabed.train data --out .gpu/tabed_data.pt      # render + tokenise a fixed training set
-    python -m specdec.tabed.train train --data .gpu/tabed_data.pt --device cuda --out data/models \\
+    python -m specdec.vlm.train data --out .gpu/tabed_data.pt      # render + tokenise a fixed training set
+    python -m specdec.vlm.train train --data .gpu/tabed_data.pt --device cuda --out data/models \\
         --models tabed-target tabed-draft
 
-``python -m specdec.tabed.train`` (step ``all``) does both here. The ``train`` step reads only the saved tensors.
+``python -m specdec.vlm.train`` (step ``all``) does both here. The ``train`` step reads only the saved tensors.
 
 Models (``TABED_ZOO``): ``LlavaForConditionalGeneration`` with a CLIP vision tower (64 x 64 images, patch 16:
 16 patches, CLS dropped, last layer's features), a 2-layer GELU projector and a Llama text model on the
@@ -21,10 +21,10 @@ its training as text only (``text_rows``: each image's run replaced by ``"\\n"``
 the stories text-only drafting (T) works and multimodal drafting (M) faces a context it never saw.
 ``tabed-captioner`` (the captioner of caption drafting C, in the role of the
 paper's Florence-2) is an even smaller LLaVA trained only on the caption rows (``rows="caption"``: every
-distinct training image once with its short caption, ``specdec.tabed.data.caption_split``).
+distinct training image once with its short caption, ``specdec.vlm.data.caption_split``).
 
 Encoding and the data file (the image token, training rows, image storage and normalisation) are in
-``specdec.tabed.data``; ``train`` refuses a data file whose processor uses another normalisation. Every model
+``specdec.vlm.data``; ``train`` refuses a data file whose processor uses another normalisation. Every model
 is trained by ``specdec.zoo.training.train``. Weights are saved as float16 with a float32 config
 (``specdec.zoo.training.save_half``), together with the processor and tokenizer files (written by the ``data``
 step into the data file) and ``training_log.json``.
@@ -46,17 +46,14 @@ import time
 import torch
 
 from specdec import zoo
-from specdec.tabed import scenes
-from specdec.tabed.data import (
+from specdec.vlm import scenes
+from specdec.vlm.batches import Images, Split, batch_inputs, in_distribution, spec_splits, split_args
+from specdec.vlm.data import (
     DATA,
     IMAGE_TOKEN_ID,
     IMAGE_TOKENS,
     build_data,
-    decompress_images,
-    processor_normalisation,
-    unpack_images,
 )
-from specdec.tabed.drafting import image_runs
 from specdec.zoo import training
 from specdec.zoo.training import device_name, save_half
 
@@ -120,130 +117,6 @@ def llava_config(name: str, spec: dict | None = None):
 
 
 # ----------------------------------------------------------------------------------------------- train step
-class _Split:
-    """One split of the data file on ``device``: padded ids, lengths, prompt lengths, image table.
-
-    ``text_only_above``: rows with more images than this enter in their text-only form, each image's run of
-    ``IMAGE_TOKENS`` replaced by ``newline`` (the ids of ``"\\n"``, what the text-only drafting row T does), with no
-    images (``text_only`` marks them). Images sit in the prompt, so the prompt length moves with the row's."""
-
-    def __init__(self, split: dict, device, text_only_above: int | None = None, newline=()):
-        offsets, img_off = split["offsets"].tolist(), split["image_offsets"]
-        self.n_images = img_off[1:] - img_off[:-1]
-        above = text_only_above if text_only_above is not None else int(self.n_images.max())  # None: no row
-        self.text_only = self.n_images > above
-        flat = split["input_ids"].tolist()
-        rows = [flat[offsets[i] : offsets[i + 1]] for i in range(len(self.n_images))]
-        shifts = torch.zeros(len(rows), dtype=torch.long)
-        for i in self.text_only.nonzero().flatten().tolist():
-            text = _replace_images(rows[i], list(newline))
-            rows[i], shifts[i] = text, len(text) - len(rows[i])
-        table = torch.full((len(rows), max(1, int(self.n_images.max()))), -1, dtype=torch.long)
-        for i in (~self.text_only).nonzero().flatten().tolist():
-            table[i, : self.n_images[i]] = split["image_ids"][img_off[i] : img_off[i + 1]].long()
-        self.n_images = self.n_images.masked_fill(self.text_only, 0)
-        lengths = torch.tensor([len(r) for r in rows])
-        ids = torch.zeros(len(rows), int(lengths.max()), dtype=torch.long)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = torch.tensor(row)
-        self.lengths_cpu = lengths
-        self.ids, self.lengths = ids.to(device), lengths.to(device)
-        self.prompt_len = (split["prompt_len"].long() + shifts).to(device)
-        self.table = table.to(device)
-        self.scenario = [f"{s}-t{int(t)}" for s, t in zip(split["scenario"], split["turn"])]
-
-
-def _replace_images(row: list[int], replacement: list[int]) -> list[int]:
-    """``row`` with each image (its ``IMAGE_TOKENS`` image tokens, found as the drafting rows find them:
-    ``drafting.image_runs``) replaced by ``replacement``; ``ValueError`` for a run that is not a whole number of
-    images."""
-    out, previous = [], 0
-    for start in image_runs(torch.tensor(row), IMAGE_TOKEN_ID, IMAGE_TOKENS):
-        out += row[previous:start] + replacement
-        previous = start + IMAGE_TOKENS
-    return out + row[previous:]
-
-
-def newline_ids(data: dict) -> list[int]:
-    """The ids of ``"\\n"`` under the data file's tokenizer (what the text-only row T puts for an image)."""
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_str(data["processor_files"]["tokenizer.json"]).encode("\n", add_special_tokens=False).ids
-
-
-class _Images:
-    """Palette-index images on ``device`` -> ``pixel_values`` normalised as the saved image processor does."""
-
-    def __init__(self, data: dict, device):
-        self.indices = unpack_images(decompress_images(data), data["image_size"]).to(device)
-        rgb = data["palette"].float() / 255.0
-        mean, std = (torch.tensor(v) for v in processor_normalisation(data))
-        self.palette = ((rgb - mean) / std).to(device)  # [K, 3]
-        self.blank = 0  # palette index of white
-
-    def pixels(self, image_ids: torch.Tensor, blank: bool = False) -> torch.Tensor:
-        idx = self.indices[image_ids].long()
-        if blank:
-            idx = torch.full_like(idx, self.blank)
-        return self.palette[idx].permute(0, 3, 1, 2).contiguous()  # [n, 3, H, W]
-
-
-def splits_of(
-    data: dict, rows: str = "chat", device="cpu", text_only_above: int | None = None
-) -> tuple[_Split, _Split, _Images]:
-    """``(train, held-out, images)`` of the data file for ``rows``: ``"chat"`` (the scenario rows) or
-    ``"caption"`` (the captioner's rows; ``ValueError`` for a data file built before they existed). Training rows
-    with more than ``text_only_above`` images enter in their text-only form (``_Split``); the held-out rows keep
-    their images (the training log scores a model on the requests as they are)."""
-    prefix = {"chat": "", "caption": "caption_"}[rows]
-    if f"{prefix}train" not in data:
-        raise ValueError("the data file has no caption rows: rebuild it with `python -m specdec.tabed.train data`")
-    newline = newline_ids(data) if text_only_above is not None else ()
-    return (
-        _Split(data[f"{prefix}train"], device, text_only_above, newline),
-        _Split(data[f"{prefix}heldout"], device),
-        _Images(data, device),
-    )
-
-
-def split_args(spec: dict) -> tuple[str, int | None]:
-    """``(rows, text_only_above)`` of ``splits_of`` for a ``TABED_ZOO``-shaped ``spec``: its rows, and with
-    ``text_rows`` its training rows with more than ``max_images`` images in their text-only form."""
-    return spec.get("rows", "chat"), spec["max_images"] if spec.get("text_rows") else None
-
-
-def spec_splits(data: dict, spec: dict, device="cpu") -> tuple[_Split, _Split, _Images]:
-    """``splits_of`` as ``spec`` trains on it (``split_args``)."""
-    rows, text_only_above = split_args(spec)
-    return splits_of(data, rows, device, text_only_above)
-
-
-def _batch(split: _Split, images: _Images, rows: torch.Tensor, blank: bool = False) -> dict:
-    """Model inputs and labels (answer tokens only) for ``rows`` (a CPU LongTensor of example indices)."""
-    length = int(split.lengths_cpu[rows].max())
-    rows_d = rows.to(split.ids.device)
-    ids = split.ids[rows_d, :length]
-    pos = torch.arange(length, device=ids.device)
-    mask = pos[None] < split.lengths[rows_d, None]
-    labels = ids.masked_fill(~mask | (pos[None] < split.prompt_len[rows_d, None]), -100)
-    table = split.table[rows_d]
-    image_ids = table[table >= 0]  # row-major: the order of the image tokens in the batch
-    pixel_values = images.pixels(image_ids, blank) if image_ids.numel() else None
-    return {"input_ids": ids, "attention_mask": mask.long(), "pixel_values": pixel_values, "labels": labels}
-
-
-def load_splits(data: dict, device="cpu") -> tuple:
-    """``(train, heldout, images)`` of a data file on ``device``: what ``train_model`` reads (``batch_inputs`` takes
-    them; other zoos built on this data, e.g. ``specdec.aasd``, train from them)."""
-    return _Split(data["train"], device), _Split(data["heldout"], device), _Images(data, device)
-
-
-def batch_inputs(split, images, rows: torch.Tensor, blank: bool = False) -> dict:
-    """``input_ids``, ``attention_mask``, ``pixel_values``, ``labels`` (answer tokens; -100 elsewhere) of ``rows``
-    (CPU LongTensor of example indices of ``split``, from ``load_splits``)."""
-    return _batch(split, images, rows, blank)
-
-
 def _token_losses(model, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-position cross-entropy, correctness of the argmax, and the loss mask (answer tokens), ``[B, L-1]``.
 
@@ -264,17 +137,11 @@ def _token_losses(model, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
     return loss, correct, mask
 
 
-def in_distribution(split: _Split, max_images: int) -> list[bool]:
-    """Rows a model can be expected to get right: not ``nq`` (the split puts every held-out fact out of the
-    training rows) and at most ``max_images`` images (the draft never sees the five-image stories)."""
-    return [not sc.startswith("nq-") and int(n) <= max_images for sc, n in zip(split.scenario, split.n_images)]
-
-
 @torch.no_grad()
 def evaluate(
     model,
-    split: _Split,
-    images: _Images,
+    split: Split,
+    images: Images,
     batch_size: int = 64,
     blank: bool = False,
     per_scenario: bool = True,
@@ -288,7 +155,7 @@ def evaluate(
     sums: dict[str, list[float]] = {}
     for start in range(0, len(rows), batch_size):
         chunk = rows[start : start + batch_size]
-        loss, correct, mask = _token_losses(model, _batch(split, images, chunk, blank))
+        loss, correct, mask = _token_losses(model, batch_inputs(split, images, chunk, blank))
         for k, r in enumerate(chunk.tolist()):
             keys = ["all"] + ([split.scenario[r]] if per_scenario else [])
             keys += [g for g, member in (groups or {}).items() if member[r]]
@@ -344,7 +211,7 @@ def train_model(
     model = LlavaForConditionalGeneration(llava_config(name, spec)).to(device)
 
     def loss_fn(m, rows):
-        loss_tok, _, mask = _token_losses(m, _batch(train, images, rows))
+        loss_tok, _, mask = _token_losses(m, batch_inputs(train, images, rows))
         return loss_tok[mask].mean()
 
     def heldout_losses(m):
@@ -369,7 +236,7 @@ def train_model(
     return model, log.rows
 
 
-def _select(split: _Split, max_images: int, scenarios=None, held_out: bool = False) -> torch.Tensor:
+def _select(split: Split, max_images: int, scenarios=None, held_out: bool = False) -> torch.Tensor:
     """Bool per row: at most ``max_images`` images (``held_out``: ``in_distribution``) and, if given, in
     ``scenarios``."""
     keep = torch.tensor(in_distribution(split, max_images)) if held_out else split.n_images <= max_images

@@ -8,14 +8,14 @@ follow-up (Sec. 4: text-only drafting leads "particularly in tasks dependent on 
 ``{"user", "answer", "gt", "images": [(kind, gt, render)], "items": [(kind, gt)]}``: ``user`` holds one
 ``<image>`` per image, ``render`` makes the PIL image lazily, ``items`` are what the train / test split is decided
 on. ``first_turn`` / ``follow_up`` look a scenario
-up; ``specdec.tabed.scenes`` assembles them into chat prompts and suite rows.
+up; ``specdec.vlm.scenes`` assembles them into chat prompts and suite rows.
 """
 
 from __future__ import annotations
 
 import random
 
-from specdec.tabed.groundtruth import (
+from specdec.vlm.groundtruth import (
     AT,
     COLORS,
     EDIT_TYPES,
@@ -49,7 +49,7 @@ from specdec.tabed.groundtruth import (
     tell_story,
     there_are,
 )
-from specdec.tabed.pictures import render_document, render_scene
+from specdec.vlm.pictures import render_document, render_scene
 
 
 def _shape_image(gt):

@@ -3,11 +3,11 @@
 The TABED paper benchmarks LVLM drafting on seven image datasets (LLaVA-Bench in-the-wild, DocVQA, POPE,
 MM-Vet, IEdit, MagicBrush, Spot-the-Diff), two out-of-distribution five-image story sets (PororoSV, VIST),
 second turns, and text-only NLP turns (NQ, GSM8K). This module rebuilds each of those *scenarios* offline
-from images drawn with PIL, so a tiny LLaVA trained here (``specdec.tabed.train``) can be evaluated on the
+from images drawn with PIL, so a tiny LLaVA trained here (``specdec.vlm.train``) can be evaluated on the
 same mix of inputs.
 
-This module is the public face of four: ``specdec.tabed.groundtruth`` (the items, their English and the split),
-``specdec.tabed.pictures`` (rendering, captions, pixel normalisation), ``specdec.tabed.dialogues`` (one
+This module is the public face of four: ``specdec.vlm.groundtruth`` (the items, their English and the split),
+``specdec.vlm.pictures`` (rendering, captions, pixel normalisation), ``specdec.vlm.dialogues`` (one
 registered first turn and follow-up per scenario) and the suite below; every name is importable from here.
 
 Images
@@ -31,7 +31,7 @@ Chat layout (LLaVA-1.5 "v1" style, as in the paper's App. I)
     second turn: ``USER: <image>\\n<question 1> ASSISTANT: <answer 1></s>USER: <question 2> ASSISTANT:``
     ``<image>`` (``IMAGE_PLACEHOLDER``) appears once per image, images first, each followed by a newline (the
     VIST-like rows interleave images with captions, as in the paper). The reply is ``" " + answer`` followed by
-    ``</s>``. The models add ``<s>`` in front (``specdec.tabed.data.encode_prompt`` tokenises a prompt and
+    ``</s>``. The models add ``<s>`` in front (``specdec.vlm.data.encode_prompt`` tokenises a prompt and
     expands each placeholder into the image-token ids).
 
 Scenario suite
@@ -52,8 +52,8 @@ from __future__ import annotations
 
 import random
 
-from specdec.tabed.dialogues import TEXT_TASK, first_turn, follow_up
-from specdec.tabed.groundtruth import (
+from specdec.vlm.dialogues import TEXT_TASK, first_turn, follow_up
+from specdec.vlm.groundtruth import (
     AT,
     COLORS,
     CONNECTIVES,
@@ -95,7 +95,7 @@ from specdec.tabed.groundtruth import (
     tell_story,
     there_are,
 )
-from specdec.tabed.pictures import (
+from specdec.vlm.pictures import (
     IMAGE_MEAN,
     IMAGE_SIZE,
     IMAGE_STD,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 
-from specdec.tabed.groundtruth import POSITIONS, document_caption, scene_caption
+from specdec.vlm.groundtruth import POSITIONS, document_caption, scene_caption
 
 IMAGE_SIZE = 64
 PATCH_SIZE = 16
@@ -118,7 +118,7 @@ def render_caption(images) -> list[str]:
         caption = image.info.get("caption") or _CAPTIONS.get(image_key(image))
         if caption is None:
             raise KeyError(
-                "image not rendered by specdec.tabed.scenes in this process (no caption registered); "
+                "image not rendered by specdec.vlm.scenes in this process (no caption registered); "
                 "render it with scenario_suite / render_scene / render_document first"
             )
         out.append(caption)

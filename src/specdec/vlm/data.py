@@ -1,5 +1,5 @@
-"""The data step of the tiny TABED zoo (``python -m specdec.tabed.train data``): prompt encoding, the LLaVA
-processor, and the rendered, tokenised training set (``build_data``; needs PIL and ``specdec.tabed.scenes``).
+"""The data step of the tiny TABED zoo (``python -m specdec.vlm.train data``): prompt encoding, the LLaVA
+processor, and the rendered, tokenised training set (``build_data``; needs PIL and ``specdec.vlm.scenes``).
 
 The image token: ``<image>`` is not in the vocabulary. Each placeholder becomes ``PATCHES_PER_IMAGE`` (16)
 copies of ``IMAGE_TOKEN_ID`` = 4093, the existing token ``"-------+"`` (a BPE merge from code tables that never
@@ -31,14 +31,14 @@ import zlib
 import torch
 
 from specdec import zoo
-from specdec.tabed import scenes
+from specdec.vlm import scenes
 
 IMAGE_TOKEN_ID = 4093  # the foundation tokenizer's "-------+"
 IMAGE_TOKEN_TEXT = "-------+"
 IMAGE_TOKENS = scenes.PATCHES_PER_IMAGE  # 16 per 64 x 64 image
 DATA = dict(train_per_scenario=1000, heldout_per_scenario=30, seed=0)
 DATA_FORMAT = 2  # 2: zlib-compressed images, processor normalisation scenes.IMAGE_MEAN / IMAGE_STD
-CAPTION_QUESTION = "Describe the image."  # the captioner's prompt (``drafting.draft_captioner``'s default)
+CAPTION_QUESTION = "Describe the image."  # the question a LLaVA captioner is asked (caption drafting's default)
 
 
 # ------------------------------------------------------------------------------------------------- encoding
@@ -142,7 +142,7 @@ def processor_normalisation(data: dict) -> tuple[list[float], list[float]]:
         raise ValueError(
             f"the data file's image processor normalises with mean {mean} / std {std}, not "
             f"scenes.IMAGE_MEAN {scenes.IMAGE_MEAN} / IMAGE_STD {scenes.IMAGE_STD}: rebuild it with "
-            "`python -m specdec.tabed.train data --out <file>`"
+            "`python -m specdec.vlm.train data --out <file>`"
         )
     return mean, std
 

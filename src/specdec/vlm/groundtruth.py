@@ -1,6 +1,6 @@
 """Ground truths of the synthetic TABED scenarios and the English built from them.
 
-The items every scenario of ``specdec.tabed.scenes`` is made of, as JSON-able ground truths: shape scenes
+The items every scenario of ``specdec.vlm.scenes`` is made of, as JSON-able ground truths: shape scenes
 (1-4 coloured shapes on a 3 x 3 grid of named ``POSITIONS``), documents (three lines of upper-case words and
 two-digit numbers), edit pairs (a scene and a copy with exactly one edit), stories (five frames in which one
 shape moves or changes colour) and text-only questions (NQ-like facts, GSM8K-like word problems). Each
@@ -9,7 +9,7 @@ shape moves or changes colour) and text-only questions (NQ-like facts, GSM8K-lik
 
 The train / test split is hash-based on an item's kind and canonical ground truth (``split_of``);
 ``draw_in_split`` samples until an item of the wanted split comes up. Pixels are drawn by
-``specdec.tabed.pictures``.
+``specdec.vlm.pictures``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import hashlib
 import json
 import random
 
-# The colours shapes come in (all in specdec.tabed.pictures.PALETTE).
+# The colours shapes come in (all in specdec.vlm.pictures.PALETTE).
 COLORS = ["red", "green", "blue", "yellow", "purple", "orange"]
 SHAPES = ["circle", "square", "triangle", "diamond"]
 POSITIONS = ["top left", "top", "top right", "left", "center", "right", "bottom left", "bottom", "bottom right"]
