@@ -205,13 +205,7 @@ class _BatchLoop:
 
     def record(self, res: GenerationResult, new: list[int], block: int, accepted: int, times) -> bool:
         """Add one step to a row's result as ``generate`` does; True when the row has stopped."""
-        res.draft_time += times[0]
-        res.verify_time += times[1]
-        res.target_calls += 1
-        if block > 0:
-            res.accepted_per_block.append(accepted)
-            res.drafted_per_block.append(block)
-        res.from_draft += [True] * accepted + [False]
+        res.record_step(block, accepted, draft_time=times[0], verify_time=times[1])
         res.output_ids += new
         eos, stop_strings, tokenizer = self.stop
         stop = stop_index(res.output_ids, len(res.output_ids) - len(new), eos, stop_strings, tokenizer)

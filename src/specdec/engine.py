@@ -63,6 +63,17 @@ class GenerationResult:
     def tokens_per_second(self) -> float:
         return self.new_tokens / self.total_time if self.total_time else float("nan")
 
+    def record_step(self, block: int, n_accepted: int, draft_time: float, verify_time: float) -> None:
+        """Count one target call: its drafted block, the accepted tokens (plus the target's own next token) and
+        the seconds spent drafting and verifying."""
+        self.draft_time += draft_time
+        self.verify_time += verify_time
+        self.target_calls += 1
+        if block > 0:
+            self.accepted_per_block.append(n_accepted)
+            self.drafted_per_block.append(block)
+        self.from_draft += [True] * n_accepted + [False]
+
     def summary(self) -> dict:
         """One flat dict of the scalar statistics (a tidy results row)."""
         row = {k: v for k, v in asdict(self).items() if not isinstance(v, list)}
@@ -127,26 +138,14 @@ def generate(
         block = 0 if drafter is None else min(gamma, max_new_tokens - len(out) - 1)
         t0 = now(device)
         draft_tokens, draft_probs = draft_block(drafter, out, block, sampling, draft_gen, target_lm)
-        if len(draft_tokens) > block:  # a drafter that over-proposes would overrun max_new_tokens and γ
-            raise ValueError(
-                f"the drafter proposed {len(draft_tokens)} tokens for a block of at most {block}: "
-                "Drafter.propose(generated, n, ...) must return at most n tokens"
-            )
-        block = len(draft_tokens)  # a drafter may propose fewer tokens (prompt lookup)
+        block = check_draft(draft_tokens, block)  # a drafter may propose fewer tokens (prompt lookup), never more
         t1 = now(device)
         target_logits = target_lm.extend(out + draft_tokens.tolist())[0, -(block + 1) :]  # [block+1, V]
         check_logits(target_logits, len(out))
         n_accepted, next_token = verifier(draft_tokens, draft_probs, target_logits, sampling, verify_gen)
         n_accepted, next_token = check_verdict(n_accepted, next_token, block, target_lm.vocab_size)
         new = draft_tokens[:n_accepted].tolist() + [next_token]
-        t2 = now(device)
-        result.draft_time += t1 - t0
-        result.verify_time += t2 - t1
-        result.target_calls += 1
-        if block > 0:
-            result.accepted_per_block.append(n_accepted)
-            result.drafted_per_block.append(block)
-        result.from_draft += [True] * n_accepted + [False]
+        result.record_step(block, n_accepted, draft_time=t1 - t0, verify_time=now(device) - t1)
         if block > 0 and adaptive:  # the drafter learns from the verified positions
             n_verified = min(n_accepted + 1, block)  # the bonus position has no draft distribution
             drafter.observe(target_logits[:n_verified], new[:n_verified], sampling)
@@ -366,6 +365,17 @@ def check_sampling(sampling) -> SamplingConfig:
             "pass SamplingConfig(temperature=..., top_k=..., top_p=...)"
         )
     return sampling
+
+
+def check_draft(draft_tokens: torch.Tensor, block: int) -> int:
+    """The length of a proposed block, refused when it is longer than asked: a drafter that over-proposes would
+    overrun ``max_new_tokens`` and γ."""
+    if len(draft_tokens) > block:
+        raise ValueError(
+            f"the drafter proposed {len(draft_tokens)} tokens for a block of at most {block}: "
+            "Drafter.propose(generated, n, ...) must return at most n tokens"
+        )
+    return len(draft_tokens)
 
 
 def check_logits(target_logits: torch.Tensor, position: int) -> None:

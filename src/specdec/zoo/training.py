@@ -174,14 +174,7 @@ def train(
     main = accelerator is None or accelerator.is_main_process
     if accelerator is not None:
         model, opt = accelerator.prepare(model, opt)  # the scheduler stays on the optimiser: one step per step
-    if callable(batches):
-        if seed is None:
-            raise ValueError("a callable batch source needs the seed of its generator")
-        generator = torch.Generator().manual_seed(seed)
-        draw = lambda: batches(generator)  # noqa: E731
-    else:
-        iterator = iter(batches)
-        draw = lambda: next(iterator)  # noqa: E731
+    draw = batch_source(batches, seed)
     log_every = log_every or max(1, steps // 10)
     log, pending = TrainLog(), []
     t0 = time.perf_counter()
@@ -212,6 +205,18 @@ def train(
     log.seconds = time.perf_counter() - t0
     model.eval()
     return log
+
+
+def batch_source(batches, seed: int | None):
+    """``draw() -> batch``: ``batches(generator)`` with one CPU generator seeded ``seed``, or the next batch of an
+    iterable."""
+    if callable(batches):
+        if seed is None:
+            raise ValueError("a callable batch source needs the seed of its generator")
+        generator = torch.Generator().manual_seed(seed)
+        return lambda: batches(generator)
+    iterator = iter(batches)
+    return lambda: next(iterator)
 
 
 def local_batch(batch, accelerator):
