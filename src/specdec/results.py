@@ -336,6 +336,32 @@ def check_key(key) -> list[str]:
     return columns
 
 
+class MissingResults(FileNotFoundError):
+    """A notebook that reads stored tables (the scoreboard) found none, or not the ones it needs."""
+
+
+def require_tables(profile: str, root: pathlib.Path, needed: dict[str, str]) -> dict[str, pathlib.Path]:
+    """The paths of the tables ``needed`` (table name -> the notebook that writes it) under ``<root>/<profile>/``,
+    or one ``MissingResults`` naming the notebooks to run: ``make reproduce`` when the profile has no table at all
+    (a fresh clone's paper profile), the notebooks of the missing tables otherwise."""
+    folder = pathlib.Path(root) / profile
+    paths = {table: folder / f"{table}.csv" for table in needed}
+    missing = {table: needed[table] for table, path in paths.items() if not path.exists()}
+    if not missing:
+        return paths
+    run = f".venv/bin/python scripts/run_notebooks.py --profile {profile}"
+    if not any(folder.glob("*.csv")):
+        raise MissingResults(
+            f"profile {profile!r} has no result tables yet ({folder} holds none): run its notebooks first, "
+            f"`make reproduce PROFILE={profile}` (every notebook, this one last) or `{run}`"
+        )
+    commands = "; ".join(f"`{run} --only {nb.split('_')[0]}_` ({nb})" for nb in sorted(set(missing.values())))
+    raise MissingResults(
+        f"profile {profile!r} lacks {', '.join(f'{t}.csv' for t in missing)} in {folder}: run {commands} first, "
+        f"or every notebook with `make reproduce PROFILE={profile}`"
+    )
+
+
 def figure_path(profile: str, name: str) -> pathlib.Path:
     """``figures/<profile>/<name>.png`` (directories created)."""
     path = FIGURES / profile / f"{name}.png"
