@@ -179,13 +179,13 @@ class ResultStore:
         older version of a request, another ``max_new_tokens``."""
         import pandas as pd
 
-        own = self.rows()
-        if not self.base_path and not requested:
-            if self._db.header is None:
+        if not self.base_path and not requested:  # the export itself (it holds exactly the database's rows)
+            data = self._db.csv_bytes()
+            if data is None:
                 return pd.DataFrame(columns=self.key)
-            header = self._db.header
-        else:
-            header = self._db.header if own else self._base_header if self._base_rows else self.key
+            return pd.read_csv(io.BytesIO(data), dtype=DIGEST_DTYPES)
+        own = self.rows()
+        header = self._db.header if own else self._base_header if self._base_rows else self.key
         own_keys = {self.key_of(r) for r in own}
         rows = [r for r in self._base_rows if self.key_of(r) not in own_keys] + own
         if requested:

@@ -260,6 +260,14 @@ class Table:
                 return []
             return [[render(v) for v in r[2:]] for r in con.execute("SELECT * FROM rows ORDER BY seq")]
 
+    def csv_bytes(self) -> bytes | None:
+        """The CSV export as it agrees with the database (``None``: no table yet); sets ``header``."""
+        if not self._stored():
+            self.header = None
+            return None
+        with self._session(write=False) as (_, data):
+            return data
+
     def keys(self) -> list[tuple[str, ...]]:
         """The stored rows' key cells as texts, in the order written; sets ``header``."""
         if not self._stored():
