@@ -188,3 +188,37 @@ def test_every_committed_table_migrates_with_its_values_unchanged(tmp_path, tabl
 )
 def test_a_cell_reads_back_as_the_text_it_was(text):
     assert tabledb.render(tabledb._typed(text)) == text
+
+
+def test_an_append_writes_the_bytes_the_csv_append_wrote():
+    """The export is byte for byte what the hand-written CSV append wrote (these bytes are its output for these
+    rows): the csv module's dialect, floats to 6 digits in cells and exactly in keys, ``None`` as the empty cell."""
+    import tempfile
+
+    import numpy as np
+
+    rows = [
+        {"m": "A", "g": 1, "t": 0.0, "x": 1 / 3, "txt": 'a "q"\nb\r\nc', "l": [1, 2], "b": True, "n": None},
+        {"m": "B", "g": 2, "t": 0.1234567, "x": 1e-9, "txt": "", "l": [], "b": False, "n": np.float32(0.1)},
+        {
+            "m": "C",
+            "g": None,
+            "t": float("nan"),
+            "x": -0.0,
+            "txt": "é 日本",
+            "l": "x,y",
+            "b": 0,
+            "n": np.float64(2 / 3),
+        },
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ResultStore("tiny", "t", ["m", "g", "t"], root=pathlib.Path(tmp))
+        store.append(rows[:1])
+        store.append(rows)
+        store.run([{"m": "D", "g": 3, "t": 0.5}], lambda **k: [{"x": 1.0}, {"x": 2.0}])
+        data = store.path.read_bytes()
+    assert data == (
+        b'm,g,t,x,txt,l,b,n\r\nA,1,0,0.333333,"a ""q""\nb\r\nc","[1, 2]",True,\r\n'
+        b'B,2,0.1234567,1e-09,,[],False,0.1\r\nC,,nan,-0,\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac,"x,y",0,0.666667\r\n'
+        b"D,3,0.5,1,,,,\r\nD,3,0.5,2,,,,\r\n"
+    )
