@@ -2,8 +2,9 @@
 
 Why SQLite: it is in the standard library (no new dependency), and it gives what a hand-written CSV append had to
 imitate: transactions (a killed writer leaves the last committed state, never half a row), a ``UNIQUE`` index on
-the row key (two processes writing the same key give one row), one writer at a time with readers alongside (WAL
-mode), and typed cells (``NULL``, ``INTEGER``, ``REAL``, ``TEXT`` of any length).
+the row key (two processes writing the same key store its rows once; the index is on (key, ``part``), as one key's
+computation may give several rows, numbered 0, 1, ...), one writer at a time with readers alongside (WAL mode), and
+typed cells (``NULL``, ``INTEGER``, ``REAL``, ``TEXT`` of any length).
 
 Files, for the table ``<dir>/<name>``:
 
