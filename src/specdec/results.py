@@ -1,15 +1,19 @@
-"""Results are data: tidy rows appended to ``results/<profile>/<table>.csv``, keyed for resuming.
+"""Results are data: tidy rows of ``results/<profile>/<table>.csv``, keyed for resuming.
 
 A ``ResultStore`` knows which key columns identify a row. ``done(key)`` tells a rerun to skip finished
-work; ``append`` writes and flushes each batch at once, so an interrupted run loses at most the batch it
-was computing. Reading back gives a pandas DataFrame.
+work; ``append`` stores each batch at once, so an interrupted run loses at most the batch it was computing.
+Reading back gives a pandas DataFrame (or rows of the CSV's cell texts).
 
-Safe to interrupt and to share: a last line cut mid-write (a killed run, a full disk) is dropped on the next
-open instead of being counted as done; appends take an exclusive file lock and re-read the finished keys
-under it, so several processes (xdist workers, Ray shards) can append to one table without duplicate rows
-or second headers. Each append also writes one line of provenance (git commit, package versions, CPU
-vector width, host, and whatever the caller put in ``store.provenance``: device, dtype, model ids) to the
-sidecar ``<table>.provenance.jsonl``, naming the keys it wrote.
+The store is a SQLite database per table (``<table>.sqlite``, git-ignored), the CSV its export (committed for
+``results/tiny/``, read by people and by git). Why SQLite: it is in the standard library, so no new dependency,
+and its transactions, ``UNIQUE`` key index and WAL mode give what a hand-written CSV append and repair could only
+imitate: an append is all or nothing (a kill leaves no half row), several processes (xdist workers, Ray shards)
+write one table without duplicate rows while others read, and cells are typed (``None`` stays ``NULL``, floats
+exact, text of any length). The database is built from the committed CSV on first open and after the CSV changed
+(a checkout); after a write the CSV is rewritten from it, deterministically (``specdec.tabledb``). Each append also
+writes one line of provenance (git commit, package versions, CPU vector width, host, and whatever the caller put in
+``store.provenance``: device, dtype, model ids) to the sidecar ``<table>.provenance.jsonl``, naming the keys it
+wrote. Profile and table names are checked (``validate.name_part``): nothing is written outside ``<root>/<profile>``.
 
 A read-only base layer (``base=COMMITTED``): a store may stand on the committed tables. Keys stored there count
 as done and their rows are read back from there (``get``, ``frame``), new keys are computed and written to the
@@ -24,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime
-import fcntl
 import functools
 import hashlib
 import io
@@ -34,13 +37,9 @@ import os
 import pathlib
 import platform
 import subprocess
-import sys
 
-from specdec import validate, zoo
-
-# A cell may hold a whole generated text: lift the csv module's 131,072-character field limit (pandas has none), so
-# that one long output does not make every later open of the table raise ``_csv.Error``.
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+from specdec import tabledb, validate, zoo
+from specdec.tabledb import complete_prefix  # noqa: F401 (part of this module's interface)
 
 # SPECDEC_OUTPUT_DIR redirects results/ and figures/ (``make test`` uses it so that nbval recomputes every
 # number from scratch instead of reading the committed results, and leaves the committed files alone).
@@ -55,7 +54,10 @@ COMMITTED = pathlib.Path(os.environ.get("SPECDEC_BASE_DIR", COMMITTED))
 
 class ResultStore:
     """Rows of ``<root>/<profile>/<table>.csv`` keyed by ``key``; ``base``: a folder of read-only tables under
-    this one (e.g. ``COMMITTED``; ignored when it is ``root`` itself) whose keys count as done."""
+    this one (e.g. ``COMMITTED``; ignored when it is ``root`` itself) whose keys count as done.
+
+    The rows live in a SQLite database beside the CSV (``specdec.tabledb``: why, and how the two stay one);
+    values read back are the CSV's cell texts, as they always were."""
 
     def __init__(
         self,
@@ -69,61 +71,29 @@ class ResultStore:
         self.table = validate.name_part("table", table)  # "<table>.shards/<i>-of-<n>" (sharding) is allowed
         self.root = pathlib.Path(root or RESULTS)
         self.path = self.root / profile / f"{table}.csv"
+        if not self.path.resolve().is_relative_to((self.root / profile).resolve()):  # e.g. through a symbolic link
+            raise ValueError(f"table {table!r} of profile {profile!r} must stay inside {self.root / profile}")
         self.key = check_key(key)
         self.provenance: dict = {}  # the caller's part of each provenance line (device, dtype, model ids, ...)
-        self._done: set[tuple] = set()
+        self._db = tabledb.Table(self.path, self.key)
         self._requested: dict[tuple, None] = {}  # the keys this run asked for (``want``), in order
         base_path = pathlib.Path(base) / profile / f"{table}.csv" if base is not None else None
         same = base_path is not None and base_path.resolve() == self.path.resolve()
         self.base_path = None if same or base_path is None or not base_path.exists() else base_path
-        self._base_rows = self._read(self.base_path) if self.base_path else []
+        self._base_header, self._base_rows = self._read_base()
         self._base_done = {self.key_of(row) for row in self._base_rows}
-        with self._locked():
-            self._refresh()
+        self._done = set(self._db.keys())
 
     @property
     def provenance_path(self) -> pathlib.Path:
         return self.path.with_name(f"{self.path.stem}.provenance.jsonl")
 
-    @contextlib.contextmanager
-    def _locked(self):
-        """An exclusive lock on ``<table>.csv.lock`` (created on first use, never removed: removing races)."""
-        if not self.path.parent.exists():
-            yield
-            return
-        with open(self.path.with_name(f"{self.path.name}.lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    def _repair(self) -> None:
-        """Drop a last row cut mid-write (a killed run, a full disk), also one cut inside a quoted multi-line cell;
-        an empty file is removed."""
-        if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        if not data.strip():
-            self.path.unlink()
-            return
-        cut = complete_prefix(data)
-        if cut < len(data):
-            with self.path.open("r+b") as f:
-                f.truncate(cut)
-            if cut == 0:  # even the header was incomplete
-                self.path.unlink()
-
-    def _refresh(self) -> None:
-        self._repair()
-        self._done = {self.key_of(row) for row in self._read()}
-
-    def _read(self, path: pathlib.Path | None = None) -> list[dict]:
-        path = path or self.path
-        if not path.exists():
-            return []
-        with path.open(newline="") as f:
-            return list(csv.DictReader(f))
+    def _read_base(self) -> tuple[list[str], list[dict]]:
+        """The base layer's header and rows, read from its CSV (read-only: no database is made beside it)."""
+        if self.base_path is None:
+            return [], []
+        header, records = tabledb.parse_csv(self.base_path.read_bytes())
+        return header or [], [dict(zip(header, r)) for r in records]
 
     def key_of(self, row: dict) -> tuple:
         """The key of ``row`` as stored: its key columns' values formatted as written, as strings."""
@@ -139,51 +109,38 @@ class ResultStore:
     def get(self, **key) -> dict:
         """The stored row of ``key`` (values as strings, as read from the CSV; own rows before the base's)."""
         wanted = self.key_of(key)
-        for row in self._read() + self._base_rows:
+        row = self._db.find(wanted)
+        if row is not None:
+            return dict(zip(self._db.header, row))
+        for row in self._base_rows:
             if self.key_of(row) == wanted:
                 return row
         raise KeyError(f"no row {key} in {self.path}" + (f" or {self.base_path}" if self.base_path else ""))
 
     def rows(self, keys: list[dict] | None = None) -> list[dict]:
         """The stored rows (values as strings, in file order), only those of ``keys`` if given."""
-        stored = self._read()
+        stored = [dict(zip(self._db.header, r)) for r in self._db.rows()]
         if keys is None:
             return stored
         wanted = {self.key_of(k) for k in keys}
         return [row for row in stored if self.key_of(row) in wanted]
 
     def append(self, rows: list[dict], provenance: dict | None = None) -> None:
-        """Append rows (all with the same columns as the file) and flush them to disk.
+        """Store rows (all with the same columns as the table) and rewrite its CSV: one transaction.
 
-        Rows whose key is already stored (by this or another process) are skipped. ``provenance``: the
-        provenance line's fields when the rows were computed elsewhere (a merged shard: its worker's
+        Rows whose key is already stored (by this or another process, or in the base) are skipped. ``provenance``:
+        the provenance line's fields when the rows were computed elsewhere (a merged shard: its worker's
         environment); default this process's ``environment()`` and ``self.provenance``."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._locked():
-            self._refresh()  # another writer may have appended since we last looked
-            rows = [r for r in rows if self.key_of(r) not in self._done | self._base_done]
-            if not rows:
-                return
-            new_file = not self.path.exists()
-            fields = list(rows[0]) if new_file else self._header()
-            extra = set().union(*rows) - set(fields)
-            if extra:
-                raise ValueError(
-                    f"{self.path.name} has columns {fields}; rows bring new ones {sorted(extra)}: "
-                    "use a new table name or delete the old file"
-                )
-            with self.path.open("a", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=fields)
-                if new_file:
-                    writer.writeheader()
-                for row in rows:
-                    cells = {k: format_value(row.get(k, "")) for k in fields}
-                    cells.update({k: key_text(row[k]) for k in self.key})  # keys exactly, as key_of compares them
-                    writer.writerow(cells)
-                f.flush()
-                os.fsync(f.fileno())
-            self._done.update(self.key_of(r) for r in rows)
-            self._write_provenance([self.key_of(r) for r in rows], provenance)
+        rows = [r for r in rows if self.key_of(r) not in self._base_done]
+        if not rows:
+            return
+        keys = [self.key_of(r) for r in rows]
+
+        def cell(column, row):
+            return key_text(row[column]) if column in self.key else str(format_value(row.get(column, "")))
+
+        self._db.insert(rows, cell, lambda new: self._write_provenance([keys[i] for i in new], provenance))
+        self._done = set(self._db.keys())
 
     def _write_provenance(self, keys: list[tuple], provenance: dict | None = None) -> None:
         line = {"written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
@@ -214,10 +171,6 @@ class ResultStore:
             rows = [rows] if isinstance(rows, dict) else rows
             self.append([{**key, **row} for row in rows])
 
-    def _header(self) -> list[str]:
-        with self.path.open(newline="") as f:
-            return next(csv.reader(f))
-
     def frame(self, requested: bool = False):
         """Every row as a DataFrame: the base layer's rows whose key this store does not hold, then its own.
 
@@ -226,17 +179,18 @@ class ResultStore:
         older version of a request, another ``max_new_tokens``."""
         import pandas as pd
 
-        self._repair()
-        if not self.base_path and not requested:
-            return pd.read_csv(self.path, dtype=DIGEST_DTYPES) if self.path.exists() else pd.DataFrame(columns=self.key)
-        own = self._read()
+        if not self.base_path and not requested:  # the export itself (it holds exactly the database's rows)
+            data = self._db.csv_bytes()
+            if data is None:
+                return pd.DataFrame(columns=self.key)
+            return pd.read_csv(io.BytesIO(data), dtype=DIGEST_DTYPES)
+        own = self.rows()
+        header = self._db.header if own else self._base_header if self._base_rows else self.key
         own_keys = {self.key_of(r) for r in own}
-        base = [r for r in self._base_rows if self.key_of(r) not in own_keys]
-        header = self._header() if own else list(self._base_rows[0]) if self._base_rows else self.key
-        rows = base + own
+        rows = [r for r in self._base_rows if self.key_of(r) not in own_keys] + own
         if requested:
             rows = [r for r in rows if self.key_of(r) in self._requested]
-        if own and self._base_rows and list(self._base_rows[0]) != header:
+        if own and self._base_rows and self._base_header != header:
             raise ValueError(
                 f"{self.path} and its base {self.base_path} have different columns: rerun the table from scratch"
             )
@@ -368,10 +322,7 @@ def key_text(value) -> str:
     tables were written, otherwise ``repr``: 0.1234567 and 0.1234568 stay two keys), ``None`` as the empty cell."""
     if value is None:
         return ""
-    if isinstance(value, float):
-        short = f"{value:.6g}"
-        return short if math.isnan(value) or float(short) == value else repr(value)
-    return str(value)
+    return tabledb.float_text(value) if isinstance(value, float) else str(value)
 
 
 def check_key(key) -> list[str]:
@@ -385,22 +336,30 @@ def check_key(key) -> list[str]:
     return columns
 
 
-def complete_prefix(data: bytes) -> int:
-    """Length of ``data``'s complete CSV rows: up to the last line end outside a quoted cell.
+class MissingResults(FileNotFoundError):
+    """A notebook that reads stored tables (the scoreboard) found none, or not the ones it needs."""
 
-    The csv writer quotes every cell holding a quote or a line break (doubling its quotes), so a position is inside a
-    quoted cell exactly when an odd number of quote characters precede it."""
-    end, quotes = len(data), data.count(b'"')
-    if data.endswith(b"\n") and quotes % 2 == 0:
-        return end
-    while True:
-        nl = data.rfind(b"\n", 0, end)
-        if nl < 0:
-            return 0
-        quotes -= data.count(b'"', nl, end)  # quote characters before the candidate line end
-        end = nl
-        if quotes % 2 == 0:
-            return nl + 1
+
+def require_tables(profile: str, root: pathlib.Path, needed: dict[str, str]) -> dict[str, pathlib.Path]:
+    """The paths of the tables ``needed`` (table name -> the notebook that writes it) under ``<root>/<profile>/``,
+    or one ``MissingResults`` naming the notebooks to run: ``make reproduce`` when the profile has no table at all
+    (a fresh clone's paper profile), the notebooks of the missing tables otherwise."""
+    folder = pathlib.Path(root) / profile
+    paths = {table: folder / f"{table}.csv" for table in needed}
+    missing = {table: needed[table] for table, path in paths.items() if not path.exists()}
+    if not missing:
+        return paths
+    run = f".venv/bin/python scripts/run_notebooks.py --profile {profile}"
+    if not any(folder.glob("*.csv")):
+        raise MissingResults(
+            f"profile {profile!r} has no result tables yet ({folder} holds none): run its notebooks first, "
+            f"`make reproduce PROFILE={profile}` (every notebook, this one last) or `{run}`"
+        )
+    commands = "; ".join(f"`{run} --only {nb.split('_')[0]}_` ({nb})" for nb in sorted(set(missing.values())))
+    raise MissingResults(
+        f"profile {profile!r} lacks {', '.join(f'{t}.csv' for t in missing)} in {folder}: run {commands} first, "
+        f"or every notebook with `make reproduce PROFILE={profile}`"
+    )
 
 
 def figure_path(profile: str, name: str) -> pathlib.Path:

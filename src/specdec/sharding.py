@@ -13,8 +13,8 @@ Each shard first writes its own table ``<table>.shards/<i>-of-<n>.csv`` (a ``Res
 short resumes from its file on that machine), then returns its rows; the merge appends them to the main table
 as each shard finishes. A re-run first harvests rows that shard tables hold already (``harvest``: an
 interrupted run's work on a shared filesystem), then splits what is still missing. The main table skips
-keys it already holds (under its file lock), so re-running a shard, or the whole sweep, adds no duplicate
-rows; its provenance lines name the worker's host and GPU.
+keys it already holds (its unique key index, in one transaction), so re-running a shard, or the whole sweep, adds
+no duplicate rows; its provenance lines name the worker's host and GPU.
 
 Models are not shipped to the workers: ``setup`` is a picklable callable (a module-level function or a
 dataclass instance, not a lambda over loaded models) that each shard calls once, in its worker, as

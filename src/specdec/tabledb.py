@@ -1,0 +1,340 @@
+"""One result table on disk: a SQLite database (the store) and its CSV export (what a person and git read).
+
+Why SQLite: it is in the standard library (no new dependency), and it gives what a hand-written CSV append had to
+imitate: transactions (a killed writer leaves the last committed state, never half a row), a ``UNIQUE`` index on
+the row key (two processes writing the same key store its rows once; the index is on (key, ``part``), as one key's
+computation may give several rows, numbered 0, 1, ...), one writer at a time with readers alongside (WAL mode), and
+typed cells (``NULL``, ``INTEGER``, ``REAL``, ``TEXT`` of any length).
+
+Files, for the table ``<dir>/<name>``:
+
+- ``<name>.csv``: the export, committed for ``results/tiny/``. It is the authority whenever the database does not
+  know it (a fresh clone, ``git checkout``, an edit, a file cut by an older writer): the database records the
+  SHA-256 of the CSV it last wrote or read, and a CSV with another digest is read back into a new database.
+- ``<name>.sqlite`` (``-wal``, ``-shm``): the database, git-ignored, built from the CSV on first open.
+
+A write (``insert``) is one ``BEGIN IMMEDIATE`` transaction: check the CSV against the database, insert the rows
+that are new, write the CSV (the bytes it had plus the new rows, so a rerun on unchanged inputs changes nothing)
+to a temporary file and move it over the old one (``os.replace``: a reader sees the old file or the new one), record
+its digest, commit. A kill before the move leaves both as they were; a kill between the move and the commit leaves
+a CSV the database does not know, read back on the next open: no row is half written or lost.
+
+Cells are stored as the text the CSV holds, typed when the text reads back unchanged (``_typed``): the empty cell
+is ``NULL`` (``None``), ``"4"`` an ``INTEGER``, ``"0.1234567"`` the ``REAL`` 0.1234567 (exact: 0.1234568 is another
+value), any other text ``TEXT``. So a database rebuilt from its CSV equals the one that wrote it, and the CSV
+written from it is byte-identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import glob
+import hashlib
+import io
+import json
+import math
+import os
+import pathlib
+import sqlite3
+import sys
+
+# A cell may hold a whole generated text: lift the csv module's 131,072-character field limit (pandas has none), so
+# that one long output does not make every later open of the table raise ``_csv.Error``.
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+SCHEMA = "1"
+_INT64 = 2**63
+
+
+def render(value) -> str:
+    """The CSV text of a stored cell (the inverse of ``_typed``)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return float_text(value)
+    return str(value)
+
+
+def float_text(value: float) -> str:
+    """A float as written: 6 significant digits when those are exact (as committed tables were written), else
+    ``repr`` (exact)."""
+    short = f"{value:.6g}"
+    return short if math.isnan(value) or float(short) == value else repr(value)
+
+
+def _typed(text: str):
+    """The SQLite value of a cell's text: ``None`` for the empty cell, an int or a float when it prints back as
+    exactly ``text`` (``render``), else the text itself."""
+    if text == "":
+        return None
+    if text[0] not in "-+.0123456789":
+        return text
+    with contextlib.suppress(ValueError):
+        number = int(text)
+        return number if str(number) == text and -_INT64 <= number < _INT64 else text
+    with contextlib.suppress(ValueError):
+        number = float(text)
+        # -0.0 and non-finite numbers stay text: SQLite does not keep them apart from 0 / NULL
+        if math.isfinite(number) and number != 0.0 and float_text(number) == text:
+            return number
+    return text
+
+
+def complete_prefix(data: bytes) -> int:
+    """Length of ``data``'s complete CSV rows: up to the last line end outside a quoted cell.
+
+    The csv writer quotes every cell holding a quote or a line break (doubling its quotes), so a position is inside a
+    quoted cell exactly when an odd number of quote characters precede it."""
+    end, quotes = len(data), data.count(b'"')
+    if data.endswith(b"\n") and quotes % 2 == 0:
+        return end
+    while True:
+        nl = data.rfind(b"\n", 0, end)
+        if nl < 0:
+            return 0
+        quotes -= data.count(b'"', nl, end)  # quote characters before the candidate line end
+        end = nl
+        if quotes % 2 == 0:
+            return nl + 1
+
+
+def parse_csv(data: bytes) -> tuple[list[str] | None, list[list[str]]]:
+    """Header and rows of CSV bytes (a last row cut mid-write left out); ``None`` header: no complete header."""
+    data = data[: complete_prefix(data)]
+    if not data:
+        return None, []
+    records = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+    if not records:
+        return None, []
+    return records[0], records[1:]
+
+
+def csv_lines(rows: list[list[str]]) -> bytes:
+    """CSV bytes of rows of cell texts (the csv module's default dialect: quoted when needed, ``\\r\\n``)."""
+    text = io.StringIO(newline="")
+    csv.writer(text).writerows(rows)
+    return text.getvalue().encode("utf-8")
+
+
+def digest(data: bytes | None) -> str:
+    return "" if data is None else hashlib.sha256(data).hexdigest()
+
+
+class Table:
+    """The database and CSV export of one table, keyed by the columns ``key``."""
+
+    def __init__(self, csv_path: pathlib.Path, key: list[str]):
+        self.csv = csv_path
+        self.db = csv_path.with_name(csv_path.name.removesuffix(".csv") + ".sqlite")
+        self.key = key
+        self.header: list[str] | None = None
+
+    # -------------------------------------------------------------------------------------------- connections
+    def _open(self) -> sqlite3.Connection:
+        """A connection (autocommit: transactions are explicit); an unreadable database file is rebuilt."""
+        for attempt in range(2):
+            con = sqlite3.connect(self.db, timeout=120, isolation_level=None)
+            try:
+                con.execute("PRAGMA journal_mode=WAL")  # readers never block the writer, nor it them
+                con.execute("PRAGMA synchronous=FULL")
+                con.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                return con
+            except sqlite3.DatabaseError as error:
+                con.close()
+                if attempt or not _corrupt(error):
+                    raise
+                for suffix in ("", "-wal", "-shm"):  # not a database (a cut copy, a stray file): rebuilt from the CSV
+                    self.db.with_name(self.db.name + suffix).unlink(missing_ok=True)
+        raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def _session(self, write: bool):
+        """``(connection, CSV bytes or None)`` inside one transaction in which the database agrees with the CSV
+        (rebuilt from it if not); ``write``: holding the write lock. Committed at the end, rolled back on an error."""
+        con = self._open()
+        try:
+            con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            meta, data = self._meta(con), self._read_csv()  # the snapshot first: a CSV newer than it is re-checked
+            if not self._in_sync(meta, data):
+                if not write:  # take the write lock, then look again: another process may be rebuilding
+                    con.execute("COMMIT")
+                    con.execute("BEGIN IMMEDIATE")
+                    meta, data = self._meta(con), self._read_csv()
+                if not self._in_sync(meta, data):
+                    data = self._rebuild(con, data)
+                    meta = self._meta(con)
+            self.header = json.loads(meta["header"]) if "header" in meta else None
+            yield con, data
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+
+    def _meta(self, con) -> dict:
+        return dict(con.execute("SELECT name, value FROM meta"))
+
+    def _in_sync(self, meta: dict, data: bytes | None) -> bool:
+        return (
+            meta.get("schema") == SCHEMA
+            and meta.get("key") == json.dumps(self.key)
+            and meta.get("csv") == digest(data)
+            and (data is None or "header" in meta)
+        )
+
+    def _read_csv(self) -> bytes | None:
+        try:
+            return self.csv.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    # -------------------------------------------------------------------------------------------------- rebuild
+    def _rebuild(self, con, data: bytes | None) -> bytes | None:
+        """Replace the database's rows with the CSV's (under the write lock). A last row cut mid-write is cut off the
+        file too, a file without a complete header removed. Returns the CSV bytes as they now are."""
+        header, records = parse_csv(data) if data is not None else (None, [])
+        if data is not None and header is None:
+            self.csv.unlink()
+            data = None
+        elif data is not None and len(data) != complete_prefix(data):
+            data = data[: complete_prefix(data)]
+            self._replace_csv(data)
+        con.execute("DROP TABLE IF EXISTS rows")
+        con.execute("DELETE FROM meta")
+        if header is not None:
+            missing = [k for k in self.key if k not in header]
+            if missing:
+                raise KeyError(f"{self.csv} has columns {header}, not the key columns {missing}")
+            self._create(con, header)
+            self._insert(con, header, [[_typed(c) for c in r] for r in records])
+            con.execute("INSERT INTO meta VALUES ('header', ?)", (json.dumps(header),))
+        con.executemany(
+            "INSERT INTO meta VALUES (?, ?)", [("schema", SCHEMA), ("key", json.dumps(self.key)), ("csv", digest(data))]
+        )
+        return data
+
+    def _create(self, con, header: list[str]) -> None:
+        cells = ", ".join(f"c{i}" for i in range(len(header)))  # no declared type: each cell keeps its own
+        con.execute(f"CREATE TABLE rows (seq INTEGER PRIMARY KEY, part INTEGER NOT NULL, {cells})")
+        # NULL is never equal to NULL in a UNIQUE index: an empty key cell is indexed as the empty blob, a value no
+        # cell holds (cells are NULL, integers, reals or text)
+        index = ", ".join(f"coalesce(c{header.index(k)}, x'')" for k in self.key)
+        con.execute(f"CREATE UNIQUE INDEX row_key ON rows ({index}, part)")
+
+    def _insert(self, con, header: list[str], rows: list[list]) -> list[int]:
+        """Insert typed rows in order; returns the indices of those that went in.
+
+        The rows of one key are one result (a computation may give several rows: its ``part`` 0, 1, ...): a key
+        stored already, by this or another process, is skipped whole, as the unique index on (key, part) says."""
+        width, positions = len(header), [header.index(k) for k in self.key]
+        cells = ", ".join(f"c{i}" for i in range(width))
+        sql = f"INSERT OR IGNORE INTO rows (part, {cells}) VALUES (?{', ?' * width})"
+        parts: dict[tuple, int | None] = {}
+        new = []
+        for i, row in enumerate(rows):
+            row = (row + [None] * width)[:width]
+            key = tuple(row[p] for p in positions)
+            part = parts.get(key, 0)
+            if part is None:
+                continue
+            if con.execute(sql, (part, *row)).rowcount == 0:  # part 0 of a stored key
+                parts[key] = None
+                continue
+            parts[key] = part + 1
+            new.append(i)
+        return new
+
+    # ----------------------------------------------------------------------------------------------------- reads
+    def _stored(self) -> bool:
+        return self.db.exists() or self.csv.exists()
+
+    def rows(self) -> list[list[str]]:
+        """Every stored row as cell texts, in the order written (that of the CSV); sets ``header``."""
+        if not self._stored():
+            self.header = None
+            return []
+        with self._session(write=False) as (con, _):
+            if self.header is None:
+                return []
+            return [[render(v) for v in r[2:]] for r in con.execute("SELECT * FROM rows ORDER BY seq")]
+
+    def csv_bytes(self) -> bytes | None:
+        """The CSV export as it agrees with the database (``None``: no table yet); sets ``header``."""
+        if not self._stored():
+            self.header = None
+            return None
+        with self._session(write=False) as (_, data):
+            return data
+
+    def keys(self) -> list[tuple[str, ...]]:
+        """The stored rows' key cells as texts, in the order written; sets ``header``."""
+        if not self._stored():
+            self.header = None
+            return []
+        with self._session(write=False) as (con, _):
+            if self.header is None:
+                return []
+            cells = ", ".join(f"c{self.header.index(k)}" for k in self.key)
+            query = f"SELECT {cells} FROM rows WHERE part = 0 ORDER BY seq"
+            return [tuple(map(render, r)) for r in con.execute(query)]
+
+    def find(self, key: tuple[str, ...]) -> list[str] | None:
+        """The row of ``key`` (its key cells as texts, in the order of ``self.key``), or ``None``."""
+        if not self._stored():
+            return None
+        with self._session(write=False) as (con, _):
+            if self.header is None:
+                return None
+            where = " AND ".join(f"coalesce(c{self.header.index(k)}, x'') = ?" for k in self.key)
+            params = [b"" if (v := _typed(t)) is None else v for t in key]
+            row = con.execute(f"SELECT * FROM rows WHERE {where} AND part = 0", params).fetchone()
+            return None if row is None else [render(v) for v in row[2:]]
+
+    # ---------------------------------------------------------------------------------------------------- writes
+    def insert(self, rows: list[dict], cell, before_commit=None) -> tuple[list[int], list[str]]:
+        """Store ``rows`` and rewrite the CSV, in one transaction; a row whose key is stored is skipped.
+
+        ``cell(column, row)``: the text of a row's cell. The first rows of a table set its columns (those of
+        ``rows[0]``); later rows may lack columns (empty cells) but bring no new ones. Returns the indices of the
+        rows that went in and the table's columns. ``before_commit(new)`` runs under the write lock once the new
+        rows are in (the provenance line: one writer at a time)."""
+        self.csv.parent.mkdir(parents=True, exist_ok=True)
+        with self._session(write=True) as (con, data):
+            for stale in self.csv.parent.glob(f".{glob.escape(self.csv.name)}.*.tmp"):  # a killed writer's export
+                stale.unlink(missing_ok=True)
+            header = self.header or list(rows[0])
+            extra = set().union(*rows) - set(header)
+            if extra:
+                raise ValueError(
+                    f"{self.csv.name} has columns {header}; rows bring new ones {sorted(extra)}: "
+                    "use a new table name or delete the old file"
+                )
+            if self.header is None:
+                self._create(con, header)
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('header', ?)", (json.dumps(header),))
+                self.header = header
+            texts = [[cell(k, row) for k in header] for row in rows]
+            new = self._insert(con, header, [[_typed(c) for c in t] for t in texts])
+            if new:
+                data = (csv_lines([header]) if data is None else data) + csv_lines([texts[i] for i in new])
+                self._replace_csv(data)
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('csv', ?)", (digest(data),))
+                if before_commit is not None:
+                    before_commit(new)
+            return new, header
+
+    def _replace_csv(self, data: bytes) -> None:
+        tmp = self.csv.with_name(f".{self.csv.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.csv)
+
+
+def _corrupt(error: sqlite3.DatabaseError) -> bool:
+    text = str(error).lower()
+    return "malformed" in text or "not a database" in text or "file is encrypted" in text
