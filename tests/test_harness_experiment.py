@@ -1,0 +1,193 @@
+"""The one experiment harness (``specdec.harness.experiment``) on a tiny random model pair."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from conftest import random_llama
+from specdec.harness import experiment as hx
+from specdec.results import ResultStore
+
+KEY = ["weights", "method", "gamma", "temperature", "max_new_tokens", "seed", "row", "request"]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return random_llama(64, 32, 2, seed=0), random_llama(64, 16, 1, seed=1)
+
+
+def requests(n=3):
+    out = []
+    for i in range(n):
+        ids = torch.tensor([1, 5 + i, 9, 11 + 2 * i])
+        out.append(hx.Request(id=f"r{i}", prompt_ids=ids, key=dict(row=f"r{i}", request=f"digest{i}")))
+    return out
+
+
+def accept_everything(draft_tokens, draft_probs, target_logits, sampling, generator):
+    """A broken verifier: keeps every draft token, whatever the target says."""
+    return len(draft_tokens), int(target_logits[len(draft_tokens)].argmax())
+
+
+def make(tmp_path, pair, methods=None, max_new_tokens=8, seed=0, weights="w0", table="runs", **kw):
+    target, draft = pair
+    methods = methods or {
+        "plain": hx.plain(target),
+        "sd": hx.speculative(target, lambda request: draft, gamma=3),
+    }
+    setting = hx.Setting(max_new_tokens=max_new_tokens, seed=seed)
+    store = ResultStore("tiny", table, KEY, root=tmp_path)
+    fixed = dict(weights=weights, **setting.columns())
+    return hx.Experiment(store, requests(), methods, fixed=fixed, setting=setting, **kw)
+
+
+def test_rows_are_lossless_and_a_planted_wrong_method_is_caught(tmp_path, pair):
+    target, draft = pair
+    methods = {
+        "plain": hx.plain(target),
+        "sd": hx.speculative(target, lambda request: draft, gamma=3),
+        "broken": hx.speculative(target, lambda request: draft, gamma=3, verifier=accept_everything),
+    }
+    frame = make(tmp_path, pair, methods).run()
+    by = frame.groupby("method").lossless.agg(lambda s: set(s.astype(bool)))
+    assert by["plain"] == {True} and by["sd"] == {True}
+    assert False in by["broken"]  # random models disagree: accepting every draft changes the output
+    # the reference ran once per request, first
+    assert list(frame.method[:3]) == ["plain", "sd", "broken"]
+    assert (frame.method == "plain").sum() == 3
+
+
+def test_mark_lossless_on_a_table_without_the_column(tmp_path, pair):
+    target, draft = pair
+    methods = {
+        "plain": hx.plain(target),
+        "broken": hx.speculative(target, lambda request: draft, gamma=3, verifier=accept_everything),
+    }
+    frame = make(tmp_path, pair, methods, lossless_column=None).run()
+    assert "lossless" in frame  # marked when read, not stored
+    stored = make(tmp_path, pair, methods, lossless_column=None).store.frame()
+    assert "lossless" not in stored
+    assert frame[frame.method == "plain"].lossless.all() and not frame[frame.method == "broken"].lossless.all()
+
+
+def test_resume_skips_keys_already_stored(tmp_path, pair):
+    calls = []
+    target, draft = pair
+
+    def counting(request):
+        calls.append(request.id)
+        return draft
+
+    methods = {"plain": hx.plain(target), "sd": hx.speculative(target, counting, gamma=3)}
+    first = make(tmp_path, pair, methods).run()
+    assert len(calls) == 3
+    again = make(tmp_path, pair, methods).run()
+    assert len(calls) == 3  # nothing decoded again
+    assert first.equals(again)
+    # a new key (another max_new_tokens) is computed, the old ones stay
+    make(tmp_path, pair, methods, max_new_tokens=6).run()
+    assert len(calls) == 6
+    assert len(make(tmp_path, pair, methods).store.frame()) == 12
+
+
+def test_resume_stands_on_a_read_only_base_layer(tmp_path, pair):
+    base = tmp_path / "base"
+    make(base, pair).run()
+    before = (base / "tiny" / "runs.csv").read_bytes()
+    target, draft = pair
+
+    def refuse(request):
+        raise AssertionError("a key of the base layer was recomputed")
+
+    store = ResultStore("tiny", "runs", KEY, root=tmp_path / "own", base=base)
+    setting = hx.Setting(max_new_tokens=8)
+    methods = {"plain": hx.plain(target), "sd": hx.speculative(target, refuse, gamma=3)}
+    exp = hx.Experiment(store, requests(), methods, fixed=dict(weights="w0", **setting.columns()), setting=setting)
+    assert len(exp.run()) == 6
+    assert (base / "tiny" / "runs.csv").read_bytes() == before
+    assert not (tmp_path / "own" / "tiny" / "runs.csv").exists()
+
+
+def test_keys_differ_when_a_parameter_differs(tmp_path, pair):
+    base = make(tmp_path, pair)
+    keys = {json.dumps(k, sort_keys=True) for k in base.keys()}
+    assert len(keys) == len(base.keys()) == 6
+    for other in (
+        make(tmp_path, pair, max_new_tokens=9),
+        make(tmp_path, pair, seed=1),
+        make(tmp_path, pair, weights="w1"),
+        make(tmp_path, pair, methods={"plain": hx.plain(pair[0]), "sd": hx.speculative(pair[0], None, gamma=4)}),
+    ):
+        assert not keys & {json.dumps(k, sort_keys=True) for k in other.keys() if k["method"] == "sd"}
+
+
+def test_a_key_that_misses_a_parameter_is_refused(tmp_path, pair):
+    target, draft = pair
+    # two methods that differ only in γ, with γ not in the key
+    store = ResultStore("tiny", "runs", ["method", "row"], root=tmp_path)
+    same = {
+        "plain": hx.plain(target),
+        "a": hx.speculative(target, None, method="sd"),
+        "b": hx.speculative(target, None, method="sd"),
+    }
+    with pytest.raises(ValueError, match="same key"):
+        hx.Experiment(store, requests(), same)
+    with pytest.raises(ValueError, match="no value for key columns"):
+        make(tmp_path, pair, table="other").__class__(
+            ResultStore("tiny", "x", KEY, root=tmp_path), requests(), {"plain": hx.plain(target)}
+        )
+
+
+def test_counts_per_model_are_the_engines(tmp_path, pair):
+    frame = make(tmp_path, pair).run()
+    plain = frame[frame.method == "plain"]
+    assert (plain.calls_target == plain.new_tokens).all()  # one target call per new token
+    assert "calls_draft" in frame and plain.calls_draft.isna().all()
+    sd = frame[frame.method == "sd"]
+    assert (sd.calls_target == sd.target_calls).all() and (sd.calls_draft == sd.draft_calls).all()
+    assert (sd.tokens_fed_target == sd.target_tokens_fed).all() and (sd.seconds_draft > 0).all()
+    table = hx.counts(frame).set_index(["method", "model"])
+    assert table.loc[("plain", "target"), "calls"] == plain.new_tokens.sum()
+    assert table.loc[("sd", "draft"), "tokens_fed"] == sd.draft_tokens_fed.sum()
+    assert table.loc[("plain", "draft"), "calls"] != table.loc[("plain", "draft"), "calls"]  # nan: no draft
+
+
+def test_batched_path_gives_the_same_tokens(tmp_path, pair):
+    target, draft = pair
+    one = make(tmp_path / "one", pair).run()
+    methods = {"plain": hx.plain(target), "sd": hx.speculative(target, lambda request: draft, gamma=3, batched=True)}
+    batched = make(tmp_path / "batch", pair, methods, batch_size=3).run()
+    assert list(one.output) == list(batched.output) and batched.lossless.all()
+
+
+def test_recompute_and_check_find_a_stale_row(tmp_path, pair):
+    exp = make(tmp_path, pair)
+    exp.run()
+    assert exp.check(by=["method"], columns=["output", "new_tokens", "lossless"]) == []
+    path = tmp_path / "tiny" / "runs.csv"
+    text = path.read_text().splitlines()
+    header = text[0].split(",")
+    i = header.index("new_tokens")
+    cells = text[2].split(",")
+    cells[i] = str(int(cells[i]) + 1)
+    path.write_text("\n".join([*text[:2], ",".join(cells), *text[3:]]) + "\n")
+    stale = make(tmp_path, pair).check(by=["method", "row"], columns=["new_tokens"])
+    assert len(stale) == 1 and "new_tokens" in stale[0]
+    # a row stored with other weights comes back under today's: stale
+    fresh = exp.recompute([{**exp.keys()[1], "weights": "old"}])
+    assert fresh.weights[0] == "w0"
+
+
+def test_method_row_hook_and_protocols(tmp_path, pair):
+    target, draft = pair
+    sd = hx.speculative(target, lambda request: draft, gamma=2)
+    tagged = hx.Method(decode=sd.decode, params=sd.params, row=lambda request, result: {"note": request.id})
+    ref = hx.plain(target)
+    ref = hx.Method(decode=ref.decode, params=ref.params, row=lambda request, result: {"note": ""})
+    frame = make(tmp_path, pair, {"plain": ref, "sd": tagged}).run()
+    assert list(frame[frame.method == "sd"].note) == ["r0", "r1", "r2"]
+    res = sd.decode(requests()[0], hx.Setting(max_new_tokens=4))
+    assert isinstance(res, hx.Decoded)
