@@ -13,7 +13,7 @@ import torch
 
 from specdec import notebook_params, results
 from specdec.aasd import bench as aasd_bench
-from specdec.cos import bench as cos_bench
+from specdec.cos import algorithm as cos_algorithm
 from specdec.multilingual import bench as ml_bench
 from specdec.results import ResultStore
 from specdec.zoo import ROOT
@@ -203,7 +203,7 @@ def test_complete_prefix_of_csv_bytes():
         (lambda: load_profile("tinyy"), ValueError, "unknown profile 'tinyy'"),
         (lambda: load_pair("tiny", "defalt"), ValueError, "has no pair 'defalt'"),
         (lambda: load_collab("tiny", "we4"), ValueError, "no collaborative model set 'we4'"),
-        (lambda: cos_bench.make_combination("zz", 2), ValueError, "unknown combination 'zz'"),
+        (lambda: cos_algorithm.make_combination("zz", 2), ValueError, "unknown combination 'zz'"),
     ],
 )
 def test_loaders_name_the_bad_name(call, error, match):

@@ -25,9 +25,8 @@ import torch
 from scipy.stats import chisquare
 
 from specdec import results
-from specdec.cos.bench import make_combination
+from specdec.cos.algorithm import decode, make_combination
 from specdec.cos.combine import Combination
-from specdec.cos.decoding import decode
 from specdec.results import ResultStore
 from specdec.sampling import SamplingConfig
 from specdec.zoo.models import model_weights

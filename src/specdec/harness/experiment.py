@@ -74,7 +74,7 @@ class Setting:
 @runtime_checkable
 class Decoded(Protocol):
     """What a method returns: the new tokens and a flat dict of scalar statistics (``engine.GenerationResult``,
-    ``cos.decoding.CollabResult``)."""
+    ``cos.algorithm.CollabResult``)."""
 
     output_ids: list[int]
 
