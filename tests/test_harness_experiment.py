@@ -191,3 +191,49 @@ def test_method_row_hook_and_protocols(tmp_path, pair):
     assert list(frame[frame.method == "sd"].note) == ["r0", "r1", "r2"]
     res = sd.decode(requests()[0], hx.Setting(max_new_tokens=4))
     assert isinstance(res, hx.Decoded)
+
+
+def test_a_vlm_request_carries_its_images_and_a_second_turn_is_built_from_the_first(tmp_path):
+    """What TABED and AASD need: pixel inputs per request, two targets in one table (keyed by their weights), and a
+    second turn whose prompt holds the target's first answer (a suite stage, built after the first turn ran)."""
+    from conftest import LLAVA_IMAGE_TOKEN, random_llava
+
+    targets = {"w-a": random_llava(32, 2, seed=0), "w-b": random_llava(32, 1, seed=2)}
+    draft = random_llava(16, 1, seed=1)
+    g = torch.Generator().manual_seed(0)
+    pixels = {"pixel_values": torch.randn(1, 3, 32, 32, generator=g)}
+    image = [1, *[LLAVA_IMAGE_TOKEN] * 4, 5]
+    first = [
+        hx.Request(
+            f"q{i}", torch.tensor([*image, 9 + i, 12]), dict(row=f"q{i}", request=f"d{i}", turn=1), pixels, pixels
+        )
+        for i in range(2)
+    ]
+    key = ["weights", "method", "gamma", "turn", "row", "request"]
+    store = ResultStore("tiny", "vlm", key, root=tmp_path)
+    setting = hx.Setting(max_new_tokens=6, eos_token_id=[])
+    suite = hx.Suite(store)
+
+    def methods(target):
+        return {"plain": hx.plain(target), "sd": hx.speculative(target, lambda request: draft, gamma=2)}
+
+    for weights, target in targets.items():
+        suite.add(hx.Experiment(store, first, methods(target), fixed=dict(weights=weights), setting=setting))
+
+    def second_turn(suite):
+        target = targets["w-a"]
+        requests = []
+        for r in first:
+            answer = json.loads(
+                store.get(weights="w-a", method="plain", gamma=0, turn=1, row=r.id, request=r.key["request"])["output"]
+            )
+            ids = torch.tensor([*r.prompt_ids.tolist(), *answer, 7, 8])
+            requests.append(hx.Request(r.id, ids, {**r.key, "turn": 2}, pixels, pixels))
+        return hx.Experiment(store, requests, methods(target), fixed=dict(weights="w-a"), setting=setting)
+
+    suite.add(second_turn)
+    frame = suite.run()
+    assert len(frame) == 2 * 2 * 2 + 2 * 2 and frame.lossless.all()
+    assert set(frame[frame.turn == 2].weights) == {"w-a"} and set(frame.weights) == {"w-a", "w-b"}
+    sd = frame[frame.method == "sd"]
+    assert (sd.calls_draft > 0).all()

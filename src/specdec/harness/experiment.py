@@ -439,27 +439,43 @@ def counts(frame, by: Sequence[str] = ("method",)):
 
 
 class Suite:
-    """Several experiments on one store, run in order (a notebook table whose cells use different models or
-    settings: CoS's model sets x tasks, a sweep's points). ``context``: what the paper's tables need besides the
-    rows (per-call costs, the task rows with their answers)."""
+    """Several experiments on one store, run in order: a notebook table whose cells use different models or settings
+    (CoS's model sets x tasks, a sweep's points, several targets: each an experiment whose key names its weights).
 
-    def __init__(self, store: results.ResultStore, experiments: Sequence[Experiment] = (), **context: Any):
+    An entry may be a function ``stage(suite) -> Experiment`` instead of an experiment: it is built when the suite
+    reaches it, after the experiments before it ran, so its requests may be made of their rows (a conversation's
+    second turn opens with the target's first answer, read from the store). ``context``: what the paper's tables
+    need besides the rows (per-call costs, the task rows with their answers)."""
+
+    def __init__(self, store: results.ResultStore, experiments: Sequence = (), **context: Any):
         self.store = store
-        self.experiments = list(experiments)
+        self.experiments: list = []
         self.context = context
+        for experiment in experiments:
+            self.add(experiment)
 
-    def add(self, experiment: Experiment) -> Experiment:
-        if experiment.store is not self.store:
+    def add(self, experiment):
+        """Append an experiment (on this suite's store) or a stage that builds one when reached."""
+        if isinstance(experiment, Experiment) and experiment.store is not self.store:
             raise ValueError("a suite's experiments share its store")
         self.experiments.append(experiment)
         return experiment
 
+    def built(self) -> list[Experiment]:
+        """The experiments built so far (a stage is built by ``run``)."""
+        return [e for e in self.experiments if isinstance(e, Experiment)]
+
     def keys(self) -> list[dict]:
-        return [k for e in self.experiments for k in e.keys()]
+        """The keys of the built experiments (a stage's are known once the stages before it ran)."""
+        return [k for e in self.built() for k in e.keys()]
 
     def run(self):
-        """Run every experiment in order (each computes only its missing keys) and return the rows of all their
-        keys (``store.frame(requested=True)``)."""
-        for experiment in self.experiments:
+        """Run every experiment in order (each computes only its missing keys; a stage is built first) and return
+        the rows of all their keys (``store.frame(requested=True)``)."""
+        for i, experiment in enumerate(self.experiments):
+            if not isinstance(experiment, Experiment):
+                experiment = self.experiments[i] = experiment(self)
+                if experiment.store is not self.store:
+                    raise ValueError("a suite's experiments share its store")
             experiment.run()
         return self.store.frame(requested=True)
