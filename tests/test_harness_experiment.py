@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -237,3 +238,27 @@ def test_a_vlm_request_carries_its_images_and_a_second_turn_is_built_from_the_fi
     assert set(frame[frame.turn == 2].weights) == {"w-a"} and set(frame.weights) == {"w-a", "w-b"}
     sd = frame[frame.method == "sd"]
     assert (sd.calls_draft > 0).all()
+
+
+def test_a_request_seed_fixes_its_sampled_output_whatever_else_runs(tmp_path, pair):
+    """Sampling at T = 1 with a seed of the request's own: a row's tokens do not depend on the other requests (the
+    batched path gives each row its seed too; its sampled tokens are equal up to the rounding of batched forwards,
+    so they are not compared here)."""
+    from specdec.sampling import SamplingConfig
+
+    target, draft = pair
+    setting = hx.Setting(max_new_tokens=8, sampling=SamplingConfig(temperature=1.0), seed=0)
+    seeded = [dataclasses.replace(r, seed=100 + i) for i, r in enumerate(requests())]
+
+    def run(root, reqs, batched=False):
+        methods = {"plain": hx.plain(target), "sd": hx.speculative(target, lambda r: draft, gamma=3, batched=batched)}
+        store = ResultStore("tiny", "runs", KEY, root=root)
+        exp = hx.Experiment(store, reqs, methods, fixed=dict(weights="w", **setting.columns()), setting=setting,
+                            batch_size=3 if batched else 1)  # fmt: skip
+        return exp.run().set_index(["method", "row"]).output
+
+    alone = run(tmp_path / "a", seeded[1:2])
+    every = run(tmp_path / "b", seeded)
+    batched = run(tmp_path / "c", seeded, batched=True)
+    assert alone[("sd", "r1")] == every[("sd", "r1")] and len(batched) == len(every)
+    assert every.loc["plain"].nunique() > 1  # sampled, with different seeds

@@ -22,6 +22,7 @@ The harness is written once and each method is passed in: ``Experiment(store, re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -42,7 +43,8 @@ class Request:
     ``{"task": "gsm8k", "prompt": "gsm8k-3", "request": <text digest>}``). ``target_inputs`` / ``draft_inputs``:
     extra prefill inputs of each model (``pixel_values``; a drafter that reads the images gets them here).
     ``data``: anything else a method or a row needs (the images themselves, a reference answer, the first turn of
-    a conversation)."""
+    a conversation). ``seed``: this request's sampling seed, where it is not the setting's (a seed derived from the
+    run's seed and the prompt's id, so a stored row's output does not depend on which other prompts ran)."""
 
     id: str
     prompt_ids: torch.Tensor
@@ -50,6 +52,7 @@ class Request:
     target_inputs: Mapping[str, Any] = field(default_factory=dict)
     draft_inputs: Mapping[str, Any] = field(default_factory=dict)
     data: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,10 @@ class Setting:
     @property
     def greedy(self) -> bool:
         return self.sampling.greedy
+
+    def for_request(self, request: Request) -> Setting:
+        """This setting with the request's own seed, where it has one."""
+        return self if request.seed is None else dataclasses.replace(self, seed=request.seed)
 
     def columns(self) -> dict:
         """The key columns this setting implies (``temperature``, ``max_new_tokens``, ``seed``)."""
@@ -146,7 +153,7 @@ def speculative(
             max_new_tokens=setting.max_new_tokens,
             sampling=setting.sampling,
             eos_token_id=setting.eos_token_id,
-            seeds=[setting.seed] * len(requests),  # each row as generate(..., seed=setting.seed) would decode it
+            seeds=[setting.for_request(r).seed for r in requests],  # each row as ``decode`` would decode it
             verifier=verifier,
         )
         return out.rows
@@ -316,7 +323,7 @@ class Experiment:
         if len(batch) > 1:
             decoded = spec.decode_batch(requests, self.setting)
         else:
-            decoded = [spec.decode(requests[0], self.setting)]
+            decoded = [spec.decode(requests[0], self.setting.for_request(requests[0]))]
         return [self._row(r, method, res) for r, res in zip(requests, decoded)]
 
     def _row(self, request: Request, method: str, result: Decoded) -> dict:
@@ -380,7 +387,7 @@ class Experiment:
 
     def _row_without_store(self, request: Request, method: str) -> dict:
         spec = self.methods[method]
-        result = spec.decode(request, self.setting)
+        result = spec.decode(request, self.setting.for_request(request))
         row = {**self.key(request, method), **self.row(request, result)}
         if spec.row is not None:
             row.update(spec.row(request, result))
@@ -388,7 +395,7 @@ class Experiment:
             if not self.setting.greedy:
                 row[self.lossless_column] = None
             else:
-                ref = self.methods[self.reference].decode(request, self.setting)
+                ref = self.methods[self.reference].decode(request, self.setting.for_request(request))
                 ref_row = self.row(request, ref)
                 same = results.format_value(row.get(self.output_column))
                 row[self.lossless_column] = same == results.format_value(ref_row.get(self.output_column))
