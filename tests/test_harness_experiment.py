@@ -159,9 +159,18 @@ def test_counts_per_model_are_the_engines(tmp_path, pair):
 def test_batched_path_gives_the_same_tokens(tmp_path, pair):
     target, draft = pair
     one = make(tmp_path / "one", pair).run()
-    methods = {"plain": hx.plain(target), "sd": hx.speculative(target, lambda request: draft, gamma=3, batched=True)}
+    sd = hx.speculative(target, lambda request: draft, gamma=3, batched=True)
+    sizes = []
+
+    def counting(requests, setting):
+        sizes.append(len(requests))
+        return sd.decode_batch(requests, setting)
+
+    methods = {"plain": hx.plain(target), "sd": hx.Method(sd.decode, sd.params, decode_batch=counting)}
     batched = make(tmp_path / "batch", pair, methods, batch_size=3).run()
-    assert list(one.output) == list(batched.output) and batched.lossless.all()
+    assert sizes == [3]  # the three requests' SD runs in one batch, after every reference
+    by_run = lambda f: f.set_index(["method", "row"]).output.sort_index()  # noqa: E731
+    assert by_run(one).equals(by_run(batched)) and batched.lossless.all()
 
 
 def test_recompute_and_check_find_a_stale_row(tmp_path, pair):

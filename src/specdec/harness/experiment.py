@@ -202,7 +202,8 @@ DIGESTS = ("weights", "model_weights", "request")
 
 
 class Experiment:
-    """Requests x methods -> one stored row per (request, method), the methods of a request back to back.
+    """Requests x methods -> one stored row per (request, method), the methods of a request back to back (their
+    walltime ratio then sees the same machine state; with ``batch_size > 1``, method by method instead).
 
     store: a ``ResultStore`` (usually on the committed base layer) whose key is every key column. requests:
     ``Request``s. methods: ``{name: Method}``; ``reference`` names the one every other is marked lossless against
@@ -292,6 +293,8 @@ class Experiment:
         self.store.want(self.keys())
         self.store.provenance.update(self.provenance)
         todo = [(r, m) for r in self.requests for m in self.order() if not self.store.done(**self.key(r, m))]
+        if self.batch_size > 1:  # batches of one method: every reference first, then each method over the requests
+            todo.sort(key=lambda run: self.order().index(run[1]))
         if todo and self.warm_up is not None:
             self.warm_up()
         bar = tqdm(total=len(todo), desc=self.desc, disable=not todo)
