@@ -329,23 +329,26 @@ class Experiment:
             decoded = [spec.decode(requests[0], self.setting.for_request(requests[0]))]
         return [self._row(r, method, res) for r, res in zip(requests, decoded)]
 
-    def _row(self, request: Request, method: str, result: Decoded) -> dict:
+    def _row(self, request: Request, method: str, result: Decoded, reference=None) -> dict:
+        """The stored row of one run: its key, ``row``'s columns, the method's own and the lossless mark.
+        ``reference``: the reference's output cell when it is at hand (a recompute); else it is read from the store."""
         row = {**self.key(request, method), **self.row(request, result)}
         spec = self.methods[method]
         if spec.row is not None:
             row.update(spec.row(request, result))
         if self.lossless_column and self.reference:
-            row[self.lossless_column] = self._lossless(request, method, row.get(self.output_column))
+            row[self.lossless_column] = self._lossless(request, method, row.get(self.output_column), reference)
         return row
 
-    def _lossless(self, request: Request, method: str, output) -> bool | None:
-        """Whether ``output`` equals the reference's stored output of ``request`` (``None`` under sampling)."""
+    def _lossless(self, request: Request, method: str, output, reference=None) -> bool | None:
+        """Whether ``output`` equals the reference's output of ``request`` (``None`` under sampling)."""
         if not self.setting.greedy:
             return None
         if method == self.reference:
             return True
-        ref = self.store.get(**self.key(request, self.reference))
-        return results.format_value(output) == ref[self.output_column]
+        if reference is None:
+            reference = self.store.get(**self.key(request, self.reference))[self.output_column]
+        return results.format_value(output) == results.format_value(reference)
 
     # --------------------------------------------------------------------------------------------- reading
     def frame(self, requested: bool = True):
@@ -382,27 +385,15 @@ class Experiment:
             if wanted not in index:
                 raise KeyError(f"{dict(key)} is no run of this experiment")
             request, method = index[wanted]
-            row = self._row_without_store(request, method)
-            out.append(row)
+            result = self.methods[method].decode(request, self.setting.for_request(request))
+            reference = None
+            if self.lossless_column and self.reference and self.setting.greedy and method != self.reference:
+                plain = self.methods[self.reference].decode(request, self.setting.for_request(request))
+                reference = self.row(request, plain).get(self.output_column)
+            out.append(self._row(request, method, result, reference))
         import pandas as pd
 
         return pd.DataFrame(out)
-
-    def _row_without_store(self, request: Request, method: str) -> dict:
-        spec = self.methods[method]
-        result = spec.decode(request, self.setting.for_request(request))
-        row = {**self.key(request, method), **self.row(request, result)}
-        if spec.row is not None:
-            row.update(spec.row(request, result))
-        if self.lossless_column and self.reference:
-            if not self.setting.greedy:
-                row[self.lossless_column] = None
-            else:
-                ref = self.methods[self.reference].decode(request, self.setting.for_request(request))
-                ref_row = self.row(request, ref)
-                same = results.format_value(row.get(self.output_column))
-                row[self.lossless_column] = same == results.format_value(ref_row.get(self.output_column))
-        return row
 
     def check(self, by: Sequence[str], columns: Sequence[str], n: int = 1, seed: int = 0) -> list[str]:
         """The committed-results test of this experiment: a seeded sample (``results.stratified_sample``, ``n`` rows
