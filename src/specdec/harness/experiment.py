@@ -16,8 +16,10 @@ The harness is written once and each method is passed in: ``Experiment(store, re
   columns, in the order of the store's key. Keys already stored (the store's own table or its committed base
   layer, ``specdec.results.ResultStore``) are read, never recomputed; ``recompute`` decodes stored keys again for
   the committed-results test (``check`` samples, recomputes and compares).
-- Every row records per model its calls, tokens fed and seconds (``model_counts``; ``counts`` sums them), the
-  hardware-independent counts that ``specdec.costs`` prices.
+- Every row records per model its calls, tokens fed and seconds (``model_counts``; ``counts`` sums them): calls and
+  tokens are the hardware-independent counts that ``specdec.costs`` prices, seconds this machine's measurement.
+- A ``Suite`` runs several experiments on one store in order (model sets x tasks, a sweep's points, several
+  targets); an entry may be a stage built when reached (a second turn made of the first turn's stored answers).
 """
 
 from __future__ import annotations
