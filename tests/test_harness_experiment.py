@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from conftest import random_llama
+from specdec.harness import counts as hc
 from specdec.harness import experiment as hx
 from specdec.results import ResultStore
 
@@ -150,7 +151,7 @@ def test_counts_per_model_are_the_engines(tmp_path, pair):
     sd = frame[frame.method == "sd"]
     assert (sd.calls_target == sd.target_calls).all() and (sd.calls_draft == sd.draft_calls).all()
     assert (sd.tokens_fed_target == sd.target_tokens_fed).all() and (sd.seconds_draft > 0).all()
-    table = hx.counts(frame).set_index(["method", "model"])
+    table = hc.counts(frame).set_index(["method", "model"])
     assert table.loc[("plain", "target"), "calls"] == plain.new_tokens.sum()
     assert table.loc[("sd", "draft"), "tokens_fed"] == sd.draft_tokens_fed.sum()
     assert table.loc[("plain", "draft"), "calls"] != table.loc[("plain", "draft"), "calls"]  # nan: no draft
@@ -271,3 +272,17 @@ def test_a_request_seed_fixes_its_sampled_output_whatever_else_runs(tmp_path, pa
     batched = run(tmp_path / "c", seeded, batched=True)
     assert alone[("sd", "r1")] == every[("sd", "r1")] and len(batched) == len(every)
     assert every.loc["plain"].nunique() > 1  # sampled, with different seeds
+
+
+def test_priced_speedup_is_the_cost_models(tmp_path, pair):
+    """The counts per model priced by ``specdec.costs``: SD's speedup over plain decoding is ``sd_speedup`` of its
+    summed counts (target calls verify a block, draft calls cost c), plain decoding's 1."""
+    from specdec import costs
+
+    frame = make(tmp_path, pair).run()
+    regime = costs.Regime("test", {"draft": 0.1}, verify=1.5, source="hand-set")
+    got = hc.priced_speedup(frame, regime).set_index("method").priced_speedup
+    sd = frame[frame.method == "sd"]
+    assert got["plain"] == pytest.approx(1.0)
+    want = costs.sd_speedup(sd.new_tokens.sum(), sd.target_calls.sum(), sd.draft_calls.sum(), regime)
+    assert got["sd"] == pytest.approx(want)

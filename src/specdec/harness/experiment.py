@@ -16,8 +16,8 @@ The harness is written once and each method is passed in: ``Experiment(store, re
   columns, in the order of the store's key. Keys already stored (the store's own table or its committed base
   layer, ``specdec.results.ResultStore``) are read, never recomputed; ``recompute`` decodes stored keys again for
   the committed-results test (``check`` samples, recomputes and compares).
-- Every row records per model its calls, tokens fed and seconds (``model_counts``; ``counts`` sums them): calls and
-  tokens are the hardware-independent counts that ``specdec.costs`` prices, seconds this machine's measurement.
+- Every row records per model its calls, tokens fed and seconds (``harness.counts``: ``model_counts``; ``counts``
+  sums them, ``priced_speedup`` prices them with ``specdec.costs``).
 - A ``Suite`` runs several experiments on one store in order (model sets x tasks, a sweep's points, several
   targets); an entry may be a stage built when reached (a second turn made of the first turn's stored answers).
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -34,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 from specdec import batching, engine, results
+from specdec.harness.counts import model_counts
 from specdec.sampling import SamplingConfig
 
 
@@ -168,25 +168,6 @@ def plain(target, **params) -> Method:
     return speculative(target, None, **params)
 
 
-def model_counts(result) -> dict[str, dict[str, float]]:
-    """Per model of one decode: ``{model: {"calls", "tokens_fed", "seconds"}}``.
-
-    Engine results: ``target`` (decode calls, the prefill excluded; tokens fed, the prompt included; the
-    verification time) and ``draft`` (its forward calls, tokens fed and drafting time; ``None`` without a drafter, so
-    every row of a table has the same columns). A result
-    with per-model lists (CoS: ``calls[i]``, ``tokens_fed[i]``): ``model_<i>``, seconds unknown (``nan``): the
-    models' calls interleave."""
-    if isinstance(getattr(result, "calls", None), list):
-        return {
-            f"model_{i}": dict(calls=c, tokens_fed=f, seconds=math.nan)
-            for i, (c, f) in enumerate(zip(result.calls, result.tokens_fed))
-        }
-    out = {"target": dict(calls=result.target_calls, tokens_fed=result.target_tokens_fed, seconds=result.verify_time)}
-    drafted = dict(calls=result.draft_calls, tokens_fed=result.draft_tokens_fed, seconds=result.draft_time)
-    out["draft"] = drafted if result.gamma else dict.fromkeys(drafted)  # empty cells: plain decoding has no draft
-    return out
-
-
 def default_row(request: Request, result: Decoded) -> dict:
     """A stored row: the result's scalar statistics, its counts per model (``calls_<model>``,
     ``tokens_fed_<model>``, ``seconds_<model>``) and its tokens (``output``, JSON)."""
@@ -197,7 +178,6 @@ def default_row(request: Request, result: Decoded) -> dict:
     return row
 
 
-COUNT_NAMES = ("calls", "tokens_fed", "seconds")
 # Key columns that name *what* ran (weights and prompt-text digests) rather than *which* run: a recompute matches a
 # stored key to today's run without them and writes today's, so a retrained model or an edited prompt shows as stale.
 DIGESTS = ("weights", "model_weights", "request")
@@ -421,24 +401,6 @@ class Experiment:
 def as_stored(frame, columns: Sequence[str]):
     """``frame`` with ``columns`` as the text a store writes for them (``results.key_text``: 0.0 -> "0")."""
     return frame.assign(**{k: frame[k].map(results.key_text) for k in columns})
-
-
-def counts(frame, by: Sequence[str] = ("method",)):
-    """Per group of ``by`` and model: summed ``calls``, ``tokens_fed`` and ``seconds`` (the columns ``default_row``
-    writes, ``calls_<model>`` ...; CoS rows' ``calls_<i>`` read as model ``<i>``), one row per (group, model)."""
-    import pandas as pd
-
-    models = sorted({c[len("calls_") :] for c in frame.columns if c.startswith("calls_")})
-    out = []
-    for key, group in frame.groupby(list(by), sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        for model in models:
-            row = dict(zip(by, key), model=model)
-            for name in COUNT_NAMES:
-                col = f"{name}_{model}"
-                row[name] = pd.to_numeric(group[col], errors="coerce").sum(min_count=1) if col in group else math.nan
-            out.append(row)
-    return pd.DataFrame(out)
 
 
 class Suite:
