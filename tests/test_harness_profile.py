@@ -18,6 +18,8 @@ def test_tiny_is_shipped_strict_generated_and_on_the_cpu():
     assert p.datasets() == [] and p.notebook_params("20_") == {}
     assert p.results_dir == results.RESULTS / "tiny"
     assert Profile.load(p) is p
+    moved = Profile.load(p, dtype="bfloat16")
+    assert moved.dtype is torch.bfloat16 and moved.device == "cpu" and moved.name == "tiny" and p.dtype is torch.float32
 
 
 def test_paper_reads_its_hub_ids_revisions_datasets_and_notebook_parameters():

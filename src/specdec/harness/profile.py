@@ -40,9 +40,15 @@ class Profile:
     @classmethod
     def load(cls, name: str, device: str | None = None, dtype: torch.dtype | str | None = None) -> Profile:
         """The profile ``name`` on ``device`` (default: the yaml's ``device`` when torch sees it, else cpu) in
-        ``dtype`` (default: the yaml's; a name such as ``"bfloat16"`` is accepted)."""
-        if isinstance(name, Profile):
-            return name
+        ``dtype`` (default: the yaml's; a name such as ``"bfloat16"`` is accepted). ``name`` may be a loaded
+        ``Profile``: returned as it is, or on the ``device`` / ``dtype`` asked for."""
+        if isinstance(name, Profile):  # a loaded profile, moved to another device or dtype if asked
+            if device is None and dtype is None:
+                return name
+            device = device if device is not None else name.device
+            return cls(
+                name.name, default_device(name.spec, device), default_dtype(name.spec, dtype or name.dtype), name.spec
+            )
         spec = models.load_profile(name)  # a clear error for an unknown name
         return cls(name=name, device=default_device(spec, device), dtype=default_dtype(spec, dtype), spec=spec)
 
