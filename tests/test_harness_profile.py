@@ -58,6 +58,11 @@ def test_unknown_profile_is_refused_with_the_known_ones():
 
 
 def test_store_stands_on_the_committed_base_layer(tmp_path):
-    store = Profile.load("tiny").store("cos_main", ["set"], root=tmp_path)
-    assert store.profile == "tiny" and store.path == tmp_path / "tiny" / "cos_main.csv"
-    assert store.base_path == results.COMMITTED / "tiny" / "cos_main.csv"
+    """The profile's store reads the committed rows (public API only: the storage behind it may change)."""
+    from specdec.cos.experiments import ROW_KEY
+
+    store = Profile.load("tiny").store("cos_main", ROW_KEY, root=tmp_path)
+    committed = store.frame()
+    assert store.profile == "tiny" and len(committed) > 100
+    assert store.done(**committed[ROW_KEY].iloc[0].to_dict())
+    assert not any(tmp_path.rglob("*.csv"))  # nothing written to its own folder
