@@ -7,7 +7,7 @@ for step in "$@"; do
   echo "== $step $(date +%T)"
   case $step in
     cos)  # notebook 20's grid on the GPU
-      python3 -m specdec.cos.bench --device cuda --rows .gpu/cos_rows.json --out "$OUT/cos_main_gpu.csv" 2>&1 | grep -v "it/s]" ;;
+      python3 -m specdec.cos.experiments --device cuda --rows .gpu/cos_rows.json --out "$OUT/cos_main_gpu.csv" 2>&1 | grep -v "it/s]" ;;
     latency)  # notebook 01(c): random-weight LLaVA-1.5 7B/13B and 68M/160M drafts in fp16
       python3 -c "
 import os, pathlib

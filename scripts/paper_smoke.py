@@ -261,7 +261,7 @@ def ray_matches_serial(out: pathlib.Path, env: dict) -> list[str]:
     for executor in ("serial", "ray"):
         root = out / f"sharded-{executor}"
         run = subprocess.run(
-            [sys.executable, "-m", "specdec.cos.bench", "--profile", "paper", "--device", device(),
+            [sys.executable, "-m", "specdec.cos.experiments", "--profile", "paper", "--device", device(),
              "--n-prompts", "1", "--max-new-tokens", "8", "--executor", executor, "--shards", "2",
              "--results", str(root), "--out", str(root / "best.csv")],
             env=env, capture_output=True, text=True,

@@ -7,7 +7,7 @@ import torch
 
 from conftest import random_llama
 from specdec.cos import Combination, contrastive
-from specdec.cos import bench as cos_bench
+from specdec.cos import algorithm as cos_algorithm
 from specdec.engine import generate
 from specdec.sampling import SamplingConfig
 from specdec.zoo.models import load
@@ -35,7 +35,7 @@ def test_weighted_ensemble_rejects_a_nan_weight():
 
 def test_make_combination_rejects_unknown_kinds():
     with pytest.raises(ValueError, match="unknown combination 'zz'"):
-        cos_bench.make_combination("zz", 2)
+        cos_algorithm.make_combination("zz", 2)
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ These tests recompute a seeded random sample of committed rows in a subprocess t
 MKL at a *different* vector width than this process, and demand the committed values back.
 
 They are also what keeps the committed TABED, CoS and multilingual rows honest: those notebooks stand on them under
-``make test`` (``tabed_bench.store``, ``cos_bench.store`` and ``ml_bench.store`` have the committed table as a
-read-only base layer; 20 requests / 16 prompts per cell / every held-out pair are too many to recompute in
-nbval), so a row made stale by a code change fails here (``results.stale_rows``): every method x scenario
+``make test`` (``tabed_bench.store``, ``cos.experiments.store`` and ``multilingual.experiments.store`` have the
+committed table as a read-only base layer; 20 requests / 16 prompts per cell / every held-out pair are too many to
+recompute in nbval), so a row made stale by a code change fails here (``results.stale_rows``): every method x scenario
 (TABED), set x task x method (CoS) or pair x method x temperature (multilingual) and every setting is sampled,
 with a fixed seed. Walltime columns are not compared (they are measurements).
 """
@@ -27,8 +27,9 @@ import torch
 
 from conftest import native_cpu_capability
 from specdec import results
-from specdec.cos import bench as cb
-from specdec.multilingual import bench as mb
+from specdec.cos import experiments as cx
+from specdec.cos import tables as ct
+from specdec.multilingual import experiments as mb
 from specdec.tabed import bench as tb
 from specdec.zoo import ROOT
 
@@ -136,7 +137,7 @@ def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_wi
 
 
 COS_TABLES = ("cos_main", "cos_sweeps", "cos_theory")
-COS_KEY = cb.ROW_KEY
+COS_KEY = cx.ROW_KEY
 
 
 def cos_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -167,14 +168,14 @@ def test_the_cos_sample_covers_every_cell_and_setting():
 def test_the_committed_cos_cells_have_16_prompts():
     for table in COS_TABLES:
         committed = _committed_cos(table)
-        per_cell = committed.groupby([k for k in cb.KEYS], dropna=False).request.nunique()  # distinct texts
+        per_cell = committed.groupby([k for k in ct.KEYS], dropna=False).request.nunique()  # distinct texts
         assert per_cell.min() >= 16, (table, per_cell[per_cell < 16].head())
 
 
 def test_a_sample_of_committed_cos_rows_recomputes_exactly_at_another_vector_width():
     sample = pd.concat([cos_sample(_committed_cos(t)) for t in COS_TABLES])
-    fresh = recompute_elsewhere("specdec.cos.bench", sample[COS_KEY].to_dict("records"))
-    assert results.stale_rows(sample, fresh, COS_KEY, cb.EXACT_COLUMNS) == []
+    fresh = recompute_elsewhere("specdec.cos.experiments", sample[COS_KEY].to_dict("records"))
+    assert results.stale_rows(sample, fresh, COS_KEY, cx.EXACT_COLUMNS) == []
 
 
 ML_TABLES = ("ml_main", "ml_tokens", "ml_ood", "ml_size", "ml_generalization")  # notebooks 30-34
@@ -200,7 +201,7 @@ def test_the_committed_multilingual_runs_cover_every_heldout_pair():
     for table in ML_TABLES:
         committed = _committed_ml(table)
         for (pair, source), rows in committed.groupby(["pair", "source"]):
-            every = {r["id"] for r in mb.prompt_set(source, *pair.split("-"), None)}
+            every = {r["id"] for r in mb.prompt_set(mb.Drafters("tiny"), source, *pair.split("-"), None)}
             cells = rows.groupby(["method", "temperature", "seed"]).prompt.agg(set)
             assert all(ids == every for ids in cells), (table, pair)
 
@@ -213,5 +214,5 @@ def test_a_sample_of_committed_multilingual_rows_recomputes_exactly_at_another_v
         plain_first = "ar" in set(_committed_ml(table).method)
         keys += [{**k, "plain_first": plain_first} for k in rows[mb.KEYS + ["drafter"]].to_dict("records")]
     sample = pd.concat(samples.values())
-    fresh = recompute_elsewhere("specdec.multilingual.bench", keys)
+    fresh = recompute_elsewhere("specdec.multilingual.experiments", keys)
     assert results.stale_rows(sample, fresh, mb.KEYS, mb.EXACT_COLUMNS) == []

@@ -129,13 +129,12 @@ def test_jparacrawl_loader_holds_out_the_last_80_train_rows(hf_home):
     code = f"""
         import json
         from specdec.hub import load_dataset
-        from specdec.multilingual import bench, hubdata
+        from specdec.multilingual import hubdata
         ids = "{hubdata.JPARACRAWL}"
         train = [hubdata.pair_of(r) for r in load_dataset(ids, None, "train")]
         held = hubdata.parallel_rows(ids, None, "train[-80:]")
         rest = hubdata.parallel_rows(ids, None, "train[:-80]")
-        bench.use_profile("paper", device="cpu")
-        prompts = bench.load_paper_prompts("ja", "en", 2)
+        prompts = hubdata.load_paper_prompts("ja", "en", 2)
         print(json.dumps({{"train": train, "held": held, "rest": rest, "prompts": prompts,
                           "columns": load_dataset(ids, None, "train").column_names}}))
     """
@@ -218,12 +217,12 @@ def test_accelerate_launch_two_processes_runs_the_recipe(hf_home, tmp_path):
 
 
 def test_paper_smoke_trains_the_drafters_before_every_notebook_that_reads_them():
-    """Every notebook that binds the ml-* names (``ml_bench.use_profile``) is in paper_smoke's ML_NOTEBOOKS, so the
+    """Every notebook that binds the ml-* names (``experiments.Drafters``) is in paper_smoke's ML_NOTEBOOKS, so the
     recipe has written the drafters it loads; the smoke runs the recipe, not stand-in weights."""
     spec = importlib.util.spec_from_file_location("paper_smoke", zoo.ROOT / "scripts" / "paper_smoke.py")
     smoke = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(smoke)
-    readers = {nb.name[:3] for nb in (zoo.ROOT / "notebooks").glob("[0-9]*.ipynb") if "use_profile" in nb.read_text()}
+    readers = {nb.name[:3] for nb in (zoo.ROOT / "notebooks").glob("[0-9]*.ipynb") if "Drafters(" in nb.read_text()}
     assert readers and readers <= set(smoke.ML_NOTEBOOKS)
     assert not hasattr(standin_module(), "write_ml_drafters")  # no random stand-in drafters any more
 

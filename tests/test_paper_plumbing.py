@@ -12,7 +12,9 @@ import pytest
 import torch
 
 from specdec import bench, hub, results, zoo
-from specdec.multilingual import bench as ml_bench
+from specdec.harness.profile import Profile
+from specdec.multilingual import experiments as ml_experiments
+from specdec.multilingual import hubdata as ml_hubdata
 from specdec.zoo.models import load_profile
 
 
@@ -178,8 +180,8 @@ def test_the_paper_path_loads_every_dataset_at_its_pinned_commit(monkeypatch):
     tb.paper_rows("pope", 1)
     tb.paper_rows("spot", 1)  # an LLaVA-Interleave sub-task
     aasd_bench.paper_requests("paper", 1)
-    ml_bench.load_paper_prompts("de", "en", 1)
-    ml_bench.load_paper_prompts("de", "en", 1, generalization=True)
+    ml_hubdata.load_paper_prompts("de", "en", 1)
+    ml_hubdata.load_paper_prompts("de", "en", 1, generalization=True)
     spec = load_profile("paper")
     ids = {"lmms-lab/POPE", "lmms-lab/LLaVA-NeXT-Interleave-Bench", "lmms-lab/COCO-Caption2017", "wmt/wmt16"}
     assert ids <= {i for i, _ in asked}
@@ -187,27 +189,21 @@ def test_the_paper_path_loads_every_dataset_at_its_pinned_commit(monkeypatch):
     assert sum(revision is None for _, revision in asked) == 1  # IWSLT/iwslt2017: unpinned, says why
 
 
-@pytest.fixture
-def paper_ml():
-    ml_bench.use_profile("paper", device="cpu")
-    yield
-    ml_bench.use_profile("tiny")
-
-
-def test_multilingual_names_stand_for_the_paper_models(paper_ml, monkeypatch, tmp_path):
+def test_multilingual_names_stand_for_the_paper_models(monkeypatch, tmp_path):
     """Under the paper profile ml-target is Vicuna-7B v1.3 and the generic drafter vicuna-68m (not the tiny zoo);
     a trained drafter is looked up in drafters_dir() and its absence names the fix."""
-    assert ml_bench.model_source("ml-target") == "lmsys/vicuna-7b-v1.3"
-    assert ml_bench.model_source("ml-draft-generic") == "double7/vicuna-68m"
+    paper = ml_experiments.Drafters(Profile.load("paper", device="cpu"))
+    assert paper.source("ml-target") == "lmsys/vicuna-7b-v1.3"
+    assert paper.source("ml-draft-generic") == "double7/vicuna-68m"
     monkeypatch.setenv("SPECDEC_ML_DRAFTERS", str(tmp_path))
     with pytest.raises(hub.ModelNotAvailableError, match="SPECDEC_ML_DRAFTERS"):
-        ml_bench.model_source("ml-draft-pf-de")
+        paper.source("ml-draft-pf-de")
     (tmp_path / "ml-draft-pf-de").mkdir()
     (tmp_path / "ml-draft-pf-de" / "config.json").write_text("{}")
-    assert ml_bench.model_source("ml-draft-pf-de") == str(tmp_path / "ml-draft-pf-de")
+    assert paper.source("ml-draft-pf-de") == str(tmp_path / "ml-draft-pf-de")
 
 
 def test_the_tiny_profile_keeps_the_zoo():
-    ml_bench.use_profile("tiny")
-    assert ml_bench.model_source("ml-target") == "ml-target"
-    assert next(ml_bench.load_model("ml-draft-generic").parameters()).dtype == torch.float32
+    tiny = ml_experiments.Drafters("tiny")
+    assert tiny.source("ml-target") == "ml-target"
+    assert next(tiny.load("ml-draft-generic").parameters()).dtype == torch.float32

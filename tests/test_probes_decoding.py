@@ -14,8 +14,9 @@ import torch
 from conftest import random_llama
 from specdec import validate, verify
 from specdec.cos import Combination, contrastive, weighted_ensemble
-from specdec.cos import bench as cos_bench
-from specdec.cos.decoding import decode
+from specdec.cos import algorithm as cos_algorithm
+from specdec.cos import tables as cos_tables
+from specdec.cos.algorithm import decode
 from specdec.drafters import ModelDrafter
 from specdec.engine import generate
 from specdec.sampling import SamplingConfig
@@ -262,7 +263,7 @@ def test_check_probs_refuses(probs, match):
         (lambda: Combination.weighted(NAN), "λ must be a finite number"),
         (lambda: Combination.weighted(1.5), r"λ must be a finite number in \[0, 1\]"),
         (lambda: Combination.weighted(0.3, n_models=3), "3 models take 1/3 each"),
-        (lambda: cos_bench.make_combination("we", 3, lam=0.9), "3 models take 1/3 each"),
+        (lambda: cos_algorithm.make_combination("we", 3, lam=0.9), "3 models take 1/3 each"),
         (lambda: weighted_ensemble([torch.tensor([0.5, 0.5])] * 2, [NAN, NAN]), "finite"),
         (lambda: weighted_ensemble([torch.tensor([0.5, 0.5])] * 2, "ab"), "list of numbers"),
         (lambda: contrastive(torch.zeros(4), torch.zeros(4), temperature=NAN), "temperature must be a finite"),
@@ -333,7 +334,7 @@ def test_cos_decode_with_a_nan_model_stops(nan_target, draft):
     ],
 )
 def test_equation_accuracy_is_safe(text, expected):
-    got = cos_bench.equation_accuracy(text)
+    got = cos_tables.equation_accuracy(text)
     assert (math.isnan(got) and expected is None) or got == expected
 
 

@@ -13,8 +13,9 @@ import torch
 
 from specdec import notebook_params, results
 from specdec.aasd import bench as aasd_bench
-from specdec.cos import bench as cos_bench
-from specdec.multilingual import bench as ml_bench
+from specdec.cos import algorithm as cos_algorithm
+from specdec.multilingual import experiments as ml_experiments
+from specdec.multilingual import tables as ml_tables
 from specdec.results import ResultStore
 from specdec.zoo import ROOT
 from specdec.zoo.models import load, load_collab, load_pair, load_profile
@@ -36,27 +37,51 @@ NOTEBOOKS = ROOT / "notebooks"
 )
 def test_paired_bootstrap_refuses(a, b, match):
     with pytest.raises(ValueError, match=match):
-        ml_bench.paired_bootstrap(a, b)
+        ml_tables.paired_bootstrap(a, b)
 
 
 def test_paired_bootstrap_of_one_item_and_of_equal_samples():
-    assert ml_bench.paired_bootstrap([1.0], [0.0])["n"] == 1
-    same = ml_bench.paired_bootstrap([0.5, 0.7, 0.1], [0.5, 0.7, 0.1])
+    assert ml_tables.paired_bootstrap([1.0], [0.0])["n"] == 1
+    same = ml_tables.paired_bootstrap([0.5, 0.7, 0.1], [0.5, 0.7, 0.1])
     assert same["mean_diff"] == 0.0 and same["p_value"] == 1.0
 
 
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: ml_bench.drafter_name("sps-ff", "de"), ValueError, r"unknown multilingual method 'sps-ff'"),
-        (lambda: ml_bench.drafter_name("SpS-F", "de"), ValueError, "choose one of"),
-        (lambda: ml_bench.prompt_set("django", "de", "en", 0), ValueError, "n must be an integer >= 1"),
-        (lambda: ml_bench.prompt_set("django", "de", "en", -3), ValueError, "n must be an integer >= 1"),
-        (lambda: ml_bench.prompt_set("django", "de", "en", "2"), TypeError, "n must be an integer"),
-        (lambda: ml_bench.prompt_set("djanog", "de", "en", 2), ValueError, r"unknown source 'djanog' \(did you"),
-        (lambda: ml_bench.prompt_set("django", "de", "en", 2, profile="papr"), ValueError, "unknown profile"),
-        (lambda: ml_bench.prompt_set("django", "xx", "en", 2), ValueError, "unknown language 'xx'"),
-        (lambda: ml_bench.prompt_set("django", "de", "de", 2), ValueError, "both 'de'"),
+        (lambda: ml_experiments.drafter_name("sps-ff", "de"), ValueError, r"unknown multilingual method 'sps-ff'"),
+        (lambda: ml_experiments.drafter_name("SpS-F", "de"), ValueError, "choose one of"),
+        (
+            lambda: ml_experiments.prompt_set(ml_experiments.Drafters("tiny"), "django", "de", "en", 0),
+            ValueError,
+            "n must be an integer >= 1",
+        ),
+        (
+            lambda: ml_experiments.prompt_set(ml_experiments.Drafters("tiny"), "django", "de", "en", -3),
+            ValueError,
+            "n must be an integer >= 1",
+        ),
+        (
+            lambda: ml_experiments.prompt_set(ml_experiments.Drafters("tiny"), "django", "de", "en", "2"),
+            TypeError,
+            "n must be an integer",
+        ),
+        (
+            lambda: ml_experiments.prompt_set(ml_experiments.Drafters("tiny"), "djanog", "de", "en", 2),
+            ValueError,
+            r"unknown source 'djanog' \(did you",
+        ),
+        (lambda: ml_experiments.Drafters("papr"), ValueError, "unknown profile"),
+        (
+            lambda: ml_experiments.prompt_set(ml_experiments.Drafters("tiny"), "django", "xx", "en", 2),
+            ValueError,
+            "unknown language 'xx'",
+        ),
+        (
+            lambda: ml_experiments.prompt_set(ml_experiments.Drafters("tiny"), "django", "de", "de", 2),
+            ValueError,
+            "both 'de'",
+        ),
     ],
 )
 def test_multilingual_entry_points_refuse(call, error, match):
@@ -67,7 +92,16 @@ def test_multilingual_entry_points_refuse(call, error, match):
 def test_a_typo_method_is_not_stored_as_plain_decoding():
     prompt = {"id": "x", "ids": torch.tensor([1, 5]), "reference": ""}
     with pytest.raises(ValueError, match="method 'sps-ff' has no drafter"):
-        ml_bench.run_group(None, {"sps-ff": None}, prompt, gamma=2, temperature=0.0, seed=0, max_new_tokens=2)
+        ml_experiments.run_group(
+            ml_experiments.Drafters("tiny"),
+            None,
+            {"sps-ff": None},
+            prompt,
+            gamma=2,
+            temperature=0.0,
+            seed=0,
+            max_new_tokens=2,
+        )
 
 
 # --------------------------------------------------------------------------------------------------------- AASD
@@ -203,7 +237,7 @@ def test_complete_prefix_of_csv_bytes():
         (lambda: load_profile("tinyy"), ValueError, "unknown profile 'tinyy'"),
         (lambda: load_pair("tiny", "defalt"), ValueError, "has no pair 'defalt'"),
         (lambda: load_collab("tiny", "we4"), ValueError, "no collaborative model set 'we4'"),
-        (lambda: cos_bench.make_combination("zz", 2), ValueError, "unknown combination 'zz'"),
+        (lambda: cos_algorithm.make_combination("zz", 2), ValueError, "unknown combination 'zz'"),
     ],
 )
 def test_loaders_name_the_bad_name(call, error, match):

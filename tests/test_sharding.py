@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from specdec import sharding, zoo
-from specdec.cos import bench as cos_bench
+from specdec.cos import experiments as cos_experiments
 from specdec.results import ResultStore
 
 KEY = ["cell", "prompt", "method"]
@@ -108,9 +108,9 @@ GRID = dict(
 
 
 def _grid(root, **kw):
-    store = ResultStore("tiny", "cos_main", cos_bench.ROW_KEY, root=root)
+    store = ResultStore("tiny", "cos_main", cos_experiments.ROW_KEY, root=root)
     costs = ResultStore("tiny", "cos_call_costs", ["set", "device"], root=root)
-    cos_bench.main_grid(store, costs, **GRID, **kw)
+    cos_experiments.main_grid(store, costs, **GRID, **kw)
     return store
 
 
@@ -132,7 +132,7 @@ def _check_ray_shards_give_the_serial_rows(tmp_path, local_ray):
     serial = _grid(tmp_path / "serial").frame()
     store = _grid(tmp_path / "ray", executor="ray", shards=2)
     sharded = store.frame()
-    key = cos_bench.ROW_KEY
+    key = cos_experiments.ROW_KEY
     assert len(serial) == 16 and list(sharded.columns) == list(serial.columns)
     assert not sharded.duplicated(key).any()
     a = serial.drop(columns=WALLTIME).sort_values(key).reset_index(drop=True)
@@ -159,7 +159,7 @@ def _check_ray_shards_give_the_serial_rows(tmp_path, local_ray):
 
 
 def _all_keys(frame):
-    return frame[cos_bench.ROW_KEY].to_dict("records")
+    return frame[cos_experiments.ROW_KEY].to_dict("records")
 
 
 def _notebook(path, *sources):

@@ -26,6 +26,7 @@ import pytest
 import torch
 
 from specdec import zoo
+from specdec.cos import train as cos_train
 from specdec.multilingual import recipe
 from specdec.multilingual import train as tm
 from specdec.vlm import batches
@@ -96,8 +97,9 @@ def test_foundation_and_cos():
         batch_size=4,
         seq_len=32,
         lr=3e-3,
-        seed=zoo.list_seed(name),
-        mix=zoo.COS_ZOO[name]["mix"],
+        seed=cos_train.model_seed(name),
+        mix=cos_train.COS_ZOO[name]["mix"],
+        config=cos_train.COS_ZOO[name]["config"],
         log_every=2,
     )
     _check(f"cos:{name}", model, log)

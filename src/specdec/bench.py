@@ -432,6 +432,7 @@ def findings_from_results(profile: str = "tiny", root=None, pair: str = "default
     import pandas as pd
 
     from specdec import results
+    from specdec.harness.profile import Profile
     from specdec.zoo.models import load_profile, pair_weights
 
     folder = pathlib.Path(root or results.RESULTS) / profile
@@ -455,7 +456,7 @@ def findings_from_results(profile: str = "tiny", root=None, pair: str = "default
     engine = engine_verdict(timed.to_dict("records"), int(last.gamma), last.latency_ratio, last.verify_cost)
     machine = f"measured walltime, {last.device}; c {last.latency_ratio:.2f}, verify {last.verify_cost:.2f} steps"
     speed = engine_speed_verdict(timed.to_dict("records"), machine=machine)
-    return judge_all([iid_verdict(sweep), engine, speed], ENGINE_VALIDITY, strict=profile == "tiny")
+    return judge_all([iid_verdict(sweep), engine, speed], ENGINE_VALIDITY, strict=Profile.load(profile).strict)
 
 
 def random_model(config: dict, dtype=None, device="cpu"):

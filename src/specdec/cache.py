@@ -17,7 +17,7 @@ import torch
 @runtime_checkable
 class TargetLM(Protocol):
     """What ``engine.generate`` calls on a target (``CachedLM`` wraps a transformers model into one;
-    ``specdec.cos.decoding.CombinedLM`` combines several). One row here; ``V`` = ``vocab_size``.
+    ``specdec.cos.algorithm.CombinedLM`` combines several). One row here; ``V`` = ``vocab_size``.
 
     - ``prefill(prompt_rows, **model_inputs)``: start a sequence from ``[LongTensor[L]]``; the cache then holds
       every prompt position but the last, which stays pending.

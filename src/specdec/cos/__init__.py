@@ -1,11 +1,12 @@
 """CoS (fast LLM collaborative decoding via speculation).
 
-``combine``: the combination functions (re-exported here); ``decoding``: standard / parallel / SD / Naive-CoS /
-CoS decoding of n models (``decode`` re-exported); ``tasks``: the four task suites; ``train``: the CoS zoo;
-``bench``: the notebooks' measurements.
+``algorithm``: standard / parallel / SD / Naive-CoS / CoS decoding of n models (``decode`` re-exported), the paper's
+settings and theorems; ``combine``: the combination functions (re-exported here); ``tasks``: the four task suites;
+``train``: the CoS zoo and its training; ``experiments``: one experiment per notebook table on the harness;
+``tables``: the paper's numbers and table layouts; ``findings``: the verdicts; ``exactness``: the C2 check.
 """
 
+from specdec.cos.algorithm import decode
 from specdec.cos.combine import Combination, contrastive, uniform_average, weighted_ensemble
-from specdec.cos.decoding import decode
 
 __all__ = ["Combination", "contrastive", "decode", "uniform_average", "weighted_ensemble"]

@@ -24,9 +24,8 @@ import numpy as np
 import torch
 
 from specdec import results
-from specdec.cos.bench import make_combination
+from specdec.cos.algorithm import decode, make_combination
 from specdec.cos.combine import Combination
-from specdec.cos.decoding import decode
 from specdec.results import ResultStore
 from specdec.sampling import SamplingConfig
 from specdec.zoo.models import model_weights

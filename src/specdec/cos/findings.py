@@ -4,7 +4,7 @@ Every speed claim is a per-prompt ratio of tokens/s measured side by side (the m
 to back, so they are paired by prompt), summarised by the geometric mean over prompts (``exp`` of the mean
 log ratio); the bootstrap resamples prompts (a prompt of one task in one cell is one unit). Where the paper
 reports SD / CoS at their best proposal length γ, γ is picked per cell on all prompts first (median ratio, as
-``bench.best_over_gamma``) and then held fixed in the resamples, which makes the interval a little optimistic.
+``tables.best_over_gamma``) and then held fixed in the resamples, which makes the interval a little optimistic.
 
 - ``c1_verdicts``: C1, CoS faster than standard collaborative decoding (and C1-SD, CoS vs SD), Tables 2-4;
 - ``c1_gpu_verdict``: C1 on the stored GPU grid (aggregates only, so no interval);
@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, verdict
+from specdec.harness.profile import Profile
 from specdec.results import RESULTS, paper_numbers
 from specdec.verdict import (
     FAILS,
@@ -298,7 +299,7 @@ def c2_verdict(cells: pd.DataFrame, alpha: float = C2_ALPHA) -> Verdict:
 # ------------------------------------------------------------------------------------------------ C3
 def c3_sanity_verdict(exact: pd.DataFrame) -> Verdict:
     """Sanity check of Thm 3.2's identity: exact ``α = Σ min(q, r) ≥`` the proposer's weight (columns lam,
-    proposer, alpha, bound from ``bench.expected_we_acceptance``). Deterministic: the interval is the point.
+    proposer, alpha, bound from ``tables.expected_we_acceptance``). Deterministic: the interval is the point.
     It holds for any q and p (``min(q, λq + (1−λ)p) ≥ λq``), so it tests the code, not the paper."""
     margin = exact.alpha.to_numpy(float) - exact.bound.to_numpy(float)
     m = float(margin.min())
@@ -561,7 +562,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     theory = theory[(theory.max_new_tokens == 32) & theory.task.isin(["humaneval", "gsm8k"])]
     out.append(sanity(c3_verdict(theory[theory.lam.isin([0.1, 0.3, 0.5, 0.7, 0.9]) & (theory.method == "naive")])))
     c2 = root / "cos_c2.csv"
-    if c2.exists() or profile == "tiny":
+    if c2.exists() or Profile.load(profile).strict:  # a shipped table: its absence is an error
         cells = pd.read_csv(c2, dtype={"cell": str, "weights": str})
         out.append(sanity(c2_verdict(cells[(cells.draws == C2_DRAWS) & (cells.seed == 0)])))
 
@@ -582,7 +583,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     out += in_two_regimes(
         lambda f, value: [c4_apf_verdict(f, value=value)], apf[apf.gamma.isin([0, 1, 3, 5])], machine=machine
     )
-    return judge_all(out, VALIDITY, strict=profile == "tiny")
+    return judge_all(out, VALIDITY, strict=Profile.load(profile).strict)
 
 
 _TINY = "tiny proxies of the paper's pairs on this project's tasks"

@@ -42,6 +42,7 @@ from specdec.cos.stdlib_quiz import (
     evaluate,
     multiple_choice,
 )
+from specdec.harness.profile import Profile
 from specdec.zoo.corpus import build_corpus, verbatim_in_train
 
 TASKS = ("humaneval", "gsm8k", "mmlu", "cnndm")
@@ -232,7 +233,7 @@ def summaries(n: int | None, split: str = "test", max_words: int = 120, seed: in
 # One entry point, the paper's datasets, training documents
 
 
-def load_task(name: str, n: int | None, split: str = "test", profile: str = "tiny", seed: int = 0) -> list[dict]:
+def load_task(name: str, n: int | None, split: str = "test", profile="tiny", seed: int = 0) -> list[dict]:
     """Rows of one CoS task: ``name`` in ``TASKS``, ``profile`` ``"tiny"`` (offline, above) or ``"paper"``.
 
     ``n``: at most that many rows (a positive int), or ``None`` for all of them (``humaneval``, ``cnndm``
@@ -244,11 +245,11 @@ def load_task(name: str, n: int | None, split: str = "test", profile: str = "tin
         raise ValueError(f"unknown task {name!r}; valid tasks: {list(TASKS)}")
     check_split(split)
     check_n(n)
-    if profile not in PROFILES:
+    if not isinstance(profile, Profile) and profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; valid profiles: {list(PROFILES)}")
     if name == "humaneval" and split != "test":
         raise ValueError("HumanEval has only a 'test' split (164 problems); use split='test'")
-    if profile == "paper":
+    if Profile.load(profile).data_source == "hub":
         return _load_paper(name, n, split)
     if n is None and name in ("gsm8k", "mmlu"):
         raise ValueError(f"the tiny {name} questions are generated without end: pass n (a positive int)")

@@ -1,4 +1,4 @@
-"""Training the CoS zoo (``specdec.zoo.COS_ZOO``): WE specialists and a CD amateur / expert pair.
+"""Training the CoS zoo (``COS_ZOO``): WE specialists and a CD amateur / expert pair.
 
 Two steps, so the training can run on a machine without the corpus sources (e.g. a GPU box):
 
@@ -23,6 +23,30 @@ from specdec import zoo
 from specdec.cos import tasks as cos_tasks
 from specdec.zoo import corpus as corpus_lib
 from specdec.zoo.training import device_name, heldout_loss, save_half, train_model
+
+# The CoS zoo (collaborative decoding): WE members of one size with different specialities (general text,
+# Python code, arithmetic; like Qwen2.5 / -Coder / -Math) and a CD pair (small amateur, large expert) trained
+# on the same mixture. ``mix`` weights the kinds of training windows: the embedded corpus (prose, code,
+# translation) and the task-format documents of ``specdec.cos.tasks`` (gsm8k, mmlu, cnndm; train split).
+WE_SIZE = dict(
+    hidden_size=128, intermediate_size=384, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4
+)
+GENERAL_MIX = {"prose": 0.30, "translation": 0.10, "code": 0.15, "gsm8k": 0.18, "mmlu": 0.17, "cnndm": 0.10}
+COS_ZOO: dict[str, dict] = {
+    "cos-general": dict(config=WE_SIZE, mix=GENERAL_MIX),
+    "cos-code": dict(config=WE_SIZE, mix={"code": 0.60, "prose": 0.10, "gsm8k": 0.10, "mmlu": 0.10, "cnndm": 0.10}),
+    "cos-math": dict(config=WE_SIZE, mix={"gsm8k": 0.55, "prose": 0.15, "code": 0.10, "mmlu": 0.10, "cnndm": 0.10}),
+    "cos-amateur": dict(config=zoo.TINY_ZOO["tiny-draft-s"], mix=GENERAL_MIX),
+    "cos-expert": dict(config=zoo.TINY_ZOO["tiny-target"], mix=GENERAL_MIX),
+}
+COS_TRAIN = dict(steps=3000, batch_size=32, seq_len=256, lr=3e-3)
+
+
+def model_seed(name: str) -> int:
+    """The fixed training seed of a CoS model: its position in ``COS_ZOO`` after the foundation zoo's models (the
+    seeds the shipped weights were trained with)."""
+    return len(zoo.TINY_ZOO) + list(COS_ZOO).index(name)
+
 
 TASK_DOCS = {"gsm8k": 8000, "mmlu": 4000, "cnndm": None}  # documents per task (None: all of the split)
 
@@ -72,18 +96,19 @@ def train_all(
     heldout = {k: v.long() for k, v in streams["heldout"].items()}
     rows = []
     for name in names:
-        spec = zoo.COS_ZOO[name]
-        steps = max(1, int(zoo.COS_TRAIN["steps"] * steps_scale))
+        spec = COS_ZOO[name]
+        steps = max(1, int(COS_TRAIN["steps"] * steps_scale))
         t0 = time.perf_counter()
         model, log = train_model(
             name,
             train,
             heldout,
             steps=steps,
-            batch_size=zoo.COS_TRAIN["batch_size"],
-            seq_len=zoo.COS_TRAIN["seq_len"],
-            lr=zoo.COS_TRAIN["lr"],
-            seed=zoo.list_seed(name),
+            batch_size=COS_TRAIN["batch_size"],
+            seq_len=COS_TRAIN["seq_len"],
+            lr=COS_TRAIN["lr"],
+            seed=model_seed(name),
+            config=spec["config"],
             mix=spec["mix"],
             device=device,
             log_every=max(1, steps // 10),
@@ -111,7 +136,7 @@ def main(argv=None):
     parser.add_argument("step", nargs="?", choices=["streams", "train", "all"], default="all")
     parser.add_argument("--streams", type=pathlib.Path, default=pathlib.Path(".cache/cos_streams.pt"))
     parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
-    parser.add_argument("--models", nargs="*", default=list(zoo.COS_ZOO))
+    parser.add_argument("--models", nargs="*", default=list(COS_ZOO))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps-scale", type=float, default=1.0, help="multiply the steps (CI smoke runs)")
     args = parser.parse_args(argv)

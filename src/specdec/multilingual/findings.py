@@ -14,7 +14,7 @@ to back, so speed claims are per-prompt tokens/s ratios summarised by their geom
 - ``quality_verdicts``: no chrF loss against plain decoding at T = 1 (paired bootstrap), identity at T = 0;
 - ``table3_verdict``: Table 3, P-F beats pretraining only and finetuning only (Zh→En);
 - ``table7_verdicts``: Table 7, P-F beats the generic (pretrained) drafter on the held-out source's prompts the
-  target translates (``bench.translatable_set``);
+  target translates (``experiments.translatable_set``);
 - ``findings_from_results``: all of them on the committed tables with notebooks 30-34's defaults.
 """
 
@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, verdict
-from specdec.multilingual.bench import architecture, budget_grid, translatable_set
+from specdec.harness.profile import Profile
+from specdec.multilingual.experiments import Drafters, translatable_set
 from specdec.results import RESULTS, paper_numbers
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, bootstrap_ci, decide, judge_all, sanity
 
@@ -505,7 +506,7 @@ def table7_verdicts(
     """Table 7 on the held-out source: SpS with the P-F drafter beats SpS with the generic pretrained drafter
     (the paper's baseline, SpS of Yang et al.): speed (geometric-mean per-prompt tokens/s ratio > 1.0) and τ
     (pooled τ_PF − τ_generic > 0). ``frame``: ``ml_generalization`` rows; ``translatable``:
-    ``bench.translatable_set``'s frame: only its translatable prompts count (the paper's set is one its target
+    ``experiments.translatable_set``'s frame: only its translatable prompts count (the paper's set is one its target
     translates)."""
     f = frame[frame.temperature == temperature]
     every = f
@@ -583,18 +584,19 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
             (f.gamma == 4) & (f.max_new_tokens == max_new_tokens) & ((f.temperature == 0) | f.seed.isin([0, 1, 2]))
         ]
 
+    drafters = Drafters(profile)
     main = read("ml_main")
     lat = pd.read_csv(root / "ml_latency.csv")
     device = ", ".join(sorted(set(lat.device.astype(str))))
     lat = dict(zip(lat.drafter, lat.latency_ratio))  # keyed by the drafters' shapes
-    shapes = {"small": architecture("ml-draft-pf-de"), "large": architecture("ml-draft-large-pf-de")}
+    shapes = {"small": drafters.architecture("ml-draft-pf-de"), "large": drafters.architecture("ml-draft-large-pf-de")}
     ratios = {k: lat.get(v, float("nan")) for k, v in shapes.items()}
     small_c = {"68M-proxy drafters": ratios["small"], "PLD": 0.0}
     out = []
     for t in (0.0, 1.0):
         out += in_two_regimes(m1_verdicts, main, t, machine=machine_label(main, small_c, device))
         out.append(m1_tau_verdict(main, t))
-    out += m2_verdicts(read("ml_tokens"), budget_grid("de"))
+    out += m2_verdicts(read("ml_tokens"), drafters.budget_grid("de"))
     out.append(m3_verdict(read("ml_ood", 24)))
     size = read("ml_size")
     for t in (0.0, 1.0):
@@ -607,11 +609,11 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     out += in_two_regimes(
         table7_verdicts,
         general,
-        translatable=translatable_set(general),
+        translatable=translatable_set(general, drafters),
         machine=machine_label(general, {"68M-proxy drafters": ratios["small"]}, device),
         speed_only=2,
     )
-    return judge_all(out, VALIDITY, strict=profile == "tiny")
+    return judge_all(out, VALIDITY, strict=Profile.load(profile).strict)
 
 
 _TINY = "4-layer proxies trained on this project's corpus stand in for Vicuna 7B and its 68M drafters"

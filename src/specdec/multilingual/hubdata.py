@@ -18,6 +18,8 @@ two never share a row, and neither depends on a seed. Loading goes through ``spe
 from __future__ import annotations
 
 from specdec import hub
+from specdec.multilingual import parallel
+from specdec.zoo.models import load_profile
 
 JPARACRAWL = "Verah/JParaCrawl-Filtered-English-Japanese-Parallel-Corpus"
 JPARACRAWL_HELDOUT = 80  # the authors' eval_data_num: train[-80:] is the evaluation set
@@ -39,3 +41,37 @@ def parallel_rows(dataset_id: str, config: str | None, split: str, n: int | None
     ``{language code: sentence}`` dicts. ``split`` may be a slice (``"train[-80:]"``, ``"train[:-80]"``)."""
     data = hub.load_dataset(dataset_id, config, split, n, revision=hub.paper_revision(dataset_id))
     return [pair_of(example) for example in data]
+
+
+def paper_setup() -> dict:
+    """The paper profile's evaluation sets and prompt (``multilingual`` in ``data/profiles/paper.yaml``)."""
+    return load_profile("paper")["multilingual"]
+
+
+def load_paper_prompts(src: str, tgt: str, n: int | None, generalization: bool = False) -> list[dict]:
+    """The paper's evaluation prompts (X → En, or En → X from the same set, in Vicuna's chat template,
+    ``paper_setup()``; the first ``n`` rows of the set, read by ``parallel_rows``: Ja is JParaCrawl's
+    held-out tail ``train[-80:]``); raises ``DatasetNotAvailableError`` naming the dataset when it is neither
+    reachable nor cached (this project never downloads at run time)."""
+    if "en" not in (src, tgt):
+        raise ValueError(f"the paper's test sets are X-English; there is no {src}->{tgt} set")
+    setup = paper_setup()
+    lang = parallel.canonical_lang(src if tgt == "en" else tgt)
+    dataset_id, config, split = setup["generalization"] if generalization else setup["datasets"][lang]
+    data = parallel_rows(dataset_id, config, split, n)  # DatasetNotAvailableError names `hf download`
+    rows = []
+    for i, pair in enumerate(data):
+        text = setup["prompt"].format(
+            src_name=parallel.language_name(src), tgt_name=parallel.language_name(tgt), text=pair[src]
+        )
+        rows.append(
+            {
+                "id": f"{dataset_id}/{i}:{src}-{tgt}",
+                "source": dataset_id,
+                "lang": lang,
+                "direction": f"{src}-{tgt}",
+                "prompt": setup["chat_template"].format(prompt=text),
+                "reference": " " + pair[tgt],
+            }
+        )
+    return rows

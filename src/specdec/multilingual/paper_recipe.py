@@ -8,13 +8,13 @@ Every setting and hub id comes from ``paper.yaml`` (``multilingual.recipe``, wit
     accelerate launch --config_file configs/accelerate/ddp.yaml scripts/train_accelerate.py multilingual-paper \\
         all --out DRAFTERS                                                          # the same on every GPU
 
-``DRAFTERS`` defaults to ``bench.drafters_dir()`` (``$SPECDEC_ML_DRAFTERS``, else
+``DRAFTERS`` defaults to ``experiments.drafters_dir()`` (``$SPECDEC_ML_DRAFTERS``, else
 ``$HF_HOME/specdec-ml-drafters``): the folder notebooks 30-34 read under ``profile=paper``.
 
 1. **Self-distillation** (``distil``): for each pair X → En, the first ``prompts_per_pair`` rows of the pair's
    training set (``train_sets``: the WMT train splits; Ja: JParaCrawl's ``train[:-80]``, the rows before its
    evaluation tail) become the user turn ``"Translate German to English: <text>"`` in Vicuna's chat template
-   (the evaluation prompt of ``bench.load_paper_prompts``), encoded ``<s>`` + ids (``zoo.tasks.encode``). The
+   (the evaluation prompt of ``hubdata.load_paper_prompts``), encoded ``<s>`` + ids (``zoo.tasks.encode``). The
    target (``pairs.multilingual.target``, on the profile's device and dtype) answers each at every temperature
    of ``temperatures`` with batched ``generate`` (``recipe.generate_batched``: left padding, an attention mask,
    pure temperature sampling; stops at ``</s>``, which is kept, or at ``max_new_tokens``). Prompts longer than
@@ -33,7 +33,8 @@ Every setting and hub id comes from ``paper.yaml`` (``multilingual.recipe``, wit
    ``same_as``), and ``ml-draft-large-pf-de`` starts from ``large_pretrained`` (Tiny-Vicuna 1B, Table 6).
    Each drafter is written with ``save_pretrained`` (weights, config, the target's tokenizer and
    ``training_log.json``) into ``<out>/<name>``; a drafter already there is kept (a rerun resumes), and
-   ``<out>/ml_training.csv`` lists every drafter (what ``bench.training_summary()`` reads under the paper profile).
+   ``<out>/ml_training.csv`` lists every drafter (what
+   ``experiments.Drafters.training_summary()`` reads under the paper profile).
 
 ``--smoke`` replaces the sizes with ``SMOKE`` (a few prompts, a few tokens, one epoch): ``scripts/paper_smoke.py``
 runs the whole recipe that way on the stand-in hub before notebooks 30-34.
@@ -415,12 +416,14 @@ def run(step: str, out, *, langs=None, device=None, dtype=None, smoke=False, lar
 
 
 def main(argv=None, accelerator=None) -> int:
-    from specdec.multilingual import bench
+    from specdec.multilingual.experiments import drafters_dir
 
     ap = argparse.ArgumentParser(prog="python -m specdec.multilingual.train --profile paper", description=__doc__)
     ap.formatter_class = argparse.RawDescriptionHelpFormatter
     ap.add_argument("step", nargs="?", choices=["distil", "finetune", "all"], default="all")
-    ap.add_argument("--out", type=pathlib.Path, default=None, help="drafters folder (default: bench.drafters_dir())")
+    ap.add_argument(
+        "--out", type=pathlib.Path, default=None, help="drafters folder (default: experiments.drafters_dir())"
+    )
     ap.add_argument("--langs", nargs="*", default=None, help="pairs X->En (default: every pair of train_sets)")
     ap.add_argument("--device", default=None, help="default: paper.yaml's (cuda)")
     ap.add_argument("--dtype", default=None, help="the target's dtype for distillation (default: paper.yaml's)")
@@ -436,7 +439,7 @@ def main(argv=None, accelerator=None) -> int:
     overrides = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in args.set)}
     run(
         args.step,
-        args.out or bench.drafters_dir(),
+        args.out or drafters_dir(),
         langs=args.langs,
         device=args.device,
         dtype=getattr(torch, args.dtype) if args.dtype else None,

@@ -257,7 +257,7 @@ def generate_batched(
 
 
 def chrf(hypothesis: str, reference: str) -> float:
-    """Sentence chrF (n = 6, β = 2), 0..100: sacrebleu's, the one chrF of this repository (``bench.chrf``)."""
+    """Sentence chrF (n = 6, β = 2), 0..100: sacrebleu's, the one chrF of this repository."""
     import sacrebleu
 
     return float(sacrebleu.sentence_chrf(hypothesis, [reference.strip()]).score)

@@ -76,6 +76,7 @@ from dataclasses import dataclass, field
 import torch
 
 from specdec import zoo
+from specdec.harness.profile import Profile
 from specdec.multilingual import recipe
 from specdec.multilingual.data import build_data, collections_count, data_summary, example_ids, tokenizer_digest
 from specdec.multilingual.recipe import Examples, generate_batched, model_seed, new_model, pretrain
@@ -686,7 +687,7 @@ def main(argv=None):
     profile = argparse.ArgumentParser(add_help=False)
     profile.add_argument("--profile", choices=["tiny", "paper"], default="tiny")
     known, rest = profile.parse_known_args(argv)
-    if known.profile == "paper":  # the recipe at paper scale: specdec.multilingual.paper_recipe
+    if not Profile.load(known.profile).shipped:  # the recipe at paper scale: specdec.multilingual.paper_recipe
         from specdec.multilingual import paper_recipe
 
         return paper_recipe.main(rest)

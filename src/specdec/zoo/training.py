@@ -258,8 +258,10 @@ def train_model(
     mix=None,
     device: str = "cpu",
     accelerator=None,
+    config: dict | None = None,
 ):
-    """Train one zoo model (``zoo.llama_config(name)``) from scratch with ``train``; returns (model, log rows).
+    """Train one zoo model (``zoo.llama_config(name)``, or of the size fields ``config``: a paper's zoo) from scratch
+    with ``train``; returns (model, log rows).
 
     Initialisation seeded ``seed``; windows (``sample_batch``, kinds by ``mix``) drawn on the CPU with a
     generator seeded ``seed + 1``, so the data order does not depend on ``device``. Held-out loss
@@ -269,7 +271,7 @@ def train_model(
 
     device = accelerator.device if accelerator is not None else device
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(zoo.llama_config(name)).to(device)
+    model = LlamaForCausalLM(zoo.llama_config(name if config is None else config)).to(device)
     log = train(
         model,
         lambda g: sample_batch(train_streams, batch_size, seq_len, g, mix).to(device),

@@ -1,4 +1,5 @@
-"""Collaborative decoding via speculation (CoS) and its baselines, for n models with one shared vocabulary.
+"""CoS, top to bottom: collaborative decoding via speculation and its baselines, for n models with one shared
+vocabulary; the paper's settings (``make_combination``, ``default_proposer``) and theorems (3.1, 3.2, 3.6).
 
 Every method produces tokens that follow the combined distribution ``r = combine(l_1, …, l_n)``
 (``specdec.cos.combine.Combination``; greedy decoding takes ``argmax r``):
@@ -18,7 +19,8 @@ Every method produces tokens that follow the combined distribution ``r = combine
 
 ``standard``, ``parallel`` and ``sd`` run on ``specdec.engine.generate`` with a ``CombinedLM`` as the target;
 ``naive`` and ``cos`` need proposer and verifier to swap roles, which is the loop in ``collaborate``.
-All of them keep one KV cache per model (``CachedLM``) that is rolled back by cropping.
+All of them keep one KV cache per model (``CachedLM``) that is rolled back by cropping. The combination functions
+live in ``specdec.cos.combine``.
 """
 
 from __future__ import annotations
@@ -427,3 +429,40 @@ def _check_models(lms, combine: Combination) -> None:
             f"the models' vocabularies differ ({sorted(sizes)} entries): collaborative decoding "
             "combines distributions over one shared tokenizer"
         )
+
+
+# ------------------------------------------------------------------------------ the paper's settings and theorems
+def make_combination(kind: str, n_models: int, lam: float = 0.5, mu: float = 0.1, temperature: float = 1.0):
+    """The paper's settings: WE with ``λ`` (two models) or ``1/n`` each; CD with ``μ`` and ``T`` (0 = argmax)."""
+    if kind == "we":
+        return Combination.weighted(lam, n_models)
+    if kind == "cd":
+        return Combination("cd", 2, mu=mu, temperature=temperature)
+    raise ValueError(f"unknown combination {kind!r}: use 'we' (weighted ensemble) or 'cd' (contrastive decoding)")
+
+
+def default_proposer(kind: str, n_models: int, lam: float) -> int:
+    """Cor. 3.3: in a two-model WE the model with the larger weight proposes (α ≥ max(λ, 1 − λ)); otherwise
+    the smallest model (index 0) does."""
+    return 1 if kind == "we" and n_models == 2 and lam < 0.5 else 0
+
+
+def theorem_3_1(alpha: float, gamma: int, c: float) -> float:
+    """Naive-CoS speedup over standard collaborative decoding (no bonus token):
+    ``(1 − α^γ)(1 + c) / ((1 − α)(1 + cγ))``; ``c`` = proposer call time / verifier call time."""
+    if alpha >= 1:
+        return gamma * (1 + c) / (1 + c * gamma)
+    return (1 - alpha**gamma) * (1 + c) / ((1 - alpha) * (1 + c * gamma))
+
+
+def theorem_3_6(alpha: float, gamma_q: int, gamma_p: int, c: float) -> float:
+    """CoS with the alternate proposal framework: ``(1 − α^γq)(1 + c) / ((1 − α)(1 + cγq − α^γp c))``."""
+    if alpha >= 1:
+        alpha = 1 - 1e-9
+    return (1 - alpha**gamma_q) * (1 + c) / ((1 - alpha) * (1 + c * gamma_q - alpha**gamma_p * c))
+
+
+def we_acceptance(proposer_probs: torch.Tensor, other_probs: torch.Tensor, lam: float) -> torch.Tensor:
+    """Exact Naive-CoS acceptance ``α = Σ min(q, r)`` with ``r = λ q + (1 − λ) p`` (Thm 3.2: ``α ≥ λ``)."""
+    r = lam * proposer_probs + (1 - lam) * other_probs
+    return torch.minimum(proposer_probs, r).sum(-1)

@@ -1,0 +1,150 @@
+"""The ``Profile``: the only place that knows the tiny profile from the paper profile.
+
+``Profile.load("tiny" | "paper", device=None, dtype=None)`` reads ``data/profiles/<name>.yaml`` and answers what
+every experiment asks of a profile:
+
+- where models come from: the tiny profile's are trained by this project and shipped under ``data/models/``; the
+  paper profile's are the papers' hub ids, loaded at the revisions its yaml pins (``specdec.hub``);
+- where data come from: ``data_source`` is ``"generated"`` (tiny tasks generated from seeds, shipped prompts) or
+  ``"hub"`` (the papers' datasets, from the local Hugging Face cache);
+- the results folder (``results/<name>``) and the committed base layer a store stands on;
+- the device (asked for, else the yaml's, else what torch sees) and dtype (asked for, else the yaml's);
+- how strict the verdicts are: on the tiny profile a claim whose evidence cannot be computed is an error
+  (every number is shipped), on the paper profile it is "not tested" (a machine may lack a model or a dataset).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from specdec import results, zoo
+from specdec.zoo import models
+
+SHIPPED = "tiny"  # the profile whose models and data ship with the repository
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One profile, loaded. ``spec``: its yaml as a dict (pairs, CoS sets, datasets, revisions, notebook
+    parameters). Build it with ``Profile.load``."""
+
+    name: str
+    device: str
+    dtype: torch.dtype | None
+    spec: dict = field(repr=False, default_factory=dict)
+
+    @classmethod
+    def load(cls, name: str, device: str | None = None, dtype: torch.dtype | str | None = None) -> Profile:
+        """The profile ``name`` on ``device`` (default: the yaml's ``device`` when torch sees it, else cpu) in
+        ``dtype`` (default: the yaml's; a name such as ``"bfloat16"`` is accepted). ``name`` may be a loaded
+        ``Profile``: returned as it is, or on the ``device`` / ``dtype`` asked for."""
+        if isinstance(name, Profile):  # a loaded profile, moved to another device or dtype if asked
+            if device is None and dtype is None:
+                return name
+            device = device if device is not None else name.device
+            return cls(
+                name.name, default_device(name.spec, device), default_dtype(name.spec, dtype or name.dtype), name.spec
+            )
+        spec = models.load_profile(name)  # a clear error for an unknown name
+        return cls(name=name, device=default_device(spec, device), dtype=default_dtype(spec, dtype), spec=spec)
+
+    # ---------------------------------------------------------------------------------------- what it is
+    @property
+    def shipped(self) -> bool:
+        """Whether its models and data ship with the repository (no network, no hub cache, CPU minutes)."""
+        return self.name == SHIPPED
+
+    @property
+    def strict(self) -> bool:
+        """Verdicts' strictness (``verdict.judge_all(strict=...)``): missing evidence is an error where every
+        number ships with the repository, "not tested" elsewhere."""
+        return self.shipped
+
+    @property
+    def data_source(self) -> str:
+        """``"generated"``: tiny tasks from seeds and shipped prompts; ``"hub"``: the papers' datasets."""
+        return "generated" if self.shipped else "hub"
+
+    @property
+    def device_type(self) -> str:
+        """``cpu`` / ``cuda`` / ``mps``: the ``device`` key column of result rows."""
+        return torch.device(self.device).type
+
+    # ------------------------------------------------------------------------------------------- models
+    def model_source(self, name: str) -> tuple[str | pathlib.Path, str | None]:
+        """``(where, revision)`` of a model the profile names: a shipped zoo folder (no revision) or a hub id at
+        its pinned revision (``None`` where the yaml leaves it unpinned)."""
+        if self.shipped:
+            return zoo.model_dir(name), None
+        return name, models.revision_of(self.spec, name)
+
+    def load_pair(self, pair: str = "default"):
+        """``(target, draft, tokenizer)`` of one of its pairs, on its device and dtype."""
+        return models.load_pair(self.name, pair, device=self.device, dtype=self.dtype)
+
+    def load_collab(self, name: str):
+        """``(models, tokenizer, combination kind)`` of one of its CoS model sets, on its device and dtype."""
+        return models.load_collab(self.name, name, device=self.device, dtype=self.dtype)
+
+    def collab_sets(self) -> list[str]:
+        """The names of its CoS model sets."""
+        return list(self.spec.get("collab", {}))
+
+    def datasets(self, paper: str | None = None) -> list[dict]:
+        """The datasets its yaml lists (``id``, ``config``, ``split``, ``paper``), those of ``paper`` if given; the
+        tiny profile lists none (its data are generated or shipped)."""
+        rows = self.spec.get("datasets") or []
+        return [r for r in rows if paper is None or paper.lower() in str(r.get("paper", "")).lower()]
+
+    def notebook_params(self, notebook: str) -> dict:
+        """Parameters its yaml sets for a notebook (``notebook_params``, by file-name prefix such as ``"20_"``)."""
+        table = self.spec.get("notebook_params") or {}
+        return dict(next((v for k, v in table.items() if notebook.startswith(k)), {}) or {})
+
+    # ------------------------------------------------------------------------------------------ results
+    @property
+    def results_dir(self) -> pathlib.Path:
+        """Where its new rows are written (``results/<name>``, under ``SPECDEC_OUTPUT_DIR`` when set)."""
+        return results.RESULTS / self.name
+
+    def store(self, table: str, key: list[str], base: pathlib.Path | None = results.COMMITTED, **kw: Any):
+        """A ``ResultStore`` of its table ``table`` keyed by ``key``, standing on the committed base layer."""
+        return results.ResultStore(self.name, table, key, base=base, **kw)
+
+    def provenance(self) -> dict:
+        """What a store records with its rows about the profile."""
+        return dict(profile=self.name, device=self.device, dtype=str(self.dtype).removeprefix("torch."))
+
+    def use_threads(self) -> None:
+        """On a CPU the tiny models run single-threaded: for models this small threads cost more than they give,
+        and one thread keeps a row's walltime comparable with the committed ones'."""
+        if self.device_type == "cpu":
+            torch.set_num_threads(1)
+
+
+def default_device(spec: dict, device: str | None = None) -> str:
+    """``device`` if given (checked: torch must know it), else the profile's when torch sees it, else cpu."""
+    if device is not None:
+        torch.device(device)  # a clear error for a typo
+        return str(device)
+    wanted = str(spec.get("device", "cpu"))
+    if torch.device(wanted).type == "cuda" and not torch.cuda.is_available():
+        return "cpu"
+    if torch.device(wanted).type == "mps" and not torch.backends.mps.is_available():
+        return "cpu"
+    return wanted
+
+
+def default_dtype(spec: dict, dtype: torch.dtype | str | None = None) -> torch.dtype | None:
+    """``dtype`` if given (a ``torch.dtype`` or its name), else the profile's (``None``: the saved config's)."""
+    value = dtype if dtype is not None else spec.get("dtype")
+    if value is None or isinstance(value, torch.dtype):
+        return value
+    found = getattr(torch, str(value).removeprefix("torch."), None)
+    if not isinstance(found, torch.dtype):
+        raise ValueError(f"unknown dtype {value!r}: use a torch dtype name such as 'float32' or 'bfloat16'")
+    return found

@@ -1,0 +1,497 @@
+"""Multilingual experiments on the one harness: the specialised drafters (Yi et al.) beside plain decoding.
+
+Methods (``tables.METHODS``) all decode with the same target, so at T = 0 they must give the very tokens of plain
+(autoregressive) decoding — a run asserts it — and at T = 1 they sample from the same distribution:
+
+- ``ar``: plain decoding (the baseline), ``sps-generic``: SpS with the generic drafter (like vicuna-68m),
+- ``sps-f`` / ``sps-pf``: SpS with the pair's finetune-only (F) / pretrain-and-finetune (P-F) drafter,
+- ``pld``: prompt lookup decoding (n-gram copy from the context, no model).
+
+``Drafters(profile)`` says which model each ``ml-*`` zoo name stands for under a profile (tiny: the shipped zoo;
+paper: Vicuna-7B v1.3, vicuna-68m and the drafters the paper-scale recipe trained) and loads each once. ``grid``
+is a notebook table: one ``Experiment`` per (pair, temperature, seed) whose requests are the pair's prompts (each
+with its own sampling seed, ``prompt_seed``) and whose methods run back to back per prompt. Block efficiency τ (new
+tokens per target call, the paper's "acceptance length") is hardware-independent and carries the findings; speed is
+reported as expected (``τ / (γ · T_q/T_p + 1)``) and measured (side-by-side walltime ratio), named with its device.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pathlib
+import random
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from specdec import bench, results, validate, zoo
+from specdec.drafters import PromptLookupDrafter
+from specdec.engine import generate
+from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite
+from specdec.harness.profile import Profile
+from specdec.hub import ModelNotAvailableError
+from specdec.multilingual import parallel
+from specdec.multilingual.hubdata import load_paper_prompts
+from specdec.multilingual.recipe import chrf
+from specdec.multilingual.tables import METHODS
+from specdec.sampling import SamplingConfig
+from specdec.zoo.models import load, load_tokenizer, revision_of, weights_identity
+from specdec.zoo.models import weights_digest as combine_weights
+from specdec.zoo.tasks import encode, text_digest
+
+LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
+# every parameter that changes a row, the device included (rows carry walltimes)
+# and ``weights``, a digest of the target's and the method's drafter's weights (``Drafters.weights_digest``): a
+# retrained model never reuses the rows of the one it replaces; ``request``, the ``text_digest`` of the prompt's
+# text: a prompt id that names another text (a new prompt template) is computed again
+KEYS = [
+    "pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "device", "prompt", "request", "method",
+    "weights",
+]  # fmt: skip
+GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
+TRAIN_COMMAND = "python -m specdec.multilingual.train --profile paper all --out $SPECDEC_ML_DRAFTERS"
+
+
+def drafter_name(method: str, lang: str) -> str | None:
+    """The zoo model behind a method for a pair X → En (``None`` for ``ar`` and ``pld``)."""
+    validate.choice("multilingual method", method, METHODS)
+    return {"sps-generic": "ml-draft-generic", "sps-f": f"ml-draft-f-{lang}", "sps-pf": f"ml-draft-pf-{lang}"}.get(
+        method
+    )
+
+
+def table1_drafters(pair: str) -> dict:
+    """``{method: spec}`` of Table 1 for a pair ``"x-en"``: plain decoding first, then every SD method."""
+    x = pair.split("-")[0]
+    return {m: ("pld" if m == "pld" else drafter_name(m, x)) for m in METHODS}
+
+
+def drafters_dir() -> pathlib.Path:
+    """Where the paper profile looks for its trained ``ml-*`` drafters: ``$SPECDEC_ML_DRAFTERS``, else
+    ``$HF_HOME/specdec-ml-drafters``."""
+    default = pathlib.Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser() / "specdec-ml-drafters"
+    return pathlib.Path(os.environ.get("SPECDEC_ML_DRAFTERS", default))
+
+
+class Drafters:
+    """The ``ml-*`` zoo names of a profile: which model each stands for, each loaded once (drafters are shared by many
+    cells), the target's tokenizer and the ``weights`` key of every method.
+
+    tiny: the shipped ``ml-*`` zoo on the CPU (float32). paper: ``ml-target`` is the target of ``paper.yaml``'s
+    ``multilingual`` pair (Vicuna-7B v1.3), ``ml-draft-generic`` its draft (vicuna-68m), and every other ``ml-*``
+    drafter a ``save_pretrained`` directory of that name in ``drafters_dir()`` (F / P-F drafters trained for the
+    Vicuna tokenizer; none is published), on the profile's device and dtype."""
+
+    def __init__(self, profile):
+        self.profile = Profile.load(profile)
+        self._models: dict = {}
+        self._digests: dict = {}
+
+    def source(self, name: str) -> str:
+        """The id or directory a zoo name stands for."""
+        if self.profile.shipped:
+            return name
+        pair = self.profile.spec["pairs"]["multilingual"]
+        if name in ("ml-target", "ml-draft-generic"):
+            return pair["target" if name == "ml-target" else "draft"]
+        path = drafters_dir() / name
+        if not (path / "config.json").exists():
+            raise ModelNotAvailableError(
+                f"paper profile: no drafter {name!r} at {path}. The F / P-F drafters are trained per language pair "
+                f"by the paper-scale recipe ({TRAIN_COMMAND}, README 'Paper profile'), which saves them there; or set "
+                "SPECDEC_ML_DRAFTERS to the folder that holds them."
+            )
+        return str(path)
+
+    def load(self, name: str):
+        """The model a zoo name stands for, in eval mode, loaded once."""
+        if name not in self._models:
+            source = self.source(name)
+            if self.profile.shipped:  # the zoo as saved (float32) on the CPU
+                self._models[name] = load(name, with_tokenizer=False)[0]
+            else:
+                revision = revision_of(self.profile.spec, source)
+                device, dtype = self.profile.device, self.profile.dtype
+                self._models[name] = load(source, device=device, dtype=dtype, with_tokenizer=False, revision=revision)[
+                    0
+                ]
+        return self._models[name]
+
+    @functools.cached_property
+    def tokenizer(self):
+        """The target's tokenizer (tiny: the zoo's shared one; paper: Vicuna's)."""
+        if self.profile.shipped:
+            return load_tokenizer(zoo.TOKENIZER_DIR)
+        source = self.source("ml-target")
+        return load_tokenizer(source, revision=revision_of(self.profile.spec, source))
+
+    def identity(self, name: str) -> str:
+        """``zoo.models.weights_identity`` of a zoo name's model (tiny: the shipped folder; paper: the trained
+        drafters' folder, or ``hub id@pinned revision``)."""
+        source = self.source(name)
+        if self.profile.shipped:
+            return weights_identity(zoo.model_dir(source))
+        return weights_identity(source, revision_of(self.profile.spec, source))  # a folder is hashed, an id is not
+
+    def weights_digest(self, spec) -> str:
+        """The ``weights`` key of a row: 12 hex digits of the sha256 of the target's weights and, for a drafter model
+        ``spec``, the drafter's (plain decoding and PLD: the target's only)."""
+        if spec not in self._digests:
+            parts = [self.identity("ml-target")]
+            if spec not in (None, "", "pld"):
+                parts.append(self.identity(spec))
+            self._digests[spec] = combine_weights(*parts)
+        return self._digests[spec]
+
+    def make_drafter(self, spec):
+        """``None`` (plain decoding), ``"pld"`` (a fresh ``PromptLookupDrafter``) or a zoo model name."""
+        if spec is None:
+            return None
+        if spec == "pld":
+            return PromptLookupDrafter(max_ngram=3, min_ngram=1)
+        return self.load(spec)
+
+    def decode_text(self, output_ids: list[int]) -> str:
+        """Output ids → text, without ``</s>`` and surrounding space."""
+        eos = self.tokenizer.eos_token_id
+        return self.tokenizer.decode([t for t in output_ids if t != eos], skip_special_tokens=True).strip()
+
+    def architecture(self, name: str) -> str:
+        """A label for a zoo model's shape ("llama h64 L2 mlp192 heads4"): models of one shape cost the same."""
+        c = self.load(name).config
+        return (
+            f"llama h{c.hidden_size} L{c.num_hidden_layers} mlp{c.intermediate_size} heads{c.num_attention_heads}"
+            f" V{c.vocab_size}"
+        )
+
+    def training_summary(self) -> pd.DataFrame:
+        """One row per trained model (parameters, device, seconds, …): tiny, ``data/multilingual/ml_training.csv``;
+        paper, the ``ml_training.csv`` the paper-scale recipe wrote into ``drafters_dir()``."""
+        if self.profile.shipped:
+            return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
+        path = drafters_dir() / "ml_training.csv"
+        if not path.exists():
+            raise ModelNotAvailableError(f"paper profile: no {path}; train the drafters first ({TRAIN_COMMAND})")
+        return pd.read_csv(path)
+
+    def budget_grid(self, lang: str = "de") -> pd.DataFrame:
+        """The finetune-budget grid of F and P-F drafters for ``lang``: recipe, budget, finetune_tokens and the
+        model to load (the largest budget is the main drafter, ``same_as``)."""
+        df = self.training_summary()
+        df = df[(df.lang == lang) & df.model.str.contains(r"-b\d+$", regex=True) & df.recipe.isin(["F", "P-F"])]
+        out = df.assign(load=df.same_as.fillna(df.model))
+        return (
+            out[["model", "load", "recipe", "finetune_budget", "finetune_tokens"]]
+            .sort_values(["recipe", "finetune_budget"])
+            .reset_index(drop=True)
+        )
+
+
+# --------------------------------------------------------------------------------------------- prompts
+def prompt_set(
+    drafters: Drafters, source: str, src: str, tgt: str, n: int | None, *, max_prompt_tokens: int = 96, seed: int = 0
+) -> list[dict]:
+    """``n`` held-out translation prompts ``src`` → ``tgt`` (seeded sample, prompts ≤ ``max_prompt_tokens``);
+    ``n=None``: every held-out pair of the direction (of at most ``max_prompt_tokens``), in file order.
+
+    Each row is ``parallel.direction_prompt`` plus ``ids`` (``LongTensor[L]``: ``<s>`` + prompt ids). A profile whose
+    data come from the hub loads the paper's WMT / IWSLT sets instead (``load_paper_prompts``; ``None``: the whole
+    set)."""
+    if n is not None:
+        n = validate.integer("n", n, minimum=1, hint="prompts per direction; None = every held-out pair")
+    validate.choice("source", source, parallel.SOURCES)
+    if drafters.profile.data_source == "hub":
+        rows = load_paper_prompts(src, tgt, n, generalization=source == "sphinx")
+        return [{**r, "ids": encode(drafters.tokenizer, r["prompt"])} for r in rows]
+    rows = [parallel.direction_prompt(r) for r in parallel.joined_pairs(source, src, tgt, "heldout")]
+    rows = [{**r, "ids": encode(drafters.tokenizer, r["prompt"])} for r in rows]
+    rows = [r for r in rows if len(r["ids"]) <= max_prompt_tokens]
+    if n is None:
+        return rows
+    if len(rows) < n:
+        raise ValueError(
+            f"only {len(rows)} held-out {source} prompts {src}->{tgt} of <= {max_prompt_tokens} tokens; asked for {n}"
+        )
+    return random.Random(f"{seed}:{source}:{src}-{tgt}").sample(rows, n)
+
+
+# --------------------------------------------------------------------------------------------- running
+def prompt_seed(seed: int, prompt_id: str) -> int:
+    """The sampling seed of one run: the run's ``seed`` and its prompt's id, nothing else (not the prompt's place
+    in a sample, so a stored row's key fixes its output whatever ``n`` the run used)."""
+    return 10_007 * seed + zlib.crc32(str(prompt_id).encode()) % 10_007
+
+
+def result_row(drafters: Drafters, spec, res, reference_ids, prompt: dict) -> dict:
+    """The stored columns of one decode: τ, α, timings, ``same_as_ar`` (its tokens equal plain decoding's; empty
+    without a plain run), the output text and its chrF against the prompt's reference."""
+    text = drafters.decode_text(res.output_ids)
+    return {
+        "drafter": spec or "",
+        "new_tokens": res.new_tokens,
+        "target_calls": res.target_calls,
+        "block_efficiency": res.block_efficiency,
+        "accepted": sum(res.accepted_per_block),
+        "drafted": sum(res.drafted_per_block),
+        "total_time": res.total_time,
+        "prefill_time": res.prefill_time,
+        "draft_time": res.draft_time,
+        "tokens_per_second": res.tokens_per_second,
+        "same_as_ar": res.output_ids == reference_ids if reference_ids is not None else "",
+        "chrf": chrf(text, prompt["reference"]),
+        "text": text,
+    }
+
+
+def decode(drafters: Drafters, target, spec, prompt_ids, *, gamma: int, setting: Setting):
+    """One decode of a method's drafter ``spec`` (``engine.generate``; stops at the target's ``</s>``)."""
+    return generate(
+        target,
+        prompt_ids,
+        drafters.make_drafter(spec),
+        gamma=gamma,
+        max_new_tokens=setting.max_new_tokens,
+        sampling=setting.sampling,
+        eos_token_id=drafters.tokenizer.eos_token_id,
+        seed=setting.seed,
+    )
+
+
+def check_methods(methods: dict) -> None:
+    """A typo in a method name must not store plain decoding under it: only ``ar`` may have no drafter."""
+    for method, spec in methods.items():
+        if spec is None and method != "ar":
+            raise ValueError(
+                f"method {method!r} has no drafter (spec None): only 'ar' is plain decoding; give a zoo drafter "
+                f"name or 'pld' (drafter_name(method, lang) knows {METHODS})"
+            )
+
+
+def run_group(
+    drafters: Drafters, target, methods: dict, prompt: dict, *, gamma: int, temperature: float, seed: int,
+    max_new_tokens: int,
+) -> list[dict]:  # fmt: skip
+    """Every method of ``methods`` (``{method: spec}``, ``ar`` first) on one prompt, back to back, outside any store
+    (``recompute``): rows of ``method`` + ``result_row``'s columns. At T = 0 raises ``AssertionError`` if a method's
+    tokens differ from plain decoding's."""
+    check_methods(methods)
+    setting = Setting(max_new_tokens, SamplingConfig(temperature=temperature), seed)
+    rows, reference_ids = [], None
+    for method, spec in methods.items():
+        res = decode(drafters, target, spec, prompt["ids"], gamma=gamma, setting=setting)
+        if method == "ar":
+            reference_ids = res.output_ids
+        elif temperature == 0 and reference_ids is not None:
+            assert res.output_ids == reference_ids, (
+                f"greedy {method} differs from plain decoding on {prompt['id']}: lossless SD is broken"
+            )
+        rows.append({"method": method, **result_row(drafters, spec, res, reference_ids, prompt)})
+    return rows
+
+
+def cell(store, drafters: Drafters, target, pair: str, rows, methods: dict, *, source: str, gamma: int,
+         temperature: float, seed: int, max_new_tokens: int, warm_up=None) -> Experiment:  # fmt: skip
+    """One (pair, temperature, seed) of a grid: every method of ``methods`` (``{method: spec}``) on every prompt of
+    ``rows``, back to back per prompt, plain decoding (``ar``) first: the reference whose tokens every other method's
+    are compared with (``same_as_ar``; at T = 0 a difference stops the run: lossless SD is broken). Each prompt
+    samples with its own seed (``prompt_seed``)."""
+    check_methods(methods)
+    setting = Setting(max_new_tokens, SamplingConfig(temperature=temperature), seed)
+    reference_ids: dict = {}  # prompt id -> plain decoding's tokens, decoded in this run (or again, when stored)
+
+    def method(name: str, spec) -> Method:
+        def decode_one(request: Request, setting: Setting):
+            return decode(drafters, target, spec, request.prompt_ids, gamma=gamma, setting=setting)
+
+        def row(request: Request, res) -> dict:
+            if name == "ar":
+                reference_ids[request.id] = res.output_ids
+            elif "ar" in methods and request.id not in reference_ids:  # plain decoding is stored: decode it again
+                plain = decode(
+                    drafters, target, None, request.prompt_ids, gamma=gamma, setting=setting.for_request(request)
+                )
+                reference_ids[request.id] = plain.output_ids
+            ref = reference_ids.get(request.id)
+            if temperature == 0 and ref is not None:
+                assert res.output_ids == ref, (
+                    f"greedy {name} differs from plain decoding on {request.id}: lossless SD is broken"
+                )
+            return result_row(drafters, spec, res, ref, request.data)
+
+        return Method(decode=decode_one, params=dict(weights=drafters.weights_digest(spec)), row=row)
+
+    requests = [
+        Request(
+            r["id"],
+            r["ids"],
+            dict(prompt=r["id"], request=text_digest(r["prompt"])),
+            data=r,
+            seed=prompt_seed(seed, r["id"]),
+        )
+        for r in rows
+    ]
+    device = next(target.parameters()).device.type
+    fixed = dict(pair=pair, source=source, gamma=gamma, max_new_tokens=max_new_tokens, temperature=temperature)
+    return Experiment(
+        store,
+        requests,
+        {name: method(name, spec) for name, spec in methods.items()},
+        fixed=dict(fixed, seed=seed, device=device),
+        setting=setting,
+        reference="ar" if "ar" in methods else None,
+        row=lambda request, result: {},  # the methods' own rows (``result_row``)
+        output_column="text",
+        lossless_column=None,  # ``same_as_ar`` is the committed tables' column
+        warm_up=warm_up,
+        provenance=results.model_provenance(target=target),
+        desc=f"{pair} T={temperature:g} seed {seed}",
+    )
+
+
+def grid(drafters: Drafters, store, prompts: dict, drafters_for, *, gamma: int, temperatures, seeds,
+         max_new_tokens: int, source: str = "django") -> Suite:  # fmt: skip
+    """A notebook table: ``drafters_for(pair)`` (``{method: spec}``) on every prompt of ``prompts`` (``{pair: rows}``)
+    at every temperature (T = 0 once, T > 0 for each seed), one ``cell`` each, on ``store`` (keys ``KEYS``).
+    ``context``: ``references`` (``{prompt id: reference}``) and ``target``."""
+    from specdec.multilingual.tables import references
+
+    target = drafters.load("ml-target")
+    suite = Suite(store, references=references(prompts), target=target)
+    warm = []
+
+    def warm_up():  # the first calls of a model pay one-time costs: warm every model up once, untimed
+        if not warm:
+            pair, rows = next(iter(prompts.items()))
+            run_group(
+                drafters, target, drafters_for(pair), rows[0], gamma=gamma, temperature=0.0, seed=0, max_new_tokens=8
+            )
+            warm.append(True)
+
+    for pair, rows in prompts.items():
+        for t in temperatures:
+            for s in [GREEDY_SEED] if t == 0 else seeds:
+                suite.add(cell(store, drafters, target, pair, rows, drafters_for(pair), source=source, gamma=gamma,
+                               temperature=t, seed=s, max_new_tokens=max_new_tokens, warm_up=warm_up))  # fmt: skip
+    return suite
+
+
+def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
+    """Decode the stored rows of ``keys`` (rows of ``KEYS`` plus ``drafter``, the method's spec as stored: a zoo
+    name, ``pld`` or empty for plain decoding; ``weights`` may be left out) again and return the fresh rows
+    (``KEYS`` + ``result_row``'s columns; ``weights`` that of the models as they are now) in the order of ``keys``.
+    Every prompt is looked up among all held-out pairs of its direction and source, with its row's seed
+    (``prompt_seed``); plain decoding runs first, so ``same_as_ar`` is recomputed too, unless the key says
+    ``plain_first=False`` (a grid without an ``ar`` method, as notebook 32's: its rows' ``same_as_ar`` is empty).
+    The tests run this in a subprocess with another CPU vector width and demand the committed rows back (every
+    column but the walltime ones)."""
+    import torch
+
+    torch.set_num_threads(1)
+    drafters = Drafters(profile)
+    target = drafters.load("ml-target")
+    prompts, out = {}, []
+    for key in keys:
+        pair, source = str(key["pair"]), str(key["source"])
+        if (pair, source) not in prompts:
+            prompts[pair, source] = {r["id"]: r for r in prompt_set(drafters, source, *pair.split("-"), None)}
+        prompt = prompts[pair, source][str(key["prompt"])]
+        spec = key.get("drafter")
+        spec = None if spec is None or (isinstance(spec, float) and np.isnan(spec)) or spec == "" else str(spec)
+        methods = {str(key["method"]): spec}
+        if spec is not None and key.get("plain_first", True):  # as a grid: same_as_ar compares with its output
+            methods = {"ar": None, **methods}
+        point = dict(
+            gamma=int(key["gamma"]), temperature=float(key["temperature"]), max_new_tokens=int(key["max_new_tokens"])
+        )
+        rows = run_group(drafters, target, methods, prompt, seed=prompt_seed(int(key["seed"]), prompt["id"]), **point)
+        # the weights and text of today: a committed row of other weights or another text does not match it
+        today = {"weights": drafters.weights_digest(spec), "request": text_digest(prompt["prompt"])}
+        out.append({**{k: key[k] for k in KEYS if k not in today}, **today, **rows[-1]})
+    return pd.DataFrame(out)
+
+
+# The columns of a stored row that do not depend on the machine's speed (``recompute`` must give them back).
+EXACT_COLUMNS = [
+    "drafter",
+    "new_tokens",
+    "target_calls",
+    "block_efficiency",
+    "accepted",
+    "drafted",
+    "same_as_ar",
+    "chrf",
+    "text",
+]
+
+
+def store(profile, table: str) -> results.ResultStore:
+    """A multilingual runs table (``ml_main``, ``ml_tokens``, ``ml_size``, …; keys ``KEYS``). It stands on the
+    committed one (``results.COMMITTED``, read-only), so under ``make test`` (an empty ``SPECDEC_OUTPUT_DIR``)
+    the notebooks read the committed runs of every held-out pair and compute only keys that are not there;
+    ``tests/test_committed_results.py`` recomputes a sample of them (``recompute``)."""
+    return Profile.load(profile).store(table, KEYS)
+
+
+def latency_store(profile) -> results.ResultStore:
+    """The ``T_q/T_p`` table of ``latency_ratios`` (keys drafter, device, S) on the committed one, like ``store``:
+    the committed runs are read with the ratios measured beside them when the device is the same."""
+    return Profile.load(profile).store("ml_latency", ["drafter", "device", "S"])
+
+
+def latency_ratios(store, drafters: Drafters, names: list[str], context: int = 48, repeats: int = 50) -> dict:
+    """``T_q/T_p`` per drafter model (one-token call at ``S = context``, ``bench.latency_ratio``).
+
+    Drafters of one architecture cost the same, so the ratio is measured once per architecture (on its first
+    drafter) and per device and kept in ``store`` (keys drafter = architecture label, device, S): one number
+    per shape keeps machine noise from ranking drafters that only differ in their weights. Prompt lookup has
+    no model: its ratio is 0."""
+    target = drafters.load("ml-target")
+    device = bench.describe_device(next(target.parameters()).device)
+    shapes = {name: drafters.architecture(name) for name in names if name and name != "pld"}
+    for name, shape in shapes.items():
+        if not store.done(drafter=shape, device=device, S=context):
+            ratio = bench.latency_ratio(target, drafters.load(name), context, repeats)
+            store.append([{"drafter": shape, "device": device, "S": context, "latency_ratio": ratio}])
+    frame = store.frame()
+    frame = frame[(frame.device == device) & (frame.S == context)]
+    by_shape = dict(zip(frame.drafter, frame.latency_ratio.astype(float)))
+    out = {name: by_shape[shape] for name, shape in shapes.items()}
+    out["pld"] = 0.0
+    return out
+
+
+def translatable_set(frame: pd.DataFrame, drafters: Drafters, quantile: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Table 7's evaluation set: the held-out prompts the target demonstrably translates (the paper's target,
+    Vicuna 7B, translates IWSLT14; a set it cannot translate tests nothing about the drafters).
+
+    ``frame``: stored rows with plain decoding at T = 0 (``method`` "ar"; prompts of one ``source``). Per pair, each
+    output's sentence chrF against its own reference is compared with chance: the chrF of the pair's outputs
+    against the reference of another prompt of the pair (a derangement seeded by ``seed`` and the pair); a prompt is
+    translatable when its chrF exceeds the ``quantile`` of that chance distribution. The set depends on the target
+    alone, never on a drafter. Returns one row per prompt: pair, prompt, chrf, chance_chrf, threshold,
+    translatable."""
+    from specdec.multilingual.recipe import derangement
+
+    ar = frame[(frame.method == "ar") & (frame.temperature == 0)].drop_duplicates(["pair", "prompt"])
+    out = []
+    for (pair, source), g in ar.groupby(["pair", "source"], sort=True):
+        refs = {r["id"]: r["reference"] for r in prompt_set(drafters, source, *pair.split("-"), None)}
+        texts, prompts = g.text.fillna("").tolist(), g.prompt.astype(str).tolist()
+        perm = derangement(len(prompts), random.Random(f"{seed}:{pair}")) if len(prompts) > 1 else [0]
+        own = [chrf(t, refs[p]) for t, p in zip(texts, prompts)]
+        chance = [chrf(t, refs[prompts[j]]) for t, j in zip(texts, perm)]
+        threshold = float(np.quantile(chance, quantile))
+        out += [
+            {
+                "pair": pair,
+                "prompt": p,
+                "chrf": c,
+                "chance_chrf": x,
+                "threshold": threshold,
+                "translatable": c > threshold,
+            }
+            for p, c, x in zip(prompts, own, chance)
+        ]
+    return pd.DataFrame(out)
