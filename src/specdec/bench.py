@@ -422,17 +422,19 @@ ENGINE_VALIDITY = {
 }
 
 
-def findings_from_results(profile: str = "tiny", root=None, pair: str = "default") -> list[Verdict]:
+def findings_from_results(
+    profile: str = "tiny", root=None, pair: str = "default", strict: bool = True
+) -> list[Verdict]:
     """Notebook 01's findings on a results folder (``root/<profile>``, default ``results.RESULTS``): ``iid_verdict``
     on the τ sweep (``tau_vs_gamma.csv``) of the profile's current weights (its largest prompt set), and
     ``engine_verdict`` of ``pair`` (``engine_efficiency.csv`` with its per-prompt ``engine_speed_rows.csv``).
-    Raises ``ValueError`` when a table holds no row of the current weights."""
+    Raises ``ValueError`` when a table holds no row of the current weights. ``strict``: the caller's profile's
+    strictness (``harness.Profile.strict``; the core does not know profiles)."""
     import pathlib
 
     import pandas as pd
 
     from specdec import results
-    from specdec.harness.profile import Profile
     from specdec.zoo.models import load_profile, pair_weights
 
     folder = pathlib.Path(root or results.RESULTS) / profile
@@ -456,7 +458,7 @@ def findings_from_results(profile: str = "tiny", root=None, pair: str = "default
     engine = engine_verdict(timed.to_dict("records"), int(last.gamma), last.latency_ratio, last.verify_cost)
     machine = f"measured walltime, {last.device}; c {last.latency_ratio:.2f}, verify {last.verify_cost:.2f} steps"
     speed = engine_speed_verdict(timed.to_dict("records"), machine=machine)
-    return judge_all([iid_verdict(sweep), engine, speed], ENGINE_VALIDITY, strict=Profile.load(profile).strict)
+    return judge_all([iid_verdict(sweep), engine, speed], ENGINE_VALIDITY, strict=strict)
 
 
 def random_model(config: dict, dtype=None, device="cpu"):

@@ -111,6 +111,12 @@ class Profile:
         """Where its new rows are written (``results/<name>``, under ``SPECDEC_OUTPUT_DIR`` when set)."""
         return results.RESULTS / self.name
 
+    @property
+    def findings_root(self) -> pathlib.Path:
+        """The results folder its findings read: the committed tables where every number ships with the
+        repository, the run's own ``results/`` elsewhere."""
+        return results.COMMITTED if self.shipped else results.RESULTS
+
     def store(self, table: str, key: list[str], base: pathlib.Path | None = results.COMMITTED, **kw: Any):
         """A ``ResultStore`` of its table ``table`` keyed by ``key``, standing on the committed base layer."""
         return results.ResultStore(self.name, table, key, base=base, **kw)
