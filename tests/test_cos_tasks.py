@@ -14,6 +14,7 @@ import time
 import pytest
 
 from specdec import hub
+from specdec.cos import arithmetic as ca
 from specdec.cos import tasks as ct
 
 # Each template's answer from its stored numbers, written independently of the generator.
@@ -28,6 +29,11 @@ ANSWERS = {
     "ages": lambda x: 2 * x["age"] + x["older_by"] + 2 * x["years"],
     "school": lambda x: x["classes"] * x["per_class"] - x["absent"],
     "sale": lambda x: x["count"] * (x["price"] - x["discount"]),
+    # held out: the test split's templates
+    "recipe": lambda x: x["needed"] / x["batch"] * x["wanted"],
+    "garden": lambda x: x["rows"] * x["per_row"] - x["lost"],
+    "bus": lambda x: x["start"] - x["off1"] + x["on1"] - x["off2"],
+    "tank": lambda x: (x["capacity"] - x["already"]) / x["rate"],
 }
 EQUATION = re.compile(r"(\d+(?: [-+*/] \d+)+) = (\d+)")
 
@@ -325,3 +331,17 @@ def test_paper_rows_have_the_tiny_rows_shape(monkeypatch):
             "article": "A long article.",
         }
     ]
+
+
+def test_no_test_problem_repeats_a_training_template(monkeypatch):
+    """GSM8K's test problems are other problems than its training ones: the tiny test split comes from templates
+    no training document was written from, so no test problem shares an 8-word numbers-free stretch of question or
+    solution with the training split."""
+    train = ca.arithmetic(3000, "train")
+    test = ca.arithmetic(300, "test")
+    assert {r["template"] for r in train} == set(ca.ARITHMETIC_TEMPLATES)
+    assert {r["template"] for r in test} == set(ca.HELD_OUT_TEMPLATES)
+    assert ca.template_overlap(test, train) == 0
+    # the check can fail: test problems drawn from the training templates (other numbers) all overlap
+    monkeypatch.setattr(ca, "HELD_OUT_TEMPLATES", ca.ARITHMETIC_TEMPLATES)
+    assert ca.template_overlap(ca.arithmetic(16, "test"), train) == 16

@@ -1,13 +1,16 @@
 """GSM8K-like word problems for the CoS task suites (``specdec.cos.tasks``): templates with worked solutions.
 
-Each template of ``ARITHMETIC_TEMPLATES`` draws its quantities from a ``random.Random`` and writes the question
-and a multi-step solution in full sentences, every equation written out (``3 * 4 = 12``); ``arithmetic`` draws
-distinct questions of one split (hash-based, so train and test never share a question).
+Each template draws its quantities from a ``random.Random`` and writes the question and a multi-step solution in
+full sentences, every equation written out (``3 * 4 = 12``); ``arithmetic`` draws distinct questions of one split.
+The train split comes from ``ARITHMETIC_TEMPLATES``, the test split from ``HELD_OUT_TEMPLATES`` only: a test
+problem's story and wording were never trained on, as GSM8K's test problems are other problems than its training
+ones (``template_overlap`` measures it).
 """
 
 from __future__ import annotations
 
 import random
+import re
 
 from specdec.cos.rows import check_n, check_split, hash_split, max_tries, short_hash
 
@@ -279,6 +282,87 @@ ARITHMETIC_TEMPLATES = {
 }
 
 
+# Held-out templates: the test split draws only from these, and no training document was written from them, so a
+# test problem is new in its story and its wording, not only in its numbers (GSM8K's test problems are other
+# problems than its training ones). ``template_overlap`` checks it.
+_CROPS = ["tomato", "carrot", "pepper", "bean", "lettuce", "pumpkin"]
+_PORTIONS = [("cake", "cakes"), ("pie", "pies"), ("pizza", "pizzas"), ("loaf of bread", "loaves of bread")]
+_INGREDIENTS = ["cups of flour", "eggs", "spoons of sugar", "grams of butter"]
+
+
+def _t_recipe(rng):
+    singular, plural = rng.choice(_PORTIONS)
+    ingredient = rng.choice(_INGREDIENTS)
+    per, batch, wanted = rng.randint(2, 9), rng.randint(2, 4), rng.randint(3, 12)
+    needed = per * batch
+    answer = per * wanted
+    question = (
+        f"A recipe uses {needed} {ingredient} to make {batch} {plural}. How many {ingredient} are needed to "
+        f"make {wanted} {plural}?"
+    )
+    solution = (
+        f"One {singular} takes {needed} / {batch} = {per} {ingredient}. For {wanted} {plural} the baker needs "
+        f"{per} * {wanted} = {answer} {ingredient}."
+    )
+    return question, solution, answer, {"needed": needed, "batch": batch, "wanted": wanted}
+
+
+def _t_garden(rng):
+    crop = rng.choice(_CROPS)
+    rows, per_row = rng.randint(3, 12), rng.randint(4, 20)
+    planted = rows * per_row
+    lost = rng.randint(1, planted - 1)
+    answer = planted - lost
+    question = (
+        f"A gardener sets out {rows} rows of {crop} plants, {per_row} plants to a row. A late frost kills "
+        f"{lost} of them. How many {crop} plants survive?"
+    )
+    solution = (
+        f"The gardener sets out {rows} * {per_row} = {planted} plants. After the frost {planted} - {lost} = "
+        f"{answer} plants are left alive."
+    )
+    return question, solution, answer, {"rows": rows, "per_row": per_row, "lost": lost}
+
+
+def _t_bus(rng):
+    start = rng.randint(10, 60)
+    off1 = rng.randint(1, start - 1)
+    on1 = rng.randint(1, 30)
+    after1 = start - off1 + on1
+    off2 = rng.randint(1, after1 - 1)
+    after_off = start - off1
+    answer = after1 - off2
+    question = (
+        f"A bus leaves the depot carrying {start} passengers. At the first stop {off1} people step off and "
+        f"{on1} climb aboard. At the second stop {off2} people step off. How many passengers remain on the bus?"
+    )
+    solution = (
+        f"After {off1} step off, {start} - {off1} = {after_off} passengers remain, and with {on1} new riders "
+        f"there are {after_off} + {on1} = {after1}. At the second stop {after1} - {off2} = {answer} remain."
+    )
+    return question, solution, answer, {"start": start, "off1": off1, "on1": on1, "off2": off2}
+
+
+def _t_tank(rng):
+    rate, minutes = rng.randint(2, 15), rng.randint(3, 20)
+    already = rng.randint(5, 200)
+    capacity = already + rate * minutes
+    missing = capacity - already
+    answer = minutes
+    question = (
+        f"A water tank holds {capacity} liters. It already contains {already} liters, and a pump adds {rate} "
+        f"liters per minute. After how many minutes is the tank full?"
+    )
+    solution = (
+        f"The tank still lacks {capacity} - {already} = {missing} liters. At {rate} liters per minute the pump "
+        f"needs {missing} / {rate} = {answer} minutes."
+    )
+    return question, solution, answer, {"capacity": capacity, "already": already, "rate": rate}
+
+
+HELD_OUT_TEMPLATES = {"recipe": _t_recipe, "garden": _t_garden, "bus": _t_bus, "tank": _t_tank}
+
+
 def arithmetic(n: int, split: str = "test", seed: int = 0) -> list[dict]:
     """``n`` GSM8K-like word problems of one split (distinct questions; train and test never share one).
 
@@ -289,14 +373,16 @@ def arithmetic(n: int, split: str = "test", seed: int = 0) -> list[dict]:
     check_split(split)
     check_n(n, allow_none=False)
     rng = random.Random(f"gsm8k:{split}:{seed}")
-    names = sorted(ARITHMETIC_TEMPLATES)
+    templates = ARITHMETIC_TEMPLATES if split == "train" else HELD_OUT_TEMPLATES
+    names = sorted(templates)
     rows, seen = [], set()
     for _ in range(max_tries(n)):
         if len(rows) == n:
             break
         template = rng.choice(names)
-        question, solution, answer, numbers = ARITHMETIC_TEMPLATES[template](rng)
-        if question in seen or hash_split(question) != split:
+        question, solution, answer, numbers = templates[template](rng)
+        # train keeps its hash split, so its documents (and the shipped CoS zoo trained on them) stay as they were
+        if question in seen or (split == "train" and hash_split(question) != split):
             continue
         seen.add(question)
         rows.append(
@@ -313,3 +399,17 @@ def arithmetic(n: int, split: str = "test", seed: int = 0) -> list[dict]:
     if len(rows) < n:
         raise ValueError(f"could only generate {len(rows)} distinct {split} problems; ask for fewer")
     return rows
+
+
+def skeleton_ngrams(text: str, n: int = 8) -> set[tuple[str, ...]]:
+    """Word ``n``-grams of ``text`` with every number written ``#`` and case folded: what a template leaves of a
+    problem once its quantities are taken out."""
+    words = re.sub(r"\d+", "#", text.lower()).split()
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def template_overlap(test_rows: list[dict], train_rows: list[dict], n: int = 8) -> int:
+    """How many ``test_rows`` share a numbers-free word ``n``-gram (``skeleton_ngrams``) of their question and
+    worked solution with any of ``train_rows``: 0 means no test problem repeats a training template's wording."""
+    seen = set().union(*(skeleton_ngrams(r["prompt"] + r["reference"], n) for r in train_rows))
+    return sum(bool(skeleton_ngrams(r["prompt"] + r["reference"], n) & seen) for r in test_rows)
