@@ -4,9 +4,10 @@ A *setting* is one set of requests decoded by some of TABED's drafting methods (
 adaptive ensembles, ``algorithm.ENSEMBLES``) at one γ, window h, criterion and captioner: an ``Experiment`` whose
 reference is the target's own greedy decoding (method ``AR``), so every row is marked ``lossless`` against it. Rows
 are keyed by ``KEY``: the weights they ran with (``run_weights``) and the ``request_digest`` of their prompt and
-pixels, so a retrained model or a regenerated suite never reuses a stored row. ``benchmark`` (notebooks 10 and 13:
-Tables 1 / 10-14, Fig. 3), ``more_drafts`` (11: Table 2, the captioners), ``ablations`` (12: Table 3, the policies,
-γ) and ``latency_tau`` (14's fallback τ) are ``Suite``s of settings on one store standing on the committed rows.
+pixels, so a retrained model or a regenerated suite never reuses a stored row. ``benchmark`` (notebook 10: Tables
+1 / 10-14), ``weights`` (13: Fig. 3, the same runs), ``more_drafts`` (11: Table 2, the captioners), ``ablations``
+(12: Table 3, the policies, γ) and ``latency_tau`` (14's fallback τ) are ``Suite``s of settings on one store
+standing on the committed rows.
 """
 
 from __future__ import annotations
@@ -252,6 +253,12 @@ def benchmark(
     runs = loaded.store()
     experiment = setting(runs, loaded, rows, methods, gamma=gamma, max_new_tokens=max_new_tokens)
     return Suite(runs, [experiment], pair=loaded, requests=rows, rests=data.rests_on(rows))
+
+
+def weights(profile, **options) -> Suite:
+    """Fig. 3 (notebook 13): the per-block weights MT* chose, read from ``benchmark``'s runs (the same keys, so
+    nothing is decoded twice); ``options`` as ``benchmark``'s."""
+    return benchmark(profile, **options)
 
 
 def more_drafts(

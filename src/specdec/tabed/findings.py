@@ -452,7 +452,7 @@ def findings(
     ]
 
 
-def findings_from_results(profile: str = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
+def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
     """``findings`` on the committed ``results/<profile>/tabed_runs.csv`` with the notebooks' default settings
     (γ = 5, h = ALL, criterion KL, ``captioners.CAPTIONER``) and the paper's table of the profile's default pair;
     T5 on the MT* runs at every window in ``windows``; T1b by kind of follow-up from the tiny suite's rows.
