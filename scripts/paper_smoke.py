@@ -182,7 +182,7 @@ def paper_model_ids() -> set[str]:
 
 def parameters_for(notebook: pathlib.Path, dev: str, extra: dict | None = None) -> dict:
     """The notebook's smoke parameters (``COMMON``, its ``SMOKE`` entry, then ``extra``). A TABED ``pair`` needs
-    nothing more: notebook 10 compares with that pair's own paper numbers (``tabed.bench.pair_setting``)."""
+    nothing more: notebook 10 compares with that pair's own paper numbers (``tabed.tables.pair_setting``)."""
     from specdec.notebook_params import declared
 
     own = declared(notebook)  # COMMON's seed only where the notebook has one (the runner refuses undeclared names)

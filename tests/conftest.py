@@ -106,14 +106,14 @@ def random_llava(hidden_size=32, layers=2, seed=0, heads=2, kv_heads=2, vocab_si
 
 
 def tabed_runs(cells: dict, n: int = 8, noise: float = 0.05, seed: int = 0, difficulty: float = 0.5) -> pd.DataFrame:
-    """Stored-run rows of TABED (the columns ``specdec.tabed.bench`` and ``findings`` read), hand-built.
+    """Stored-run rows of TABED (the columns ``specdec.tabed.experiments`` and ``findings`` read), hand-built.
 
     cells: {(scenario, turn): {method: τ}}, τ a scalar (the cell's mean) or a list of ``n`` per-request values
     taken as they are. ``n`` requests per cell (row ids ``{scenario}-t{turn}-{i:03d}``), every method decoding
     the same requests: each request has its own difficulty (normal, sd ``difficulty``, shared by the methods)
     plus per-method noise (sd ``noise``). ``difficulty=0, noise=0`` gives every row its cell's τ exactly.
     """
-    from specdec.tabed.bench import GROUP
+    from specdec.tabed.data import GROUP
 
     rng = np.random.default_rng(seed)
     rows = []

@@ -7,7 +7,7 @@ These tests recompute a seeded random sample of committed rows in a subprocess t
 MKL at a *different* vector width than this process, and demand the committed values back.
 
 They are also what keeps the committed TABED, CoS and multilingual rows honest: those notebooks stand on them under
-``make test`` (``tabed_bench.store``, ``cos.experiments.store`` and ``multilingual.experiments.store`` have the
+``make test`` (``tabed.experiments.store``, ``cos.experiments.store`` and ``multilingual.experiments.store`` have the
 committed table as a read-only base layer; 20 requests / 16 prompts per cell / every held-out pair are too many to
 recompute in nbval), so a row made stale by a code change fails here (``results.stale_rows``): every method x scenario
 (TABED), set x task x method (CoS) or pair x method x temperature (multilingual) and every setting is sampled,
@@ -30,7 +30,7 @@ from specdec import results
 from specdec.cos import experiments as cx
 from specdec.cos import tables as ct
 from specdec.multilingual import experiments as mb
-from specdec.tabed import bench as tb
+from specdec.tabed import experiments as tb
 from specdec.zoo import ROOT
 
 
@@ -107,7 +107,7 @@ def test_the_tabed_sample_covers_every_method_scenario_and_setting():
 def test_a_sample_of_committed_tabed_runs_recomputes_exactly_at_another_vector_width():
     committed = pd.read_csv(ROOT / "results" / "tiny" / "tabed_runs.csv", dtype=str)
     sample = tabed_sample(committed)
-    fresh = recompute_elsewhere("specdec.tabed.bench", sample[tb.KEY].to_dict("records"))
+    fresh = recompute_elsewhere("specdec.tabed.experiments", sample[tb.KEY].to_dict("records"))
     exact = ["output", "accepted", "new_tokens", "target_calls", "lossless", "active"]
     assert results.stale_rows(sample, fresh, tb.KEY, exact, {"block_efficiency": 1e-6}) == []
     for (_, old), (_, new) in zip(sample.iterrows(), fresh.iterrows()):

@@ -164,7 +164,7 @@ def test_the_paper_path_loads_every_dataset_at_its_pinned_commit(monkeypatch):
     import datasets
 
     from specdec.aasd import bench as aasd_bench
-    from specdec.tabed import bench as tb
+    from specdec.tabed import data as tb
 
     asked = []
 

@@ -124,12 +124,12 @@ def test_aasd_a_small_legal_count_gives_one_request_per_subtask():
 
 @pytest.mark.parametrize("n", [0, -1])
 def test_tabed_suite_needs_a_positive_count(n):
-    from specdec.tabed import bench as tabed_bench
+    from specdec.tabed import data as tabed_data
 
     with pytest.raises(ValueError, match="n_per_scenario must be an integer >= 1"):
-        tabed_bench.load_suite("tiny", n)
+        tabed_data.load_suite("tiny", n)
     with pytest.raises(ValueError, match="n_second must be an integer >= 1"):
-        tabed_bench.load_suite("tiny", 1, n_second=n)
+        tabed_data.load_suite("tiny", 1, n_second=n)
 
 
 # ------------------------------------------------------------------------------------------------- ResultStore

@@ -95,7 +95,7 @@ def test_models_and_a_dataset_load_through_the_normal_path(hf_home):
         from specdec.engine import autoregressive, generate
         from specdec import hub
         from specdec.hub import load_dataset
-        from specdec.tabed import bench as tb
+        from specdec.tabed import experiments as tb
         from specdec.zoo import tasks
         from specdec.zoo.models import load_collab, load_pair
 
@@ -192,7 +192,7 @@ def test_the_paper_suite_reads_multi_image_sets_from_the_interleave_bench(tmp_pa
         home,
         """
         import json
-        from specdec.tabed import bench as tb
+        from specdec.tabed import data as tb
         rows = tb.load_suite("paper", n_per_scenario=1, scenarios=["spot", "psv", "pope"], turns=(1,))
         try:
             tb.load_suite("paper", n_per_scenario=1, scenarios=[("pope", 2)])
@@ -222,9 +222,10 @@ def test_paper_second_turns_continue_the_targets_cached_greedy_answers(tmp_path)
         import json, os
         os.environ["SPECDEC_OUTPUT_DIR"] = {str(tmp_path / "out")!r}
         from specdec import engine
-        from specdec.tabed import bench as tb
+        from specdec.tabed import data as tb
+        from specdec.tabed.experiments import load_vlm_pair
         from specdec.vlm.prompts import encode
-        target, draft, processor = tb.load_vlm_pair("paper", "llava-7b", device="cpu")
+        target, draft, processor = load_vlm_pair("paper", "llava-7b", device="cpu")
         wanted = [("pope", 2), ("nq", 2)]
         rows = {{r["id"]: r for r in tb.load_suite("paper", 2, scenarios=wanted, target=target, processor=processor,
                                                   answer_tokens=5)}}

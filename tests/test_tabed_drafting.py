@@ -15,7 +15,8 @@ from specdec.engine import autoregressive, generate
 from specdec.sampling import SamplingConfig
 from specdec.tabed import algorithm as ensemble
 from specdec.tabed import algorithm as tabed
-from specdec.tabed import bench as tabed_bench
+from specdec.tabed import captioners as tabed_captioners
+from specdec.tabed import data, experiments
 from specdec.tabed.algorithm import AdaptiveEnsembleDrafter, History, divergence, grid_weights, softmax_weights
 from specdec.vlm import llava, prompts, scenes
 
@@ -28,7 +29,7 @@ N_PER_SCENARIO = 2  # 20 (scenario, turn) cells x 2 = 40 requests, 36 with image
 @pytest.fixture(scope="module")
 def pair():
     torch.set_num_threads(1)
-    return tabed_bench.load_vlm_pair()
+    return experiments.load_vlm_pair()
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def suite(pair):
     ``gamma`` is a round-robin γ per request for the tests that need one request per γ; the lossless test
     decodes every request with all eight methods at every γ."""
     target, _, processor = pair
-    rows = tabed_bench.load_suite("tiny", N_PER_SCENARIO)
+    rows = data.load_suite("tiny", N_PER_SCENARIO)
     rows = sorted(rows, key=lambda r: len(r["images"]))
     out = []
     for i, row in enumerate(rows):
@@ -54,19 +55,19 @@ def suite(pair):
 def captioners(pair):
     _, draft, processor = pair
     return {
-        "oracle": tabed_bench.make_captioner("oracle", draft, processor),
-        "draft": tabed_bench.make_captioner("draft", draft, processor),
-        "tabed-captioner": tabed_bench.make_captioner(tabed_bench.CAPTIONER, draft, processor),
+        "oracle": tabed_captioners.make_captioner("oracle", draft, processor),
+        "draft": tabed_captioners.make_captioner("draft", draft, processor),
+        "tabed-captioner": tabed_captioners.make_captioner(tabed_captioners.CAPTIONER, draft, processor),
     }
 
 
 def test_the_captioner_of_c_is_a_separate_smaller_llava_and_a_bad_name_fails_clearly(pair):
     _, draft, processor = pair
-    model = tabed_bench.captioner_model(tabed_bench.CAPTIONER, draft)
-    assert model is not draft and tabed_bench.captioner_model("draft", draft) is draft
+    model = tabed_captioners.captioner_model(tabed_captioners.CAPTIONER, draft)
+    assert model is not draft and tabed_captioners.captioner_model("draft", draft) is draft
     assert sum(p.numel() for p in model.parameters()) < sum(p.numel() for p in draft.parameters())
     with pytest.raises(ValueError, match="captioner must be"):
-        tabed_bench.make_captioner("no-such-captioner", draft, processor)
+        tabed_captioners.make_captioner("no-such-captioner", draft, processor)
 
 
 def draft_inputs(request):

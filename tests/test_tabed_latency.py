@@ -5,15 +5,15 @@ import pytest
 import torch
 
 from specdec.engine import autoregressive
-from specdec.tabed import bench as tabed_bench
+from specdec.tabed import data, experiments
 from specdec.tabed import latency as tl
 
 
 @pytest.fixture(scope="module")
 def tiny():
     torch.manual_seed(0)
-    target, draft, processor = tabed_bench.load_vlm_pair("tiny")
-    suite = tabed_bench.load_suite("tiny", n_per_scenario=1, scenarios=["docvqa", "spot"])
+    target, draft, processor = experiments.load_vlm_pair("tiny")
+    suite = data.load_suite("tiny", n_per_scenario=1, scenarios=["docvqa", "spot"])
     requests = tl.encode_requests(processor, suite, counts=(1, 2), per_count=1)
     return target, draft, processor, requests
 
@@ -116,7 +116,7 @@ def test_paper_caption_table_and_gpu_reference():
 
 def test_the_papers_ratio_and_tau_follow_the_pair():
     """Notebooks 12 and 14 quote Table 6's T_q/T_p for the pair's sizes and the pair's own table's τ."""
-    from specdec.tabed import bench as tb
+    from specdec.tabed import tables as tb
 
     ratios = {p: tb.pair_latency_ratio("paper", p) for p in ("llava-7b", "llava-13b", "llava-7b-160m", "llava-next-7b")}
     assert ratios == {"llava-7b": 0.063, "llava-13b": 0.042, "llava-7b-160m": 0.206, "llava-next-7b": 0.063}
@@ -156,9 +156,9 @@ def test_eq1_tau_counts_only_the_runs_of_the_current_weights(monkeypatch, tmp_pa
         def frame(self):
             return frame
 
-    monkeypatch.setattr(tl.tabed_bench, "store", lambda profile: Table())
+    monkeypatch.setattr(tl.experiments, "store", lambda profile: Table())
     current = {"weights": "new"}
-    monkeypatch.setattr(tl.tabed_bench, "run_weights", lambda target, draft, method: current["weights"])
+    monkeypatch.setattr(tl.experiments, "run_weights", lambda target, draft, method: current["weights"])
     fallback = pd.DataFrame([row(m, 1, "x", 1.5, "f") for m in ("M", "T")])
     tau, source = tl.block_efficiencies("tiny", ["M", "T"], lambda: fallback, target=None, draft=None)
     assert tau.to_dict() == {"M": 5.5, "T": 4.5} and source.startswith("tabed_runs.csv")

@@ -1,4 +1,4 @@
-"""TABED's findings T1-T5 as ``specdec.verdict.Verdict``s, decided on the tidy runs frame of ``bench.runs``.
+"""TABED's findings T1-T5 as ``specdec.verdict.Verdict``s, decided on the tidy runs frame of ``tables.runs``.
 
 Every method decodes the same requests, so methods are compared *paired by request* and the bootstrap resamples
 requests (distinct ``request`` digests; ``row`` ids in a frame without them), never tokens; cell-level statistics
@@ -7,7 +7,7 @@ on (``verdict_t1b_by_rest``). Thresholds default to the paper's own numbers (``d
 ``findings_from_results`` reads the committed ``tabed_runs`` table (the scoreboard, notebook 90).
 
 The paper numbers quoted (and the thresholds drawn from them) follow the model pair: ``setting`` (the pair's rows of
-``tabed_block_efficiency``, ``bench.pair_setting(profile, pair)``; default ``bench.PAPER_SETTING``, Table 10) picks
+``tabed_block_efficiency``, ``tables.pair_setting(profile, pair)``; default ``tables.PAPER_SETTING``, Table 10) picks
 Table 10, 11, 12, 13 or 14. Where the paper has no table for the pair (``setting=None``) a verdict says so
 (``NO_NUMBER``) and its default threshold is Table 10's, the setting of the paper's main text. The window table
 (Table 3, T5) exists for Table 10's pair only.
@@ -21,13 +21,19 @@ import numpy as np
 import pandas as pd
 
 from specdec import results
-from specdec.tabed.bench import KEY, PAPER_SETTING, load_suite, pair_setting, paper_table_name, rests_on, runs
+from specdec.harness.profile import Profile
+from specdec.tabed.data import load_suite, rests_on
+from specdec.tabed.experiments import KEY
 from specdec.tabed.tables import (
+    PAPER_SETTING,
     T2_METHODS,
+    pair_setting,
     paper_cells,
     paper_max_shortfall,
+    paper_table_name,
     paper_top_two_share,
     paper_window_tolerance,
+    runs,
     threshold_setting,
 )
 from specdec.verdict import (
@@ -167,7 +173,7 @@ def verdict_t1b_by_rest(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> list[Verdict]:
-    """T1b split by what a second turn's answer rests on (``rests``: ``{row id: kind}``, ``bench.rests_on`` of the
+    """T1b split by what a second turn's answer rests on (``rests``: ``{row id: kind}``, ``data.rests_on`` of the
     requests), the paper's reading of its Table 1 (Sec. 4: text-only drafting surpasses multimodal drafting in
     later turns "particularly in tasks dependent on prior responses and independent reasoning tasks"):
 
@@ -429,8 +435,8 @@ def findings(
     **bootstrap,
 ) -> list[Verdict]:
     """T1a-c, T1, T1b-prev / -text, T2, T3a-b, T3, T4, T5 on one setting's runs (``frame``), against the paper's
-    table of ``setting`` (the model pair's, ``bench.pair_setting``); T1b by kind of follow-up with ``rests``
-    (``bench.rests_on`` of the requests); T5 on ``window_frame`` (runs of several windows; default ``frame``, where
+    table of ``setting`` (the model pair's, ``tables.pair_setting``); T1b by kind of follow-up with ``rests``
+    (``data.rests_on`` of the requests); T5 on ``window_frame`` (runs of several windows; default ``frame``, where
     it is inconclusive unless ``frame`` holds several windows)."""
     t1 = verdict_t1_parts(frame, setting=setting, **bootstrap)
     t3 = verdict_t3_parts(frame, setting=setting, **bootstrap)
@@ -446,20 +452,21 @@ def findings(
     ]
 
 
-def findings_from_results(profile: str = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
+def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
     """``findings`` on the committed ``results/<profile>/tabed_runs.csv`` with the notebooks' default settings
-    (γ = 5, h = ALL, criterion KL, ``tabed_bench.CAPTIONER``) and the paper's table of the profile's default pair;
+    (γ = 5, h = ALL, criterion KL, ``captioners.CAPTIONER``) and the paper's table of the profile's default pair;
     T5 on the MT* runs at every window in ``windows``; T1b by kind of follow-up from the tiny suite's rows.
     ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
-    stored = results.ResultStore(profile, "tabed_runs", KEY, root=root).frame()
+    profile = Profile.load(profile)
+    stored = results.ResultStore(profile.name, "tabed_runs", KEY, root=root).frame()
     frame = runs(stored, gamma=5, window="ALL", criterion="kl")
     by_window = pd.concat([runs(stored, gamma=5, window=h, criterion="kl") for h in windows])
     rests = None
-    if profile == "tiny":  # the paper's second turns need the target's own first answers: T1b by kind untested
+    if profile.data_source == "generated":  # the paper's second turns need the target's first answers: T1b untested
         n = 1 + max(int(r.rsplit("-", 1)[1]) for r in frame.row)
         rests = rests_on(load_suite(profile, n, turns=(2,)))
     found = findings(frame, by_window[by_window.method == "MT*"], setting=pair_setting(profile), rests=rests)
-    return judge_all(found, VALIDITY, strict=profile == "tiny")
+    return judge_all(found, VALIDITY, strict=profile.strict)
 
 
 _TINY = (

@@ -22,8 +22,9 @@ from specdec.bench import timed
 from specdec.cache import CachedLM
 from specdec.engine import now
 from specdec.tabed import algorithm as tabed
-from specdec.tabed import bench as tabed_bench
+from specdec.tabed import experiments, tables
 from specdec.vlm.llava import visual_features
+from specdec.vlm.prompts import encode
 
 # Rows of the m-row draft batch, in the order the TABED ensembles add them (m = 1: M, 2: MT, 4: MTCP).
 ROWS_BY_M = {1: ("M",), 2: ("M", "T"), 3: ("M", "T", "P"), 4: ("M", "T", "C", "P")}
@@ -46,7 +47,7 @@ def encode_requests(processor, rows, counts=(1, 2, 5), per_count: int = 2, scena
                 f"load more rows per scenario (need {per_count})"
             )
         for row in picked[:per_count]:
-            ids, inputs = tabed_bench.encode(processor, row["prompt"], row["images"])
+            ids, inputs = encode(processor, row["prompt"], row["images"])
             out.append(
                 {
                     "id": row["id"],
@@ -319,31 +320,31 @@ def expected_speedup_table(
     return table
 
 
-def paper_tau(methods, setting: dict | None = tabed_bench.PAPER_SETTING) -> pd.Series:
+def paper_tau(methods, setting: dict | None = tables.PAPER_SETTING) -> pd.Series:
     """The paper's τ per method: mean over the two turns of the benchmark ``Avg.`` cells of the table of ``setting``
-    (``tabed_bench.pair_setting``; default Table 10, LLaVA-1.5 68M draft and 7B target, whose M / T / MT / MT* cells
+    (``tables.pair_setting``; default Table 10, LLaVA-1.5 68M draft and 7B target, whose M / T / MT / MT* cells
     are Table 1's); NaN where the paper has no table for the pair."""
-    table = tabed_bench.pair_paper_table(methods, setting)
+    table = tables.pair_paper_table(methods, setting)
     averages = table[[d == "Avg." for d in table.index.get_level_values("dataset")]]
     return averages.mean().reindex(methods)
 
 
 def block_efficiencies(profile: str, methods, compute_fallback, target, draft) -> tuple[pd.Series, str]:
     """``(τ per method, where it came from)``: from notebooks 10-13's ``tabed_runs`` table (default setting:
-    γ = 5, window ALL, criterion kl, ``tabed_bench.CAPTIONER``) when it holds every method on benchmark rows, else
-    ``compute_fallback()``, which must return a frame of ``tabed_bench.run`` rows (e.g. a small subset stored
+    γ = 5, window ALL, criterion kl, ``captioners.CAPTIONER``) when it holds every method on benchmark rows, else
+    ``compute_fallback()``, which must return a frame of ``experiments.setting`` rows (e.g. a small subset stored
     in a table of this notebook's own). Only the runs decoded with ``target`` and ``draft`` count (their
-    ``model_weights``, ``tabed_bench.run_weights``): rows of older weights stored beside them never enter τ."""
-    store = tabed_bench.store(profile)
+    ``model_weights``, ``experiments.run_weights``): rows of older weights stored beside them never enter τ."""
+    store = experiments.store(profile)
     frame = store.frame()
     if len(frame) and {"group", "block_efficiency", "model_weights"} <= set(frame.columns):
-        chosen = tabed_bench.runs(frame)
-        weights = {m: tabed_bench.run_weights(target, draft, m) for m in methods}
+        chosen = tables.runs(frame)
+        weights = {m: experiments.run_weights(target, draft, m) for m in methods}
         chosen = chosen[chosen.model_weights.astype(str) == chosen.method.map(weights)]
         chosen = _common_rows(chosen[chosen.group == "benchmark"], methods)
         if len(chosen):
             return tau_by_method(chosen, methods), f"{store.path.name} (notebooks 10-13, {len(chosen)} runs)"
-    chosen = tabed_bench.runs(compute_fallback())
+    chosen = tables.runs(compute_fallback())
     n = int((chosen.group == "benchmark").sum())
     return tau_by_method(chosen, methods), f"own subset ({n} runs; {store.path.name} not found or incomplete)"
 

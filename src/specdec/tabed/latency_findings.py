@@ -111,7 +111,7 @@ def _gpu_reading(values, tol: float) -> str:
 
 def verdict_speedup(table: pd.DataFrame, ratio: float, device: str, ratio_paper: float = PAPER_RATIO) -> str:
     """Eq. (1): which method is fastest with the measured and with the paper's latency ratio (``ratio_paper``: Table
-    6's for the pair's sizes, ``tabed_bench.pair_latency_ratio``)."""
+    6's for the pair's sizes, ``tables.pair_latency_ratio``)."""
     measured, paper = "Eq.(1), measured T_q/T_p", [c for c in table.columns if c.startswith("Eq.(1), paper")][0]
     best_m, best_p = table[measured].idxmax(), table[paper].idxmax()
     return (

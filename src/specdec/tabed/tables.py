@@ -1,16 +1,32 @@
-"""TABED's paper numbers as the findings read them: the thresholds drawn from the paper's tables.
+"""TABED's paper numbers and table layouts: our runs beside the paper's Tables 1-3 and 10-14, and the thresholds.
 
-``rank_counts`` counts the cells where a method is best or second best; ``paper_top_two_share`` /
-``paper_max_shortfall`` (T2) and ``paper_window_tolerance`` (T5) compute from the paper's Tables 3 and 10-14
-(``data/paper/tabed_block_efficiency.csv``, through ``bench.pair_paper_table``) the thresholds that
-``specdec.tabed.findings`` holds our estimates to.
+``runs`` picks the rows of one setting from a runs frame (``experiments``); ``block_table`` averages τ per scenario
+and turn in the layout of the paper's Tables 1 / 10-14, ``group_means`` per group (Table 2), ``rest_table`` per kind
+of second turn; ``paper_table`` / ``pair_paper_table`` / ``paper_group_table`` / ``paper_window_table`` read the
+paper's numbers (``data/paper/tabed_block_efficiency.csv``, ``tabed_table3_window.csv``); ``pair_setting`` names the
+paper's table a LLaVA pair of a profile compares with. ``weight_series`` / ``mean_weight_table`` read the MT*
+weights a run logged (Fig. 3). ``rank_counts``, ``paper_top_two_share`` / ``paper_max_shortfall`` (T2) and
+``paper_window_tolerance`` (T5) compute from the paper's tables the thresholds ``specdec.tabed.findings`` holds our
+estimates to.
 """
 
 from __future__ import annotations
 
+import json
+import re
+
 import pandas as pd
 
-from specdec.tabed.bench import PAPER_SETTING, pair_paper_table, paper_table_name, paper_window_table
+from specdec import paper, results
+from specdec.harness.profile import Profile
+from specdec.tabed.captioners import CAPTIONER
+from specdec.vlm import dialogues, scenes
+
+TABLE1 = ["M", "T", "MT", "MT*"]
+ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
+PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
+DEFAULT_PAIR = "llava-7b"  # the paper profile's LLaVA pair where none is named (Table 10's LLaVA-1.5 7B)
+
 
 T2_METHODS = ("M", "T", "MT", "MT*")
 
@@ -63,3 +79,232 @@ def paper_window_tolerance() -> float:
     ood = [d for d in table.index if d in ("PSV", "VIST")]
     groups = pd.DataFrame({"benchmark": table.drop(index=ood).mean(), "ood": table.loc[ood].mean()}).T
     return float(((groups.drop(columns="ALL").sub(groups["ALL"], axis=0)).abs().div(groups["ALL"], axis=0)).max().max())
+
+
+def runs(frame: pd.DataFrame, *, gamma: int = 5, window="ALL", criterion: str = "kl", captioner: str = CAPTIONER):
+    """The rows of one setting (non-adaptive methods ignore window / criterion, non-caption ones the captioner)."""
+    frame = frame[frame.method != "AR"]
+    adaptive = frame.method.str.endswith("*")
+    caption = frame.method.str.contains("C")
+    keep = frame.gamma.astype(int) == gamma
+    keep &= ~adaptive | ((frame.window.astype(str) == str(window)) & (frame.criterion == criterion))
+    keep &= ~caption | (frame.captioner == captioner)
+    return frame[keep]
+
+
+def block_table(frame: pd.DataFrame, methods, turns=(1, 2)) -> pd.DataFrame:
+    """Mean τ per (turn, dataset) x method, with the paper's dataset names and an ``Avg.`` of the benchmark
+    datasets per turn (as in the paper's Table 10).
+
+    ``turns`` are the turns laid out (1 = first, 2 = second): the frame's rows of other turns are left out, and
+    a turn asked for that the frame lacks (the paper profile has no second turns yet) gets the paper's rows of
+    that turn, empty (NaN). ``turns=(1,)`` gives the first-turn table only, whatever the frame holds.
+    """
+    turns = tuple(turns)
+    if not turns or not set(turns) <= {1, 2}:
+        raise ValueError(f"turns must be a non-empty subset of (1, 2), got {turns!r}")
+    frame = frame[frame.method.isin(methods) & frame.turn.isin(turns)].copy()
+    frame["dataset"] = frame.scenario.map(scenes.PAPER_NAME)
+    table = frame.pivot_table(
+        index=["turn", "group", "dataset"], columns="method", values="block_efficiency", aggfunc="mean"
+    ).reindex(columns=list(methods))  # a method with no run in these turns: NaN
+    averages = []
+    for turn in sorted(frame.turn.unique()):
+        bench = table.loc[(turn, "benchmark")] if (turn, "benchmark") in table.index.droplevel(2) else None
+        if bench is not None:
+            averages.append(
+                pd.DataFrame([bench.mean()], index=pd.MultiIndex.from_tuples([(turn, "benchmark", "Avg.")]))
+            )
+    table = pd.concat([table, *averages]).sort_index(level=[0, 1], sort_remaining=False)
+    missing = [t for t in turns if t not in set(table.index.get_level_values(0))]
+    if missing:  # a turn asked for but not run: the paper's rows, empty
+        layout = paper_table(methods)
+        table = pd.concat([table, layout[layout.index.get_level_values(0).isin(missing)] * float("nan")])
+    order = {name: i for i, name in enumerate(list(scenes.PAPER_NAME.values()) + ["Avg."])}
+    return table.iloc[
+        sorted(
+            range(len(table)),
+            key=lambda i: (table.index[i][0], table.index[i][1] != "benchmark", order[table.index[i][2]]),
+        )
+    ]
+
+
+def rest_table(frame: pd.DataFrame, rests: dict[str, str], methods) -> pd.DataFrame:
+    """Mean τ per kind of second turn (what its answer rests on, ``rests_on``) x method, with the number of requests
+    and τ(T) − τ(M) where both ran: the second turns of ``block_table`` regrouped by follow-up instead of dataset."""
+    frame = frame[(frame.turn.astype(int) == 2) & frame.method.isin(methods)]
+    frame = frame.assign(rests_on=frame.row.map(rests)).dropna(subset=["rests_on"])
+    table = frame.pivot_table(index="rests_on", columns="method", values="block_efficiency", aggfunc="mean")
+    table = table.reindex(columns=list(methods))
+    table["requests"] = frame.groupby("rests_on").row.nunique()
+    if {"M", "T"} <= set(table.columns):
+        table["T − M"] = table["T"] - table["M"]
+    order = [k for k in (dialogues.IMAGE, dialogues.PREVIOUS, dialogues.TEXT_TASK) if k in table.index]
+    return table.reindex(order).rename_axis("answer rests on")
+
+
+def paper_table(methods, **setting) -> pd.DataFrame:
+    """The paper's block efficiencies (Table 10 by default: LLaVA-1.5 68M draft, LLaVA-1.5 7B target) in the
+    layout of ``block_table``."""
+    paper = results.paper_numbers("tabed_block_efficiency")
+    setting = {**PAPER_SETTING, **setting}
+    for k, v in setting.items():
+        paper = paper[paper[k] == v]
+    paper = paper[paper.method.isin(methods)].copy()
+    paper["turn"] = paper.turn.map({"first": 1, "second": 2})
+    paper["group"] = paper.dataset_group
+    paper["block_efficiency"] = paper.block_efficiency.astype(float)
+    table = paper.pivot_table(index=["turn", "group", "dataset"], columns="method", values="block_efficiency")
+    return table[list(methods)]
+
+
+def llava_pair(profile: Profile, pair: str | None = None) -> dict:
+    """The yaml entry of one of the profile's LLaVA pairs (default ``DEFAULT_PAIR``): ``target``, ``draft``, its
+    paper ``setting``, ``as_authors``; ``ValueError`` naming the LLaVA pairs where it has no such pair."""
+    pairs = profile.spec.get("pairs", {})
+    pair = pair or DEFAULT_PAIR
+    if pair not in pairs or pairs[pair].get("kind") != "llava":
+        llava = sorted(k for k, v in pairs.items() if v.get("kind") == "llava")
+        raise ValueError(f"profile {profile.name!r} has no LLaVA pair {pair!r}; LLaVA pairs: {llava}")
+    return pairs[pair]
+
+
+def pair_setting(profile: str | Profile = "tiny", pair: str | None = None) -> dict | None:
+    """The paper's rows a LLaVA pair compares with (``draft_type``, ``draft_size``, ``target`` of
+    ``tabed_block_efficiency``): the tiny zoo's default pair, ``PAPER_SETTING`` (it stands in for Table 10's
+    LLaVA-1.5 68M / 7B); a pair of a profile (default ``llava-7b``, as ``load_vlm_pair``), its ``setting`` in the
+    profile (Tables 10-14), or ``None`` where it has none: the paper has no block efficiencies for that pair
+    (``llava-13b``, ``llava-7b-160m``)."""
+    profile = Profile.load(profile)
+    if profile.shipped and not pair:
+        return dict(PAPER_SETTING)
+    setting = llava_pair(profile, pair).get("setting")
+    return dict(setting) if setting else None
+
+
+def pair_sizes(profile: str | Profile = "tiny", pair: str | None = None) -> tuple[str, str]:
+    """``(draft size, target size)`` of a LLaVA pair as Table 6 writes them (``"68M"``, ``"7B"``), read from the pair's
+    hub ids (``mjbooo/lvlm160m-bf16`` -> 160M, ``llava-hf/llava-v1.6-vicuna-13b-hf`` -> 13B); the tiny zoo's default
+    pair stands in for 68M / 7B (``PAPER_SETTING``)."""
+    profile = Profile.load(profile)
+    if profile.shipped and not pair:
+        return PAPER_SETTING["draft_size"], PAPER_SETTING["target"].split()[-1]
+    spec = llava_pair(profile, pair)
+    draft, target = re.search(r"(\d+)m", spec["draft"].lower()), re.search(r"(\d+)b", spec["target"].lower())
+    if not draft or not target:
+        raise ValueError(f"cannot read the sizes of pair {pair!r} from {spec['draft']!r} / {spec['target']!r}")
+    return f"{draft.group(1)}M", f"{target.group(1)}B"
+
+
+def pair_latency_ratio(profile: str | Profile = "tiny", pair: str | None = None) -> float | None:
+    """The paper's T_q/T_p (Table 6, A6000) for the sizes of a pair's draft and target (``pair_sizes``): the paper
+    timed LLaVA-1.5 7B / 13B with 68M / 160M drafts, and a LLaVA-NeXT pair of the same sizes takes that ratio.
+    ``None`` where Table 6 has no such sizes."""
+    draft_size, target_size = pair_sizes(profile, pair)
+    table = paper.tabed_latency_ratios()
+    hit = table[(table.draft_size == draft_size) & (table.target_size == target_size)]
+    return float(hit.latency_ratio_Tq_over_Tp.iloc[0]) if len(hit) else None
+
+
+def paper_table_name(setting: dict | None = PAPER_SETTING) -> str | None:
+    """The paper's table of ``setting`` (``"Table 10"`` ... ``"Table 14"``), ``None`` where it has none."""
+    if not setting:
+        return None
+    paper = results.paper_numbers("tabed_block_efficiency")
+    for k, v in setting.items():
+        paper = paper[paper[k] == v]
+    names = sorted(set(paper.table))
+    if len(names) > 1:
+        raise ValueError(f"setting {setting} matches several tables of the paper: {names}")
+    return names[0] if names else None
+
+
+def pair_paper_table(methods, setting: dict | None = PAPER_SETTING) -> pd.DataFrame:
+    """``paper_table`` of ``setting`` (e.g. ``pair_setting(profile, pair)``); where the paper has no table for it
+    (``None``, or no such rows), Table 10's layout with every cell NaN."""
+    if paper_table_name(setting) is None:
+        return paper_table(methods) * float("nan")
+    return paper_table(methods, **setting)
+
+
+def paper_group_table(methods, **setting) -> pd.DataFrame:
+    """The paper's group means in the layout of ``group_means`` (Table 2 = the Table 10 averages: benchmark
+    ``Avg.`` per turn, OOD = mean of PSV and VIST, NLP = mean of NQ and GSM8K)."""
+    paper = paper_table(methods, **setting)
+    out = {}
+    for turn in (1, 2):
+        if (turn, "benchmark", "Avg.") in paper.index:
+            out[f"benchmark t{turn}"] = paper.loc[(turn, "benchmark", "Avg.")]
+    for group in ("nlp", "ood"):
+        rows = [i for i in paper.index if i[1] == group]
+        if rows:
+            out[group] = paper.loc[rows].mean()
+    return pd.DataFrame(out).reindex(methods)
+
+
+def paper_window_table(**setting) -> pd.DataFrame:
+    """The paper's Table 3 (MT*, first turn): τ per dataset (rows) and window h (columns)."""
+    paper = results.paper_numbers("tabed_table3_window")
+    paper = paper[paper.draft_size == setting.get("draft_size", PAPER_SETTING["draft_size"])]
+    paper = paper.assign(block_efficiency=paper.block_efficiency.astype(float))
+    return paper.pivot_table(index="dataset", columns="h", values="block_efficiency")
+
+
+def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """One column pair per method: ``ours`` and ``paper``."""
+    both = pd.concat({"ours": ours, "paper": paper.reindex(ours.index)}, axis=1)
+    return both.swaplevel(0, 1, axis=1)[[(m, s) for m in ours.columns for s in ("ours", "paper")]].round(2)
+
+
+def group_means(frame: pd.DataFrame, methods) -> pd.DataFrame:
+    """Mean τ per method over the groups of the paper's Table 2: benchmark first / second turn, OOD, NLP."""
+    frame = frame[frame.method.isin(methods)]
+    label = frame.group.where(frame.group != "benchmark", "benchmark t" + frame.turn.astype(str))
+    label = label.where(frame.group != "nlp", "nlp")
+    return (
+        frame.assign(where=label)
+        .pivot_table(index="method", columns="where", values="block_efficiency", aggfunc="mean")
+        .reindex(methods)
+    )
+
+
+def spread_line(table: pd.DataFrame, what: str) -> str:
+    """One sentence on a settings table (rows: groups, columns: the settings compared): the best setting per
+    group and how far apart the settings are."""
+    spread = (table.max(axis=1) - table.min(axis=1)) / table.mean(axis=1)
+    best = table.idxmax(axis=1)
+    return (
+        f"{what}: best per group "
+        + ", ".join(f"{g}: {b}" for g, b in best.items())
+        + f"; settings differ by at most {100 * spread.max():.1f}% of τ within a group."
+    )
+
+
+# ------------------------------------------------------------------------------------------------- weights
+def weight_series(run_row) -> tuple[list[float], list[bool]]:
+    """Per generated token of one stored run: the weight of the multimodal row ``w_M / (w_M + w_T)`` in force
+    when it was drafted, and whether it was an accepted draft token (else the target's correction / bonus).
+
+    Static methods: M → 1, T → 0, MT → 0.5; adaptive ones read the per-block weights they logged."""
+    accepted = json.loads(run_row["accepted"])
+    logged = json.loads(run_row["weights"]) if isinstance(run_row["weights"], str) and run_row["weights"] else []
+    fixed = {"M": 1.0, "T": 0.0}.get(run_row["method"], 0.5)
+    n_tokens = int(run_row["new_tokens"])
+    weights, from_draft = [], []
+    for b, n_acc in enumerate(accepted):
+        w = logged[b][0] / (logged[b][0] + logged[b][1]) if b < len(logged) else fixed
+        weights += [w] * (n_acc + 1)
+        from_draft += [True] * n_acc + [False]
+    while len(weights) < n_tokens:  # the last call may have had no room for a draft (max_new_tokens)
+        weights.append(weights[-1] if weights else fixed)
+        from_draft.append(False)
+    return weights[:n_tokens], from_draft[:n_tokens]
+
+
+def mean_weight_table(frame: pd.DataFrame, method: str = "MT*") -> pd.DataFrame:
+    """Mean weight of the multimodal row over the blocks of ``method``'s runs, per scenario group and turn."""
+    frame = frame[frame.method == method]
+    means = [sum(w[0] for w in json.loads(ws)) / len(json.loads(ws)) for ws in frame.weights]
+    label = frame.group.where(frame.group != "benchmark", "benchmark t" + frame.turn.astype(str))
+    label = label.where(frame.group != "nlp", "nlp t" + frame.turn.astype(str))
+    return frame.assign(w_M=means, where=label).groupby("where").w_M.agg(["mean", "min", "max", "count"])

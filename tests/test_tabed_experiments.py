@@ -1,4 +1,4 @@
-"""TABED tables and findings on hand-built result frames (no model runs)."""
+"""TABED tables on hand-built result frames, its requests and the keys of its experiments' rows."""
 
 import json
 
@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from conftest import tabed_runs
-from specdec.tabed import bench as tb
-from specdec.tabed import tables
+from specdec.tabed import data as td
+from specdec.tabed import experiments as tx
+from specdec.tabed import tables as tt
 from specdec.vlm import prompts
 
 
@@ -25,32 +26,32 @@ CELLS = {
 
 
 def test_block_table_averages_the_benchmark_cells_per_turn():
-    table = tb.block_table(_frame(CELLS), tb.TABLE1)
+    table = tt.block_table(_frame(CELLS), tt.TABLE1)
     assert table.loc[(1, "benchmark", "Avg."), "M"] == pytest.approx(2.5)
     assert table.loc[(1, "ood", "PSV"), "T"] == pytest.approx(2.0)
     assert list(table.index.get_level_values(2)[:3]) == ["LLaVA-W", "POPE", "Avg."]
 
 
 def test_block_table_lays_out_only_the_turns_asked_for():
-    both = tb.block_table(_frame(CELLS), tb.TABLE1)
+    both = tt.block_table(_frame(CELLS), tt.TABLE1)
     assert set(both.index.get_level_values(0)) == {1, 2}
-    first = tb.block_table(_frame(CELLS), tb.TABLE1, turns=(1,))
+    first = tt.block_table(_frame(CELLS), tt.TABLE1, turns=(1,))
     assert set(first.index.get_level_values(0)) == {1}  # the frame's second turn is left out
     pd.testing.assert_frame_equal(first, both.loc[[1]])
     first_only = {k: v for k, v in CELLS.items() if k[1] == 1}
-    padded = tb.block_table(_frame(first_only), tb.TABLE1)  # a turn asked for but not run: the paper's rows, empty
+    padded = tt.block_table(_frame(first_only), tt.TABLE1)  # a turn asked for but not run: the paper's rows, empty
     second = padded.loc[2]
-    assert len(second) == len(tb.paper_table(tb.TABLE1).loc[2]) and second.isna().all().all()
-    assert set(tb.block_table(_frame(first_only), tb.TABLE1, turns=(1,)).index.get_level_values(0)) == {1}
-    second_asked = tb.block_table(_frame(first_only), tb.TABLE1, turns=(2,))
+    assert len(second) == len(tt.paper_table(tt.TABLE1).loc[2]) and second.isna().all().all()
+    assert set(tt.block_table(_frame(first_only), tt.TABLE1, turns=(1,)).index.get_level_values(0)) == {1}
+    second_asked = tt.block_table(_frame(first_only), tt.TABLE1, turns=(2,))
     assert set(second_asked.index.get_level_values(0)) == {2} and second_asked.isna().all().all()
     with pytest.raises(ValueError, match="turns"):
-        tb.block_table(_frame(CELLS), tb.TABLE1, turns=(3,))
+        tt.block_table(_frame(CELLS), tt.TABLE1, turns=(3,))
 
 
 def test_rank_counts_count_second_place():
-    table = tb.block_table(_frame(CELLS), tb.TABLE1)
-    assert tables.rank_counts(table, "MT*") == (3, 4)  # last on describe t2
+    table = tt.block_table(_frame(CELLS), tt.TABLE1)
+    assert tt.rank_counts(table, "MT*") == (3, 4)  # last on describe t2
 
 
 # T1-T5 as Verdicts: tests/test_tabed_verdicts.py
@@ -63,18 +64,18 @@ def test_weight_series_expands_blocks_to_tokens():
         weights=json.dumps([[0.5, 0.5], [0.8, 0.2], [0.1, 0.9]]),
         new_tokens=10,
     )
-    weights, from_draft = tb.weight_series(row)
+    weights, from_draft = tt.weight_series(row)
     assert weights == [0.5] * 3 + [0.8] + [0.1] * 6
     assert from_draft == [True, True, False, False] + [True] * 5 + [False]
     static = dict(method="T", accepted=json.dumps([1]), weights="[]", new_tokens=3)
-    assert tb.weight_series(static) == ([0.0, 0.0, 0.0], [True, False, False])
+    assert tt.weight_series(static) == ([0.0, 0.0, 0.0], [True, False, False])
 
 
 def test_paper_tables_match_the_papers_own_averages():
-    groups = tb.paper_group_table(["M", "T", "MTCP*"])
+    groups = tt.paper_group_table(["M", "T", "MTCP*"])
     assert groups.loc["M", "benchmark t1"] == pytest.approx(2.24)  # Table 2, Benchmark / First
     assert groups.loc["T", "ood"] == pytest.approx(2.05)  # Table 2, OOD / Avg.
-    window = tb.paper_window_table()
+    window = tt.paper_window_table()
     assert window.loc["LLaVA-W", "1"] == pytest.approx(2.26)
 
 
@@ -91,11 +92,11 @@ def test_paper_profile_fails_offline_with_clear_errors(monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotAvailableError, match="download"):
-        tb.load_vlm_pair("paper")
+        tx.load_vlm_pair("paper")
     with pytest.raises(DatasetNotAvailableError, match="lmms-lab/POPE"):
-        tb.load_suite("paper", scenarios=[("pope", 1)])
+        td.load_suite("paper", scenarios=[("pope", 1)])
     with pytest.raises(ValueError, match="pass target= and processor="):  # second turns need the target's answers
-        tb.load_suite("paper", scenarios=["pope"])
+        td.load_suite("paper", scenarios=["pope"])
 
 
 def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monkeypatch):
@@ -123,21 +124,21 @@ def test_paper_rows_load_stand_ins_through_the_same_datasets_path(tmp_path, monk
         str(nq / "validation-00000-of-00001.parquet")
     )
 
-    rows = tb.load_suite(
+    rows = td.load_suite(
         "paper", n_per_scenario=5, scenarios=["pope", "nq"], sources={"pope": str(pope), "nq": str(nq)}, turns=(1,)
     )
     assert [r["id"] for r in rows] == ["pope-t1-paper-00000", "pope-t1-paper-00001", "nq-t1-paper-00000"]
-    assert rows[1]["prompt"] == scenes.chat_prompt([(f"<image>\n{tb.APP_I_INSTRUCTION} Is there a dog?", None)])
+    assert rows[1]["prompt"] == scenes.chat_prompt([(f"<image>\n{td.APP_I_INSTRUCTION} Is there a dog?", None)])
     nq = "Who wrote hamlet. Provide a comprehensive and detailed explanation, including the reasoning and background"
     assert rows[2]["prompt"].startswith(f"USER: {nq}") and rows[2]["images"] == []
     assert rows[0]["images"][0].size == (80, 60)
     with pytest.raises(ValueError, match="report none for PSV"):
-        tb.load_suite("paper", scenarios=[("psv", 2)])
+        td.load_suite("paper", scenarios=[("psv", 2)])
 
 
 def test_an_unknown_llava_pair_names_the_known_ones():
     with pytest.raises(ValueError, match=r"no LLaVA pair 'default'.*llava-13b"):
-        tb.load_vlm_pair("paper", "default")  # a text-only pair
+        tx.load_vlm_pair("paper", "default")  # a text-only pair
 
 
 def test_first_turn_answers_are_cached_and_never_claim_an_image(tmp_path, monkeypatch):
@@ -147,8 +148,8 @@ def test_first_turn_answers_are_cached_and_never_claim_an_image(tmp_path, monkey
 
     from specdec import results
 
-    target, _, processor = tb.load_vlm_pair("tiny")
-    row = tb.load_suite("tiny", 1, scenarios=[("describe", 1)])[0]
+    target, _, processor = tx.load_vlm_pair("tiny")
+    row = td.load_suite("tiny", 1, scenarios=[("describe", 1)])[0]
     text_ids = processor.tokenizer("A red <image> square.", add_special_tokens=False)["input_ids"]
     calls = []
 
@@ -156,11 +157,11 @@ def test_first_turn_answers_are_cached_and_never_claim_an_image(tmp_path, monkey
         calls.append(max_new_tokens)
         return types.SimpleNamespace(output_ids=text_ids)
 
-    monkeypatch.setattr(tb, "autoregressive", fake_autoregressive)
-    store = results.ResultStore("paper", "answers", tb.ANSWER_KEY, root=tmp_path)
-    first = tb.first_turn_answers(target, processor, [row], 8, store)
-    again = tb.first_turn_answers(target, processor, [row], 8, store)
-    longer = tb.first_turn_answers(target, processor, [row], 9, store)
+    monkeypatch.setattr(td, "autoregressive", fake_autoregressive)
+    store = results.ResultStore("paper", "answers", td.ANSWER_KEY, root=tmp_path)
+    first = td.first_turn_answers(target, processor, [row], 8, store)
+    again = td.first_turn_answers(target, processor, [row], 8, store)
+    longer = td.first_turn_answers(target, processor, [row], 9, store)
     assert first == again == longer and "<image>" not in first[row["id"]] and "square" in first[row["id"]]
     assert calls == [8, 9]  # the second call with 8 tokens read the cache
 
@@ -168,19 +169,19 @@ def test_first_turn_answers_are_cached_and_never_claim_an_image(tmp_path, monkey
 def test_each_pair_compares_with_its_own_table_of_the_paper():
     """Notebook 10's default ``paper_setting``: the tiny zoo stands in for Table 10's pair, each paper.yaml pair
     with a ``setting`` gets its table (11-14), the others none (an all-NaN table in Table 10's layout)."""
-    assert tb.pair_setting("tiny") == tb.PAPER_SETTING and tb.paper_table_name(tb.PAPER_SETTING) == "Table 10"
-    tables = {p: tb.paper_table_name(tb.pair_setting("paper", p)) for p in ("llava-7b", "llava-next-7b-160m")}
-    assert tables == {"llava-7b": "Table 10", "llava-next-7b-160m": "Table 12"}
-    assert tb.paper_table_name(tb.pair_setting("paper", "llava-next-7b-ov")) == "Table 13"
-    assert tb.paper_table_name(tb.pair_setting("paper", "llava-next-13b-as-authors")) == "Table 14"
-    assert tb.pair_setting("paper") == tb.PAPER_SETTING  # default pair llava-7b
-    assert tb.pair_setting("paper", "llava-13b") is None and tb.paper_table_name(None) is None
-    next7b = tb.pair_paper_table(tb.TABLE1, tb.pair_setting("paper", "llava-next-7b"))
+    assert tt.pair_setting("tiny") == tt.PAPER_SETTING and tt.paper_table_name(tt.PAPER_SETTING) == "Table 10"
+    named = {p: tt.paper_table_name(tt.pair_setting("paper", p)) for p in ("llava-7b", "llava-next-7b-160m")}
+    assert named == {"llava-7b": "Table 10", "llava-next-7b-160m": "Table 12"}
+    assert tt.paper_table_name(tt.pair_setting("paper", "llava-next-7b-ov")) == "Table 13"
+    assert tt.paper_table_name(tt.pair_setting("paper", "llava-next-13b-as-authors")) == "Table 14"
+    assert tt.pair_setting("paper") == tt.PAPER_SETTING  # default pair llava-7b
+    assert tt.pair_setting("paper", "llava-13b") is None and tt.paper_table_name(None) is None
+    next7b = tt.pair_paper_table(tt.TABLE1, tt.pair_setting("paper", "llava-next-7b"))
     assert next7b.loc[(1, "ood", "PSV"), "M"] == pytest.approx(1.19)  # Table 11
-    empty = tb.pair_paper_table(tb.TABLE1, None)
-    assert empty.index.equals(tb.paper_table(tb.TABLE1).index) and empty.isna().all().all()
+    empty = tt.pair_paper_table(tt.TABLE1, None)
+    assert empty.index.equals(tt.paper_table(tt.TABLE1).index) and empty.isna().all().all()
     with pytest.raises(ValueError, match="no LLaVA pair"):
-        tb.pair_setting("paper", "default")
+        tt.pair_setting("paper", "default")
 
 
 def test_runs_are_keyed_by_the_weights_of_the_models_they_used(tmp_path):
@@ -188,18 +189,18 @@ def test_runs_are_keyed_by_the_weights_of_the_models_they_used(tmp_path):
 
     from specdec.zoo.models import load
 
-    target, draft, _ = tb.load_vlm_pair("tiny")
-    ar, m = tb.run_weights(target, draft, "AR"), tb.run_weights(target, draft, "M")
-    assert len({ar, m, tb.run_weights(target, draft, "C")}) == 3  # C adds the captioner's weights
-    assert tb.run_weights(target, draft, "C", "draft") == tb.run_weights(target, draft, "C", "oracle") == m
-    assert tb.run_weights(target, draft, "T", "draft") == m  # T uses no captioner
+    target, draft, _ = tx.load_vlm_pair("tiny")
+    ar, m = tx.run_weights(target, draft, "AR"), tx.run_weights(target, draft, "M")
+    assert len({ar, m, tx.run_weights(target, draft, "C")}) == 3  # C adds the captioner's weights
+    assert tx.run_weights(target, draft, "C", "draft") == tx.run_weights(target, draft, "C", "oracle") == m
+    assert tx.run_weights(target, draft, "T", "draft") == m  # T uses no captioner
     copy = tmp_path / "draft"
-    shutil.copytree(tb.models.hub.resolve("tabed-draft"), copy)
+    shutil.copytree(tx.models.hub.resolve("tabed-draft"), copy)
     data = bytearray((copy / "model.safetensors").read_bytes())
     data[-1] ^= 1
     (copy / "model.safetensors").write_bytes(bytes(data))
     retrained, _ = load(copy, kind="llava", with_tokenizer=False)
-    assert tb.run_weights(target, retrained, "M") != m and tb.run_weights(target, retrained, "AR") == ar
+    assert tx.run_weights(target, retrained, "M") != m and tx.run_weights(target, retrained, "AR") == ar
 
 
 def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
@@ -208,30 +209,30 @@ def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
     from specdec import results
     from specdec.vlm.prompts import load_images
 
-    target, draft, processor = tb.load_vlm_pair("tiny")
-    row = tb.load_suite("tiny", 1, scenarios=[("pope", 1)])[0]
-    store = results.ResultStore("tiny", "runs", tb.KEY, root=tmp_path)
-    tb.run(store, target, draft, processor, [row], ["M"], gamma=2, max_new_tokens=4)
-    tb.run(store, target, draft, processor, [row], ["M"], gamma=2, max_new_tokens=4)  # the same request: done
+    pair = tx.Pair.load("tiny")
+    row = td.load_suite("tiny", 1, scenarios=[("pope", 1)])[0]
+    store = results.ResultStore("tiny", "runs", tx.KEY, root=tmp_path)
+    tx.setting(store, pair, [row], ["M"], gamma=2, max_new_tokens=4).run()
+    tx.setting(store, pair, [row], ["M"], gamma=2, max_new_tokens=4).run()  # the same request: done
     assert len(store.frame()) == 2  # AR and M
     reworded = {**row, "prompt": row["prompt"].replace("?", " ?", 1)}
     flipped = {**row, "images": [ImageOps.mirror(load_images(row["images"])[0])]}
     assert len({prompts.request_digest(r) for r in (row, reworded, flipped)}) == 3
     for edited in (reworded, flipped):  # same row id, another request: its rows are computed, not read back
-        tb.run(store, target, draft, processor, [edited], ["M"], gamma=2, max_new_tokens=4)
+        tx.setting(store, pair, [edited], ["M"], gamma=2, max_new_tokens=4).run()
     frame = store.frame()
     assert len(frame) == 6 and frame.row.nunique() == 1 and frame.request.nunique() == 3
     assert frame.request.map(len).eq(16).all()
-    rerun = results.ResultStore("tiny", "runs", tb.KEY, root=tmp_path)  # a later run of the flipped request only
-    tb.run(rerun, target, draft, processor, [flipped], ["M"], gamma=2, max_new_tokens=4)
+    rerun = results.ResultStore("tiny", "runs", tx.KEY, root=tmp_path)  # a later run of the flipped request only
+    tx.setting(rerun, pair, [flipped], ["M"], gamma=2, max_new_tokens=4).run()
     mine = rerun.frame(requested=True)  # its table: its own rows, none of the two older requests'
     assert sorted(mine.method) == ["AR", "M"] and set(mine.request) == {prompts.request_digest(flipped)}
 
 
 def test_the_ood_story_sets_can_hold_more_requests_than_the_other_cells():
-    base = tb.load_suite("tiny", 2)
-    more = tb.load_suite("tiny", 2, n_ood=5)
-    assert [r["id"] for r in base] == [r["id"] for r in tb.load_suite("tiny", 2, n_ood=2)]
+    base = td.load_suite("tiny", 2)
+    more = td.load_suite("tiny", 2, n_ood=5)
+    assert [r["id"] for r in base] == [r["id"] for r in td.load_suite("tiny", 2, n_ood=2)]
     count = {}
     for r in more:
         count[r["scenario"], r["turn"]] = count.get((r["scenario"], r["turn"]), 0) + 1
@@ -239,18 +240,18 @@ def test_the_ood_story_sets_can_hold_more_requests_than_the_other_cells():
     same = {r["id"]: r["prompt"] for r in base}  # the first requests of a cell do not depend on its n
     assert all(same[r["id"]] == r["prompt"] for r in more if r["id"] in same)
     assert [(r["scenario"], r["turn"]) for r in more] == sorted(
-        [(r["scenario"], r["turn"]) for r in more], key=list(tb.scenes.SCENARIOS).index
+        [(r["scenario"], r["turn"]) for r in more], key=list(td.scenes.SCENARIOS).index
     )  # still in the order of SCENARIOS
 
 
 def test_second_turn_cells_can_hold_more_requests_and_keep_their_first_ones():
-    base = tb.load_suite("tiny", 2, n_ood=3)
-    more = tb.load_suite("tiny", 2, n_ood=3, n_second=4)
-    assert [r["id"] for r in base] == [r["id"] for r in tb.load_suite("tiny", 2, n_ood=3, n_second=2)]
+    base = td.load_suite("tiny", 2, n_ood=3)
+    more = td.load_suite("tiny", 2, n_ood=3, n_second=4)
+    assert [r["id"] for r in base] == [r["id"] for r in td.load_suite("tiny", 2, n_ood=3, n_second=2)]
     count = {}
     for r in more:
         count[r["scenario"], r["turn"]] = count.get((r["scenario"], r["turn"]), 0) + 1
-    second = {(s, t) for s, t in tb.scenes.SCENARIOS if t == 2}
+    second = {(s, t) for s, t in td.scenes.SCENARIOS if t == 2}
     assert {k: v for k, v in count.items() if v != 2} == {**dict.fromkeys(second, 4), ("psv", 1): 3, ("vist", 1): 3}
     same = {r["id"]: r["prompt"] for r in base}
     assert all(same[r["id"]] == r["prompt"] for r in more if r["id"] in same)

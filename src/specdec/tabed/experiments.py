@@ -1,0 +1,372 @@
+"""TABED experiments, one per notebook table, on the one harness (``specdec.harness``).
+
+A *setting* is one set of requests decoded by some of TABED's drafting methods (M, T, C, P and their static and
+adaptive ensembles, ``algorithm.ENSEMBLES``) at one γ, window h, criterion and captioner: an ``Experiment`` whose
+reference is the target's own greedy decoding (method ``AR``), so every row is marked ``lossless`` against it. Rows
+are keyed by ``KEY``: the weights they ran with (``run_weights``) and the ``request_digest`` of their prompt and
+pixels, so a retrained model or a regenerated suite never reuses a stored row. ``benchmark`` (notebook 10: Tables
+1 / 10-14), ``weights`` (13: Fig. 3, the same runs), ``more_drafts`` (11: Table 2, the captioners), ``ablations``
+(12: Table 3, the policies, γ) and ``latency_tau`` (14's fallback τ) are ``Suite``s of settings on one store
+standing on the committed rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+
+from specdec import results
+from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite, plain, speculative
+from specdec.harness.profile import Profile
+from specdec.results import ResultStore
+from specdec.tabed import algorithm, data, tables
+from specdec.tabed.captioners import CAPTIONER, make_captioner
+from specdec.vlm.prompts import encode, request_digest
+from specdec.zoo import models
+
+# every parameter that changes a stored run (walltime depends on the device, the rest does not)
+# ``model_weights`` (``run_weights``: target, draft, captioner) so that a retrained model never reuses old rows; the
+# column ``weights`` of a row is something else, the MT* ensemble weights it chose per block. ``request``
+# (``request_digest``: prompt text and image pixels) so that a regenerated suite, a new prompt template or another
+# dataset revision never reuses the rows of a row id that now names another request.
+KEY = [
+    "method", "gamma", "window", "criterion", "captioner", "model_weights", "max_new_tokens", "device", "row",
+    "request",
+]  # fmt: skip
+REFERENCE = "AR"  # the target's plain greedy decoding, stored as a method of its own
+TINY_PAIR = ("tabed-target", "tabed-draft")  # the shipped zoo's LLaVA pair (it stands in for Table 10's 68M / 7B)
+
+
+# ------------------------------------------------------------------------------------------------- models
+def load_vlm_pair(profile: str | Profile = "tiny", pair: str | None = None, device=None, dtype=None):
+    """``(target, draft, processor)`` of a LLaVA pair: the shipped zoo's ``tabed-target`` / ``tabed-draft`` where no
+    pair is named on a shipped profile; else the ``pair`` of the profile's yaml (default ``llava-7b``; ``llava-13b``,
+    ``llava-7b-160m``; the LLaVA-NeXT targets of Tables 11-14 ``llava-next-*``). A pair marked ``as_authors`` loads
+    its target as the TABED authors did: ``LlavaForConditionalGeneration`` over the checkpoint, fed by the *draft's*
+    processor (one base view per image, the draft's image tokens), and returns that processor. Device and dtype
+    default to the profile's."""
+    profile = Profile.load(profile, device, dtype)
+    if profile.shipped and pair is None:
+        (target_name, draft_name), as_authors = TINY_PAIR, False
+    else:
+        spec = tables.llava_pair(profile, pair)
+        target_name, draft_name, as_authors = spec["target"], spec["draft"], bool(spec.get("as_authors"))
+    revision = lambda name: models.revision_of(profile.spec, name)  # noqa: E731
+    common = dict(kind="llava", device=profile.device, dtype=profile.dtype)
+    target, processor = models.load(
+        target_name,
+        **common,
+        revision=revision(target_name),
+        with_tokenizer=not as_authors,
+        llava_class="LlavaForConditionalGeneration" if as_authors else None,
+    )
+    draft, draft_processor = models.load(draft_name, **common, with_tokenizer=as_authors, revision=revision(draft_name))
+    return target, draft, draft_processor if as_authors else processor
+
+
+@dataclass
+class Pair:
+    """A profile's LLaVA pair, loaded (``load_vlm_pair``): ``name`` (``None``: the profile's default) and the
+    paper's ``setting`` it compares with (``tables.pair_setting``; ``None`` where the paper has no table for it)."""
+
+    profile: Profile
+    name: str | None
+    target: object
+    draft: object
+    processor: object
+    encoded: dict = dataclasses.field(default_factory=dict, repr=False)  # id(row) -> (row, its Request)
+
+    @classmethod
+    def load(cls, profile: str | Profile, pair: str | None = None) -> Pair:
+        profile = Profile.load(profile)
+        profile.use_threads()
+        return cls(profile, pair or None, *load_vlm_pair(profile, pair or None))
+
+    @property
+    def tokenizer(self):
+        return self.processor.tokenizer
+
+    @property
+    def setting(self) -> dict | None:
+        return tables.pair_setting(self.profile, self.name)
+
+    def requests(self, rows) -> list[Request]:
+        """``requests(processor, rows)``, each suite row encoded once per pair (the settings of a suite share their
+        rows). Cached by the row object, kept alive here: an edited copy of a row is a new request."""
+        new = [r for r in rows if id(r) not in self.encoded]
+        self.encoded.update((id(r), (r, q)) for r, q in zip(new, requests(self.processor, new)))
+        return [self.encoded[id(r)][1] for r in rows]
+
+    def store(self, table: str = "tabed_runs") -> ResultStore:
+        return store(self.profile, table, self.name)
+
+    def suite(self, n_per_scenario: int, seed: int = 0, **kw) -> list[dict]:
+        """``data.load_suite`` of this pair's profile (second turns of the paper profile answered by its target)."""
+        return data.load_suite(self.profile, n_per_scenario, seed, target=self.target, processor=self.processor, **kw)
+
+
+def store(profile: str | Profile, table: str = "tabed_runs", pair: str | None = None) -> ResultStore:
+    """The runs table; it stands on the committed one (``results.COMMITTED``, read-only), so under ``make test``
+    (an empty ``SPECDEC_OUTPUT_DIR``) the notebooks read the committed 20-per-cell runs and compute only keys that
+    are not there. ``tests/test_committed_results.py`` recomputes a sample of them. ``pair``: a LLaVA pair of the
+    profile other than its default gets its own table ``<table>_<pair>`` (``KEY`` names no model, so two pairs must
+    never share one)."""
+    return Profile.load(profile).store(f"{table}_{pair}" if pair else table, KEY)
+
+
+def run_weights(target, draft, method: str, captioner: str = CAPTIONER) -> str:
+    """The ``model_weights`` key of a run: ``zoo.models.weights_digest`` of the target's weights, for a speculative
+    method also the draft's, and for a caption method (C) the captioner's when it is a model of its own (a zoo
+    name or folder; ``"draft"``: the draft; ``"oracle"``: none; ``"blip"``: named)."""
+    if method == REFERENCE:
+        return models.model_weights(target)
+    parts = [models.model_weights(target, draft)]
+    if "C" in algorithm.ENSEMBLES[method] and captioner not in ("draft", "oracle"):
+        parts.append(captioner if captioner == "blip" else models.weights_identity(captioner))
+    return models.weights_digest(*parts) if len(parts) > 1 else parts[0]
+
+
+# ------------------------------------------------------------------------------------------------- methods
+def requests(processor, rows) -> list[Request]:
+    """The harness requests of suite rows (``data.load_suite``): key columns ``row`` (the row id) and ``request``
+    (``request_digest``); the draft also gets the images (the C row captions them)."""
+    out = []
+    for r in rows:
+        ids, inputs = encode(processor, r["prompt"], r["images"])
+        draft_inputs = {**inputs, "images": r["images"]} if inputs else {}
+        key = dict(row=r["id"], request=request_digest(r))
+        out.append(Request(r["id"], ids, key, target_inputs=inputs, draft_inputs=draft_inputs, data=r))
+    return out
+
+
+def run_row(request: Request, result) -> dict:
+    """One stored row: the request's scenario, turn, group and images, τ and the acceptance statistics, the
+    accepted tokens per block and the output; ``weights`` / ``active`` (an ensemble's) empty here. The columns are
+    in the committed table's order (a store standing on it appends rows with the same header)."""
+    r = request.data
+    return dict(
+        scenario=r["scenario"],
+        turn=r["turn"],
+        group=data.GROUP[r["scenario"]],
+        n_images=len(r["images"]),
+        new_tokens=result.new_tokens,
+        target_calls=result.target_calls,
+        block_efficiency=result.block_efficiency,
+        acceptance_rate=result.acceptance_rate,
+        lossless=None,  # the harness marks it; here for the committed table's column order
+        seconds=result.total_time,
+        accepted=json.dumps(result.accepted_per_block),
+        output=json.dumps(result.output_ids),
+        active="",
+        weights="",
+    )
+
+
+def tabed_method(pair: Pair, name: str, *, gamma: int, window, criterion: str, captioner: str) -> Method:
+    """TABED's drafting method ``name`` (``algorithm.make_drafter``) on the engine. Settings a method does not use
+    are ``"-"`` in its key (so they never split its rows): window / criterion for non-adaptive methods (``window``
+    "ALL" = every past block; ``criterion`` of MTCP* is its divergence), the captioner for non-caption ones. Its
+    rows add the per-block weights it chose and the drafting rows it kept active."""
+    adaptive, caption = name.endswith("*"), "C" in algorithm.ENSEMBLES[name]
+    options = {"window": None if window == "ALL" else int(window)} if adaptive else {}
+    if name == "MTCP*":
+        options["divergence"] = criterion
+    elif name == "MT*":
+        options["criterion"] = criterion
+    drafters = {}  # request id -> its drafter, until its row is written
+
+    def factory(request: Request):
+        captions = make_captioner(captioner, pair.draft, pair.processor) if caption else None
+        drafter = algorithm.make_drafter(pair.draft, name, pair.tokenizer, captioner=captions, **options)
+        drafters[request.id] = drafter
+        return drafter
+
+    def row(request: Request, result) -> dict:
+        drafter = drafters.pop(request.id)
+        weights = [[round(w, 3) for w in ws] for ws in getattr(drafter, "weight_log", [])]
+        return dict(weights=json.dumps(weights), active="".join(drafter.make_rows.active))
+
+    params = dict(
+        window=window if adaptive else "-",
+        criterion=criterion if adaptive else "-",
+        captioner=captioner if caption else "-",
+        model_weights=run_weights(pair.target, pair.draft, name, captioner),
+    )
+    return dataclasses.replace(speculative(pair.target, factory, gamma=gamma, **params), row=row)
+
+
+def setting(
+    store: ResultStore,
+    pair: Pair,
+    rows,
+    methods,
+    *,
+    gamma: int = 5,
+    max_new_tokens: int = 128,
+    window: int | str | None = None,
+    criterion: str = "kl",
+    captioner: str = CAPTIONER,
+    desc: str = "",
+) -> Experiment:
+    """Every request of ``rows`` decoded by the target alone (``AR``, the reference) and by every method of
+    ``methods`` at one setting; one stored row per (method, settings, request). ``window`` (h, ``None`` = ALL) and
+    ``criterion`` configure the adaptive ensembles; ``captioner``: see ``captioners.make_captioner``."""
+    window = "ALL" if window in (None, "ALL") else int(window)
+    ar = plain(
+        pair.target, window="-", criterion="-", captioner="-", model_weights=run_weights(pair.target, None, "AR")
+    )
+    options = dict(gamma=gamma, window=window, criterion=criterion, captioner=captioner)
+    return Experiment(
+        store,
+        pair.requests(rows),
+        {REFERENCE: ar, **{m: tabed_method(pair, m, **options) for m in methods}},
+        fixed=dict(max_new_tokens=max_new_tokens, device=pair.target.device.type),
+        setting=Setting(max_new_tokens, eos_token_id=pair.tokenizer.eos_token_id),
+        reference=REFERENCE,
+        row=run_row,
+        provenance=results.model_provenance(target=pair.target, draft=pair.draft),
+        desc=desc or "tabed",
+    )
+
+
+# ------------------------------------------------------------------------------------------------- tables
+def benchmark(
+    profile,
+    *,
+    pair: str = "",
+    methods=tables.TABLE1,
+    n_per_scenario: int = 20,
+    n_ood: int | None = None,
+    n_second: int | None = None,
+    gamma: int = 5,
+    max_new_tokens: int = 128,
+    seed: int = 0,
+) -> Suite:
+    """Tables 1 / 10-14 (notebook 10) and Fig. 3 (13): ``methods`` on every (scenario, turn) of the suite.
+    ``context``: ``pair`` (the loaded ``Pair``), ``requests`` (the suite rows), ``rests`` (what each second turn's
+    answer rests on, ``data.rests_on``)."""
+    loaded = Pair.load(profile, pair)
+    rows = loaded.suite(n_per_scenario, seed, answer_tokens=max_new_tokens, n_ood=n_ood, n_second=n_second)
+    runs = loaded.store()
+    experiment = setting(runs, loaded, rows, methods, gamma=gamma, max_new_tokens=max_new_tokens)
+    return Suite(runs, [experiment], pair=loaded, requests=rows, rests=data.rests_on(rows))
+
+
+def weights(profile, **options) -> Suite:
+    """Fig. 3 (notebook 13): the per-block weights MT* chose, read from ``benchmark``'s runs (the same keys, so
+    nothing is decoded twice); ``options`` as ``benchmark``'s."""
+    return benchmark(profile, **options)
+
+
+def more_drafts(
+    profile,
+    *,
+    pair: str = "",
+    methods=tables.ALL_METHODS,
+    captioner: str = CAPTIONER,
+    compare_captioners=("draft", "oracle"),
+    n_compare: int = 5,
+    n_per_scenario: int = 20,
+    n_ood: int | None = None,
+    gamma: int = 5,
+    max_new_tokens: int = 128,
+    seed: int = 0,
+) -> Suite:
+    """Table 2 and the caption rows (notebook 11): every method with ``captioner``, then C and MTCP* with each of
+    ``compare_captioners`` on the first ``n_compare`` requests of every cell (``"oracle"``, the generator's true
+    captions, only where the data are generated). ``context``: ``pair``, ``requests``, ``compare`` (the compared
+    requests), ``captioners`` (those compared)."""
+    loaded = Pair.load(profile, pair)
+    rows = loaded.suite(n_per_scenario, seed, answer_tokens=max_new_tokens, n_ood=n_ood)
+    compare = loaded.suite(n_compare, seed, answer_tokens=max_new_tokens)
+    others = [c for c in compare_captioners if c != "oracle" or loaded.profile.data_source == "generated"]
+    runs = loaded.store()
+    options = dict(gamma=gamma, max_new_tokens=max_new_tokens)
+    suite = Suite(runs, pair=loaded, requests=rows, compare=compare, captioners=others)
+    suite.add(setting(runs, loaded, rows, methods, captioner=captioner, **options))
+    for other in others:
+        suite.add(setting(runs, loaded, compare, ["C", "MTCP*"], captioner=other, desc=f"captioner {other}", **options))
+    return suite
+
+
+def ablations(
+    profile,
+    *,
+    pair: str = "",
+    n_per_scenario: int = 20,
+    n_ood: int | None = None,
+    n_sweeps: int = 20,
+    windows=(1, 4, 16, "ALL"),
+    criteria=("hard", "kl", "tvd", "hard+kl"),
+    divergences=("kl", "tvd"),
+    gammas=(1, 3, 5, 7),
+    gamma_methods=("M", "T", "MT*"),
+    gamma: int = 5,
+    max_new_tokens: int = 128,
+    seed: int = 0,
+) -> Suite:
+    """Table 3 and the sweeps (notebook 12): MT* and MTCP* at every window h on the suite, then on the first
+    ``n_sweeps`` requests of every cell MT* under every weight policy, MTCP* under every divergence and
+    ``gamma_methods`` at every γ. ``context``: ``pair``, ``requests``, ``sweep_requests``."""
+    loaded = Pair.load(profile, pair)
+    rows = loaded.suite(n_per_scenario, seed, answer_tokens=max_new_tokens, n_ood=n_ood)
+    sweep = loaded.suite(n_sweeps, seed, answer_tokens=max_new_tokens)  # the first requests of every cell
+    runs = loaded.store()
+    suite = Suite(runs, pair=loaded, requests=rows, sweep_requests=sweep)
+    at = dict(gamma=gamma, max_new_tokens=max_new_tokens)
+    for h in windows:
+        suite.add(setting(runs, loaded, rows, ["MT*", "MTCP*"], window=h, desc=f"h={h}", **at))
+    for criterion in criteria:
+        suite.add(setting(runs, loaded, sweep, ["MT*"], criterion=criterion, desc=f"MT* {criterion}", **at))
+    for divergence in divergences:
+        suite.add(setting(runs, loaded, sweep, ["MTCP*"], criterion=divergence, desc=f"MTCP* {divergence}", **at))
+    for g in gammas:
+        suite.add(setting(runs, loaded, sweep, gamma_methods, gamma=g, max_new_tokens=max_new_tokens, desc=f"γ={g}"))
+    return suite
+
+
+def latency_tau(pair: Pair, *, n_per_scenario: int = 1, gamma: int = 5, max_new_tokens: int = 32, seed: int = 0):
+    """Notebook 14's fallback τ, where the runs table lacks the benchmark rows: every method on ``n_per_scenario``
+    requests of every benchmark scenario, first and second turns (table ``tabed_latency_tau``)."""
+    scenarios = [s for s, g in data.GROUP.items() if g == "benchmark"]
+    rows = pair.suite(n_per_scenario, seed, scenarios=scenarios, answer_tokens=max_new_tokens)
+    runs = pair.store("tabed_latency_tau")
+    options = dict(gamma=gamma, max_new_tokens=max_new_tokens, desc="τ (fallback)")
+    return Suite(runs, [setting(runs, pair, rows, tables.ALL_METHODS, **options)])
+
+
+# ------------------------------------------------------------------------------------------------- re-checking
+def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int | None = None) -> pd.DataFrame:
+    """Decode the stored runs of ``keys`` (rows of ``KEY`` columns, e.g. a sample of the committed table) again and
+    return the fresh rows (today's keys) as a DataFrame in the order of ``keys``.
+
+    The tests run this in a subprocess with another CPU vector width (``ATEN_CPU_CAPABILITY``,
+    ``MKL_ENABLE_INSTRUCTIONS``) and demand the committed rows back: a result that depends on the machine's
+    float rounding, or on code changed since the table was written, fails there instead of in nbval on CI."""
+    pair = Pair.load(profile)
+    # suite rows do not depend on n, so the largest index among the keys' row ids is enough
+    n_per_scenario = n_per_scenario or 1 + max(int(str(k["row"]).rsplit("-", 1)[1]) for k in keys)
+    rows = {r["id"]: r for r in data.load_suite(pair.profile, n_per_scenario, seed=0)}
+    runs = pair.store()
+    groups: dict[tuple, list[int]] = {}  # setting -> positions of its keys
+    for i, key in enumerate(keys):
+        names = ("gamma", "window", "criterion", "captioner", "max_new_tokens")
+        groups.setdefault(tuple(str(key[k]) for k in names), []).append(i)
+    fresh: dict[int, dict] = {}
+    for (gamma, window, criterion, captioner, max_new_tokens), positions in groups.items():
+        group = [keys[i] for i in positions]
+        options = dict(
+            gamma=int(gamma),
+            max_new_tokens=int(max_new_tokens),
+            window=None if window in ("ALL", "-") else int(window),
+            criterion=criterion if criterion != "-" else "kl",
+            captioner=captioner if captioner != "-" else CAPTIONER,
+        )
+        methods = list(dict.fromkeys(str(k["method"]) for k in group))
+        wanted = [rows[r] for r in dict.fromkeys(str(k["row"]) for k in group)]
+        frame = setting(runs, pair, wanted, methods, **options).recompute(group)
+        fresh.update(zip(positions, frame.to_dict("records")))
+    return pd.DataFrame([fresh[i] for i in range(len(keys))])
