@@ -7,7 +7,7 @@ import torch
 
 from conftest import LLAVA_IMAGE_TOKEN, chi2_pvalue, random_llava
 from specdec.aasd import baselines
-from specdec.aasd import bench as aasd_bench
+from specdec.aasd import experiments as aasd_experiments
 from specdec.aasd.algorithm import NEVER, AASDDrafter, KVProjector, SpeculatingModule, config_for, rope_tables, rotate
 from specdec.aasd.tda import answer_window, naive_attention, tda_attention
 from specdec.cache import CachedLM
@@ -231,13 +231,13 @@ def test_own_cache_training_window_covers_the_prompt():
 def test_paper_profile_fails_fast_offline(monkeypatch):
     """The paper profile names the paper's datasets; offline, loading them fails at once with the fix to run."""
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    assert aasd_bench.profile_targets("paper") == ["llava-hf/llava-1.5-7b-hf", "llava-hf/llava-1.5-13b-hf"]
+    assert aasd_experiments.profile_targets("paper") == ["llava-hf/llava-1.5-7b-hf", "llava-hf/llava-1.5-13b-hf"]
     with pytest.raises(DatasetNotAvailableError, match="hf download"):
-        aasd_bench.load_requests(2, profile="paper")
+        aasd_experiments.load_requests(2, profile="paper")
 
 
 def test_runs_are_keyed_by_the_weights_of_target_and_draft(tmp_path, monkeypatch):
-    from specdec.aasd import bench as ab
+    from specdec.aasd import experiments as ab
     from specdec.zoo.models import weights_digest, weights_identity
 
     w = {d: ab.weights_of(d, "tabed-target") for d in ("AR", "AASD", "AASD k=1", "AASD w/o image KV", "FT-LLaVA")}
@@ -253,14 +253,19 @@ def test_runs_are_keyed_by_the_weights_of_target_and_draft(tmp_path, monkeypatch
 
 def test_a_row_id_that_names_another_request_is_run_again(tmp_path):
     from specdec import results
-    from specdec.aasd import bench as ab
+    from specdec.aasd import experiments as ab
 
     request = ab.load_requests(3)[0]  # one request of a task, with its image
     store = results.ResultStore("tiny", "runs", ab.KEY, root=tmp_path)
-    ab.run(store, "table1", "tabed-target", [request], ["AASD"], [3], max_new_tokens=4)
-    ab.run(store, "table1", "tabed-target", [request], ["AASD"], [3], max_new_tokens=4)  # the same request: done
+    loaded = ab.load_target("tabed-target")
+
+    def run(rows):
+        ab.experiment(store, "tiny", "table1", "tabed-target", rows, ["AASD"], [3], 4, loaded).run()
+
+    run([request])
+    run([request])  # the same request: done
     assert len(store.frame()) == 2  # AR and AASD
     reworded = {**request, "prompt": request["prompt"].replace("\n", " \n", 1)}
-    ab.run(store, "table1", "tabed-target", [reworded], ["AASD"], [3], max_new_tokens=4)
+    run([reworded])
     frame = store.frame()
     assert len(frame) == 4 and frame.row.nunique() == 1 and frame.request.nunique() == 2

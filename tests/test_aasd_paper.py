@@ -48,7 +48,7 @@ def test_the_paper_recipe_trains_resumes_and_every_draft_is_lossless(hf_home, tm
         import json, os, pathlib
         os.environ["SPECDEC_AASD_ZOO"] = "{tmp_path / "zoo"}"
         os.environ["SPECDEC_OUTPUT_DIR"] = "{tmp_path / "out"}"
-        from specdec.aasd import bench, paper_zoo
+        from specdec.aasd import experiments, paper_zoo, tables
         saved = paper_zoo.run("{TARGET}", steps=2, n=2, max_new_tokens=4, batch_size=2, device="cpu")
         zoo = paper_zoo.zoo_dir()
         answers = sorted(zoo.glob("distill-*.jsonl"))
@@ -58,11 +58,13 @@ def test_the_paper_recipe_trains_resumes_and_every_draft_is_lossless(hf_home, tm
         paper_zoo.generate = boom  # a second run must read every answer back
         again = paper_zoo.run("{TARGET}", steps=1, n=2, max_new_tokens=4, variants=("",), baselines_too=False,
                               device="cpu")
-        requests = bench.load_requests(1, profile="paper")
-        store = bench.store("paper")
-        drafts = list(bench.MAIN_DRAFTS) + [d for d in bench.ABLATIONS if d != "AASD"]
-        bench.run(store, "t", "{TARGET}", requests, drafts, [1, 3], 8, profile="paper", device="cpu")
-        frame = bench.runs(store.frame(), "t")
+        from specdec.harness.profile import Profile
+        profile = Profile.load("paper", "cpu")
+        requests = experiments.load_requests(1, profile=profile)
+        store = experiments.store(profile)
+        drafts = list(tables.MAIN_DRAFTS) + [d for d in tables.ABLATIONS if d != "AASD"]
+        experiments.experiment(store, profile, "t", "{TARGET}", requests, drafts, [1, 3], 8).run()
+        frame = tables.runs(store.frame(), "t")
         sd = frame[frame.draft != "AR"]
         print(json.dumps(dict(saved=sorted(saved), answers=[a.name for a in answers], lines=len(lines),
                               after=len(answers[0].read_text().splitlines()), again=sorted(again),
@@ -118,18 +120,18 @@ def test_accelerate_launch_trains_the_paper_recipe_on_two_processes(hf_home, tmp
 
 
 def paper_zoo_drafts():
-    from specdec.aasd import bench
+    from specdec.aasd import tables
 
-    return list(bench.MAIN_DRAFTS) + [d for d in bench.ABLATIONS if d != "AASD"]
+    return list(tables.MAIN_DRAFTS) + [d for d in tables.ABLATIONS if d != "AASD"]
 
 
 def test_a_missing_paper_module_names_the_command(tmp_path, monkeypatch):
-    from specdec.aasd import bench
+    from specdec.aasd import experiments
 
     monkeypatch.setenv("SPECDEC_AASD_ZOO", str(tmp_path))
     target = tiny_llava(layers=1)
     with pytest.raises(models.ModelNotAvailableError, match="python -m specdec.aasd.train paper --target x/y"):
-        bench.make_drafter("AASD", "x/y", target, None, None, profile="paper")
+        experiments.make_drafter("AASD", "x/y", target, None, None, profile="paper")
 
 
 def test_tda_training_through_one_accelerate_process_is_the_plain_loop():

@@ -126,14 +126,13 @@ def aasd_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 
 def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_width():
-    from specdec.aasd import bench as ab
+    from specdec.aasd import experiments as ab
 
     committed = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs.csv", dtype=str)
     sample = aasd_sample(committed)
     assert sample.draft.nunique() == 10 and len(sample) < len(committed) / 10
-    fresh = recompute_elsewhere("specdec.aasd.bench", sample[ab.KEY].to_dict("records"))
-    exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
-    assert results.stale_rows(sample, fresh, ab.KEY, exact, {"block_efficiency": 1e-6}) == []
+    fresh = recompute_elsewhere("specdec.aasd.experiments", sample[ab.KEY].to_dict("records"))
+    assert results.stale_rows(sample, fresh, ab.KEY, ab.EXACT_COLUMNS, {"block_efficiency": 1e-6}) == []
 
 
 COS_TABLES = ("cos_main", "cos_sweeps", "cos_theory")

@@ -163,7 +163,7 @@ def test_the_paper_path_loads_every_dataset_at_its_pinned_commit(monkeypatch):
     """TABED, AASD and multilingual loaders pass paper.yaml's commit as ``revision`` (CoS: tests/test_cos_tasks)."""
     import datasets
 
-    from specdec.aasd import bench as aasd_bench
+    from specdec.aasd import experiments as aasd_experiments
     from specdec.tabed import data as tb
 
     asked = []
@@ -179,7 +179,7 @@ def test_the_paper_path_loads_every_dataset_at_its_pinned_commit(monkeypatch):
     )
     tb.paper_rows("pope", 1)
     tb.paper_rows("spot", 1)  # an LLaVA-Interleave sub-task
-    aasd_bench.paper_requests("paper", 1)
+    aasd_experiments.paper_requests("paper", 1)
     ml_hubdata.load_paper_prompts("de", "en", 1)
     ml_hubdata.load_paper_prompts("de", "en", 1, generalization=True)
     spec = load_profile("paper")

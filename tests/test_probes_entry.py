@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from specdec import notebook_params, results
-from specdec.aasd import bench as aasd_bench
+from specdec.aasd import experiments as aasd_experiments
 from specdec.cos import algorithm as cos_algorithm
 from specdec.multilingual import experiments as ml_experiments
 from specdec.multilingual import tables as ml_tables
@@ -108,17 +108,17 @@ def test_a_typo_method_is_not_stored_as_plain_decoding():
 @pytest.mark.parametrize("n", [0, -5, 2.5, True])
 def test_aasd_requests_need_a_positive_count(n):
     with pytest.raises((ValueError, TypeError), match="n_per_task must be an integer"):
-        aasd_bench.load_requests(n)
+        aasd_experiments.load_requests(n)
 
 
 @pytest.mark.parametrize("name", ["AASDD", "FT-LLaMa", "AASD k=2", ""])
 def test_aasd_draft_names_are_checked(name):
     with pytest.raises(ValueError, match="unknown AASD draft"):
-        aasd_bench.draft_source(name, "tabed-target")
+        aasd_experiments.draft_source(name, "tabed-target")
 
 
 def test_aasd_a_small_legal_count_gives_one_request_per_subtask():
-    rows = aasd_bench.load_requests(1)
+    rows = aasd_experiments.load_requests(1)
     assert len({(r["task"], r["subtask"]) for r in rows}) == len(rows)
 
 

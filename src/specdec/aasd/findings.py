@@ -4,7 +4,7 @@ Every draft decodes the same requests, so drafts are compared *paired by request
 requests (distinct ``request`` digests; ``row`` ids in a frame without them). A finding made of several comparisons
 (targets x γ x baselines) holds only if every part holds, does not hold if any part does not, and is inconclusive
 otherwise; its estimate and interval are those of the weakest part (the smallest estimate). Frames are
-``bench.runs(...)`` frames (one row per draft x request).
+``tables.runs(...)`` frames (one row per draft x request).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, results
-from specdec.aasd.bench import KEY, PAPER_TARGET, paper_table1, runs
+from specdec.aasd.experiments import KEY
+from specdec.aasd.tables import PAPER_TARGET, paper_table1, runs
+from specdec.harness.profile import Profile
 from specdec.verdict import (
     FAILS,
     HOLDS,
@@ -47,7 +49,7 @@ def paper_costs():
 def with_priced_speedup(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``priced_speedup``: each request's speedup over plain decoding from its counts (new tokens,
     target calls, drafted = draft calls) at the paper's cost of the same draft, γ and target (``paper_costs``; the
-    tiny targets mapped by ``bench.PAPER_TARGET``); plain decoding (``AR``) is 1; a draft the paper's table lacks
+    tiny targets mapped by ``tables.PAPER_TARGET``); plain decoding (``AR``) is 1; a draft the paper's table lacks
     (an ablation) has none."""
     c = paper_costs()
     out = frame.copy()
@@ -195,13 +197,14 @@ def ablation_findings(frame: pd.DataFrame) -> list[Verdict]:
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     """A1-A5 on the committed ``results/<profile>/aasd_runs.csv`` (``root``: the results folder, default
     ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
-    stored = results.ResultStore(profile, "aasd_runs", KEY, root=root).frame()
+    profile = Profile.load(profile)
+    stored = results.ResultStore(profile.name, "aasd_runs", KEY, root=root).frame()
     if stored.empty:
         return []
     return judge_all(
         table1_findings(runs(stored, "table1")) + ablation_findings(runs(stored, "ablations")),
         VALIDITY,
-        strict=profile == "tiny",
+        strict=profile.strict,
     )
 
 

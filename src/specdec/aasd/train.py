@@ -19,7 +19,7 @@ model trains with ``specdec.zoo.training.train`` (LLaVA models through ``vlm.tra
 - ``aasd-module-<target>[-<variant>]``: the speculating module (``specdec.aasd.algorithm``) trained by Target-Draft
   Attention (``specdec.aasd.tda``) against the frozen target's next-token distribution; ablation variants
   (tabed-target only, ``MODULE_VARIANTS``): projector off, ``k = 1``, target cache off. Image KV off / text KV off
-  are inference-time ablations of the main module (``specdec.aasd.bench.ABLATIONS``).
+  are inference-time ablations of the main module (``specdec.aasd.tables.ABLATIONS``).
 
 At paper scale (``paper``: a hub target of the paper profile) ``specdec.aasd.paper_zoo`` trains the module, its
 ablation variants and the distilled baselines on the target's own answers, through the same loop, under

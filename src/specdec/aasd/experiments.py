@@ -1,0 +1,314 @@
+"""AASD experiments on the one harness (``specdec.harness``): every draft against plain decoding (notebooks 40-41).
+
+Tasks (``TASKS``, the project's mapping of the paper's three benchmarks onto held-out rows of
+``specdec.vlm.scenes``): LLaVA-Bench in-the-wild -> POPE-style conversation (``pope`` turn 1), detail (the
+``describe`` follow-up, turn 2), complex reasoning (the ``mmvet`` follow-up, turn 2); COCO captioning ->
+``describe`` turn 1 (describe a scene or a document); ScienceQA chain-of-thought -> ``mmvet`` turn 1 (counting,
+reading and adding with the reasoning spelled out). A profile whose data come from the hub reads the paper's
+datasets instead (``aasd.tasks`` of its yaml). A table cell is the mean of the three tasks, as in the paper.
+
+``experiment`` is one target of a notebook table: an ``Experiment`` whose requests are the tasks' requests and whose
+methods are plain decoding (``AR``, γ = 0, the reference of ``lossless`` and of ω) and every (draft, γ), the methods
+of a request back to back. ``table1`` (notebook 40: every target) and ``ablations`` (41: one target) are ``Suite``s
+of them on one store, ``results/<profile>/aasd_runs.csv``, standing on the committed rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+from collections.abc import Sequence
+
+import pandas as pd
+
+from specdec import hub, results, validate, zoo
+from specdec.aasd import baselines, paper_zoo, zoo_specs
+from specdec.aasd.algorithm import AASDDrafter, config_for, load_module
+from specdec.aasd.tables import ABLATIONS, MAIN_DRAFTS
+from specdec.aasd.zoo_specs import module_name
+from specdec.cache import CachedLM
+from specdec.drafters import ModelDrafter
+from specdec.engine import generate
+from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite
+from specdec.harness.profile import Profile
+from specdec.vlm import scenes
+from specdec.vlm.prompts import encode, request_digest
+from specdec.zoo import models
+
+TASKS: dict[str, list[tuple[str, int, str]]] = {
+    "LLaVA-Bench": [("pope", 1, "conversation"), ("describe", 2, "detail"), ("mmvet", 2, "complex reasoning")],
+    "COCO Caption": [("describe", 1, "caption")],
+    "ScienceQA CoT": [("mmvet", 1, "reasoning")],
+}
+# ``weights``: ``weights_of`` the target and the draft, so a retrained model never reuses old rows; ``request``:
+# ``request_digest`` of the prompt and its pixels, so a row id that names another request is computed again. The
+# order is the committed table's columns'.
+KEY = ["table", "target", "max_new_tokens", "device", "draft", "weights", "gamma", "row", "request"]
+# The columns of a stored row that do not depend on the machine's speed (``recompute`` must give them back).
+EXACT_COLUMNS = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
+
+
+# --------------------------------------------------------------------------------------------- requests
+def load_requests(n_per_task: int, seed: int = 0, profile="tiny") -> list[dict]:
+    """Held-out requests: ``n_per_task`` per task (split evenly over a task's sub-tasks), with ``task``/``subtask``;
+    a profile whose data come from the hub: ``paper_requests``."""
+    n_per_task = validate.integer("n_per_task", n_per_task, minimum=1, hint="requests per task")
+    profile = Profile.load(profile)
+    if profile.data_source == "hub":
+        return paper_requests(profile, n_per_task)
+    out = []
+    for task, parts in TASKS.items():
+        per = max(1, n_per_task // len(parts))
+        for scenario, turn, subtask in parts:
+            for row in scenes.scenario_suite("test", per, seed=seed, scenarios=[(scenario, turn)]):
+                out.append({**row, "task": task, "subtask": subtask})
+    return out
+
+
+def paper_requests(profile, n_per_task: int) -> list[dict]:
+    """The first ``n_per_task`` rows with an image of each paper dataset (``aasd.tasks`` of the profile) as
+    requests with the LLaVA-1.5 chat prompt; ``hub.DatasetNotAvailableError`` (naming the ``hf download``)
+    offline."""
+    out = []
+    spec = Profile.load(profile).spec
+    for task, data_spec in spec["aasd"]["tasks"].items():
+        revision = hub.pinned_revision(spec, data_spec["dataset"])
+        data = hub.load_dataset(data_spec["dataset"], data_spec.get("config"), data_spec["split"], revision=revision)
+        rows = paper_zoo.image_requests(data, task, "Please describe the image briefly.", n_per_task)
+        out += [{**r, "task": task, "subtask": task, "scenario": task, "turn": 1} for r in rows]
+    return out
+
+
+def profile_targets(profile) -> list[str]:
+    """The targets of a profile: the shipped zoo's ``zoo_specs.TARGETS``; otherwise the ``aasd.targets`` of its
+    yaml."""
+    profile = Profile.load(profile)
+    return list(zoo_specs.TARGETS) if profile.shipped else list(profile.spec["aasd"]["targets"])
+
+
+# ----------------------------------------------------------------------------------------------- models
+def draft_source(name: str, target_name: str, profile="tiny") -> tuple[str | pathlib.Path, str | None]:
+    """``(folder or hub id, revision)`` of a draft name's weights (``make_drafter`` loads from there): a module
+    folder (``AASD*``), the shipped zoo's baseline, or otherwise the paper-scale zoo's distilled baseline or the
+    public draft of ``aasd.drafts`` at its pinned revision."""
+    validate.choice("AASD draft", name, [*MAIN_DRAFTS, *ABLATIONS])
+    profile = Profile.load(profile)
+    zoo_dir = zoo.MODELS if profile.shipped else paper_zoo.zoo_dir()
+    if name.startswith("AASD"):
+        return zoo_dir / module_name(target_name, ABLATIONS[name][0]), None
+    if profile.shipped:
+        kind, family = name.split("-")
+        return f"aasd-{kind.lower()}-{family.lower()}" + (f"-{target_name}" if kind == "DT" else ""), None
+    draft = profile.spec["aasd"]["drafts"][name]
+    if "model" in draft:
+        return draft["model"], models.revision_of(profile.spec, draft["model"])
+    return zoo_dir / paper_zoo.distilled_name(name, target_name), None
+
+
+def weights_of(draft: str, target_name: str, profile="tiny") -> str:
+    """The ``weights`` key of a run: ``zoo.models.weights_digest`` of the target's and (but for ``AR``) the draft's
+    ``weights_identity``."""
+    profile = Profile.load(profile)
+    parts = [models.weights_identity(*profile.model_source(target_name))]
+    if draft != "AR":
+        parts.append(models.weights_identity(*draft_source(draft, target_name, profile)))
+    return models.weights_digest(*parts)
+
+
+def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, profile="tiny"):
+    """``(drafter, uses_images)`` for a draft name of ``MAIN_DRAFTS`` or ``ABLATIONS``: the shipped zoo's, or the
+    paper-scale zoo (``paper_zoo.zoo_dir()``) and the public drafts of ``aasd.drafts``, on the target's device."""
+    profile = Profile.load(profile)
+    source, revision = draft_source(name, target_name, profile)
+    if name.startswith("AASD"):
+        if not (source / "module.safetensors").exists():
+            raise paper_zoo.missing(source, f"AASD module ({name})", target_name)
+        module = load_module(source, target)
+        context = ABLATIONS[name][1]
+        if context:
+            module.config = dataclasses.replace(module.config, context=context)
+        return AASDDrafter(module, lm), False
+    if profile.shipped:  # the zoo's FT-/DT-LLaMA are text-only, FT-/DT-LLaVA see the images
+        kind = "text" if name.endswith("LLaMA") else "llava"
+    else:
+        kind = profile.spec["aasd"]["drafts"][name]["kind"]
+        if "model" not in profile.spec["aasd"]["drafts"][name] and not (pathlib.Path(source) / "config.json").exists():
+            raise paper_zoo.missing(pathlib.Path(source), f"distilled baseline ({name})", target_name)
+    device, dtype = next(target.parameters()).device, target.dtype
+    if kind == "llava":
+        model, _ = models.load(
+            source, kind="llava", device=device, dtype=dtype, revision=revision, with_tokenizer=False
+        )
+        return ModelDrafter(model), True
+    if profile.shipped:  # the zoo's text drafts share the target's tokenizer and image token
+        model, _ = models.load(source, device=device, dtype=dtype, with_tokenizer=False)
+        return baselines.text_drafter(model, processor.tokenizer), False
+    model, tokenizer = models.load(source, device=device, dtype=dtype, revision=revision)
+    models.check_vocabulary_prefix(processor.tokenizer, tokenizer)
+    drafter = baselines.text_drafter(
+        model, tokenizer, lm.vocab_size, target.config.image_token_id, config_for(target).image_tokens
+    )
+    return drafter, False
+
+
+def load_target(target_name: str, profile="tiny"):
+    """``(target, processor)``: a target of the profile on its device and dtype, at its pinned revision."""
+    profile = Profile.load(profile)
+    source, revision = profile.model_source(target_name)
+    return models.load(source, kind="llava", device=profile.device, dtype=profile.dtype, revision=revision)
+
+
+# ----------------------------------------------------------------------------------------------- methods
+def result_row(request: Request, res) -> dict:
+    """One stored row's columns (the committed table's): the request's task, the counts, timings and tokens;
+    ``lossless`` is the harness's mark (set in place)."""
+    return dict(
+        task=request.data["task"],
+        subtask=request.data["subtask"],
+        scenario=request.data["scenario"],
+        new_tokens=res.new_tokens,
+        target_calls=res.target_calls,
+        drafted=sum(res.drafted_per_block),
+        accepted=sum(res.accepted_per_block),
+        block_efficiency=res.block_efficiency,
+        acceptance_rate=res.acceptance_rate,
+        lossless=None,
+        seconds=res.total_time,
+        draft_seconds=res.draft_time,
+        verify_seconds=res.verify_time,
+        output=json.dumps(res.output_ids),
+    )
+
+
+def method(target, draft: str | None, gamma: int, weights: str, make) -> Method:
+    """Plain decoding (``draft`` None) or one draft at one γ on a fresh ``CachedLM`` of ``target`` per request.
+    ``make(lm)`` builds ``(drafter, uses_images)`` once; the AASD module reads the cache of the request's target."""
+    made: list = []
+
+    def decode(request: Request, setting: Setting):
+        lm = CachedLM(target)
+        ids, inputs = request.prompt_ids, dict(request.target_inputs)
+        if draft is None:
+            return generate(lm, ids, None, max_new_tokens=setting.max_new_tokens,
+                            eos_token_id=setting.eos_token_id, target_inputs=inputs)  # fmt: skip
+        if not made:
+            made.append(make(lm))
+        drafter, uses_images = made[0]
+        if isinstance(drafter, AASDDrafter):
+            drafter.target_lm = lm
+        return generate(lm, ids, drafter, gamma=gamma, max_new_tokens=setting.max_new_tokens,
+                        eos_token_id=setting.eos_token_id, target_inputs=inputs,
+                        draft_inputs=inputs if uses_images else {})  # fmt: skip
+
+    return Method(decode=decode, params=dict(draft=draft or "AR", weights=weights, gamma=gamma if draft else 0))
+
+
+def requests_of(rows: Sequence[dict], processor, target) -> list[Request]:
+    """The harness requests of ``load_requests`` rows, encoded on the target's device and dtype: key ``row`` (the
+    id) and ``request`` (``request_digest`` of the prompt and its pixels); ``data`` the row."""
+    device = next(target.parameters()).device
+    out = []
+    for r in rows:
+        ids, inputs = encode(processor, r["prompt"], r["images"])
+        inputs = {k: v.to(device=device, dtype=target.dtype) for k, v in inputs.items()}
+        key = dict(row=r["id"], request=request_digest(r))
+        out.append(Request(r["id"], ids.to(device), key, target_inputs=inputs, draft_inputs=inputs, data=r))
+    return out
+
+
+def experiment(store, profile, table: str, target_name: str, rows, drafts, gammas, max_new_tokens: int,
+               loaded=None) -> Experiment:  # fmt: skip
+    """One target of a notebook ``table``: plain decoding (``AR``) and every draft at every γ on every request of
+    ``rows`` (``load_requests``), one stored row each. ``loaded``: ``(target, processor)``, else ``load_target``."""
+    profile = Profile.load(profile)
+    target, processor = loaded or load_target(target_name, profile)
+    device = next(target.parameters()).device.type
+
+    def maker(draft):
+        return lambda lm: make_drafter(draft, target_name, target, lm, processor, profile)
+
+    methods = {"AR": method(target, None, 0, weights_of("AR", target_name, profile), None)}
+    for draft in drafts:
+        weights = weights_of(draft, target_name, profile)
+        methods |= {f"{draft} γ={g}": method(target, draft, g, weights, maker(draft)) for g in gammas}
+    return Experiment(
+        store,
+        requests_of(rows, processor, target),
+        methods,
+        fixed=dict(table=table, target=target_name, max_new_tokens=max_new_tokens, device=device),
+        setting=Setting(max_new_tokens, eos_token_id=processor.tokenizer.eos_token_id),
+        reference="AR",
+        row=result_row,
+        method_column="draft",
+        provenance=results.model_provenance(target=target),
+        desc=f"{table} {target_name}",
+    )
+
+
+# ------------------------------------------------------------------------------------------ notebook tables
+def store(profile) -> results.ResultStore:
+    """The runs table; it stands on the committed one (``results.COMMITTED``, read-only), so under ``make test``
+    notebooks 40-41 read the committed runs (``tests/test_committed_results.py`` recomputes a seeded sample of
+    them and demands them back) and an empty output folder recomputes only what the committed table lacks."""
+    return Profile.load(profile).store("aasd_runs", KEY)
+
+
+def suite(profile, table: str, targets, drafts, gammas, n_per_task: int, max_new_tokens: int, seed: int) -> Suite:
+    """A notebook table: one ``experiment`` per target on ``store(profile)``; ``context``: ``requests`` (the rows)
+    and ``targets``."""
+    profile = Profile.load(profile)
+    profile.use_threads()  # tiny models on a CPU, one intra-op thread: walltimes comparable with the committed ones
+    runs = store(profile)
+    rows = load_requests(n_per_task, seed=seed, profile=profile)
+    out = Suite(runs, requests=rows, targets=list(targets), table=table)
+    for target in targets:
+        out.add(lambda s, target=target: experiment(runs, profile, table, target, rows, drafts, gammas, max_new_tokens))
+    return out
+
+
+def table1(profile, *, targets=(), drafts=MAIN_DRAFTS, gammas=(3, 5), n_per_task: int = 63, max_new_tokens: int = 48,
+           seed: int = 0) -> Suite:  # fmt: skip
+    """Table 1 (notebook 40): every main draft against plain decoding on every target (``()``: the profile's)."""
+    targets = list(targets) or profile_targets(profile)
+    return suite(profile, "table1", targets, drafts, gammas, n_per_task, max_new_tokens, seed)
+
+
+def ablations(profile, *, target: str = "", drafts=tuple(ABLATIONS), gammas=(3, 5), n_per_task: int = 63,
+              max_new_tokens: int = 48, seed: int = 0) -> Suite:  # fmt: skip
+    """Table 2, the k sweep and Figs. 3-4 (notebook 41): the module's ablations on one target (``""``: the
+    profile's first)."""
+    target = target or profile_targets(profile)[0]
+    return suite(profile, "ablations", [target], drafts, gammas, n_per_task, max_new_tokens, seed)
+
+
+def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
+    """Decode the stored runs of ``keys`` (rows of ``KEY`` columns) again (with their plain-decoding references,
+    which ``lossless`` compares with) and return the fresh rows, under today's weights and request digests
+    (``Experiment.recompute``), in the order of ``keys``. The tests run this at another CPU vector width and
+    demand the committed rows back."""
+    import tempfile
+
+    profile = Profile.load(profile)
+    profile.use_threads()
+    # the first requests of a task do not depend on n_per_task: the largest index among the keys is enough
+    per = 1 + max(int(str(k["row"]).rsplit("-", 1)[1]) for k in keys)
+    requests = {r["id"]: r for r in load_requests(per * max(len(parts) for parts in TASKS.values()), profile=profile)}
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault((key["table"], key["target"], int(key["max_new_tokens"])), []).append(i)
+    fresh: dict[int, dict] = {}
+    loaded: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = results.ResultStore(profile.name, "recomputed", KEY, root=pathlib.Path(tmp))
+        for (table, target, max_new_tokens), where in groups.items():
+            group = [keys[i] for i in where]
+            rows = list({k["row"]: requests[k["row"]] for k in group}.values())
+            drafts = list(dict.fromkeys(k["draft"] for k in group if k["draft"] != "AR"))
+            gammas = sorted({int(k["gamma"]) for k in group if k["draft"] != "AR"})
+            if target not in loaded:
+                loaded[target] = load_target(target, profile)
+            exp = experiment(scratch, profile, table, target, rows, drafts, gammas, max_new_tokens, loaded[target])
+            for i, row in zip(where, exp.recompute(group).to_dict("records")):
+                fresh[i] = row
+    return pd.DataFrame([fresh[i] for i in range(len(keys))])
