@@ -1,0 +1,251 @@
+"""Measure, on the shipped tiny proxies, each condition issue 26 says a paper's claim depends on, and write the
+rows to ``results/tiny/proxy_conditions.csv`` (long format, sorted, 4 decimals: the same file on every run).
+
+Conditions (``docs/papers/{multilingual,aasd,tabed}.md``, section *Proxy conditions*):
+
+- ``M3``: can the multilingual drafters emit non-English? τ of every P-F drafter by input / output language class
+  (committed ``ml_ood`` rows), the drafters' and the target's held-out loss on the bilingual phrasebook pages and
+  the target's En→X chrF (``data/multilingual/ml_training.csv``).
+- ``M-PF``: held-out prose loss of the P-F / F drafters against the passes their finetune made over its data.
+- ``A2``: visual positions per image and the KV projector's compression, beside the paper's 576 → 64; the τ cost
+  of dropping image KV (committed ``aasd_runs`` rows).
+- ``A5``: do the small LLaVA baselines read their image? τ with the request's image against an all-white image
+  of the same size given to the draft only (the target always sees the real one), γ = 5, ≤ 48 new tokens;
+  ``tabed-draft`` (TABED's M, known to read images) is the control. Decoded live (the ``real`` cells equal the
+  committed ``aasd_runs`` rows of the same requests; the script checks it).
+- ``T1b``: does the TABED target reproduce the scripted first answer its second turns carry? The target's greedy
+  answer (≤ 128 tokens) to the first turn of every second-turn request, against the scripted answer. Decoded live.
+- ``T2``: answer length and how often the window h covers every past block (committed ``tabed_runs`` rows).
+
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/proxy_conditions.py            # ~2-4 min on one thread
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/proxy_conditions.py --no-live  # committed rows only, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+
+import numpy as np
+import pandas as pd
+import torch
+from PIL import Image
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results" / "tiny"
+OUT = RESULTS / "proxy_conditions.csv"
+COLUMNS = ["condition", "quantity", "subset", "value", "n", "paper"]
+VOCAB = 4096  # the foundation tokenizer: uniform loss ln 4096 = 8.318
+
+
+def row(condition, quantity, subset, value, n=None, paper=None) -> dict:
+    return dict(condition=condition, quantity=quantity, subset=subset, value=value, n=n, paper=paper)
+
+
+# ------------------------------------------------------------------------------------------------ multilingual
+def language_class(lang: str, drafter_lang: str) -> str:
+    return "drafter's" if lang == drafter_lang else ("en" if lang == "en" else "other")
+
+
+def multilingual_ood() -> list[dict]:
+    """τ (mean over requests) of each P-F drafter by (input class, output class): the drafter's own language X,
+    English, or another language."""
+    ood = pd.read_csv(RESULTS / "ml_ood.csv")
+    ood = ood[(ood.temperature == 0) & (ood.method == ood.drafter)]
+    ood["lang"] = ood.drafter.str.rsplit("-", n=1).str[-1]
+    src, tgt = ood.pair.str.split("-").str[0], ood.pair.str.split("-").str[1]
+    ood["cell"] = [
+        f"in {language_class(a, x)} -> out {language_class(b, x)}" for a, b, x in zip(src, tgt, ood.lang, strict=True)
+    ]
+    out = []
+    for (drafter, cell), g in ood.groupby(["drafter", "cell"]):
+        out.append(row("M3", "tau", f"{drafter}: {cell}", g.block_efficiency.mean(), len(g)))
+    out_en = tgt == "en"
+    for name, mask in (("all drafters: out en", out_en), ("all drafters: out non-en", ~out_en)):
+        g = ood[mask]
+        out.append(row("M3", "tau", name, g.block_efficiency.mean(), len(g)))
+    return out
+
+
+def multilingual_losses() -> list[dict]:
+    """Held-out losses of ``ml_training.csv``: phrasebook pages (English + X lines: can a model emit X?), prose
+    (what P taught), and the passes the finetune made over its distinct tokens."""
+    t = pd.read_csv(ROOT / "data" / "multilingual" / "ml_training.csv")
+    t = t[t.same_as.isna()]
+    out = [row("M3", "uniform loss ln|V|", "-", math.log(VOCAB))]
+    target = t[t.model == "ml-target"].iloc[0]
+    for direction in ("xx-en", "en-xx"):
+        out.append(row("M3", "target chrF", f"django {direction}", target[f"django_{direction}_chrf"]))
+    for _, m in t.iterrows():
+        out.append(row("M3", "heldout loss translation pages", m.model, m.loss_translation))
+        out.append(row("M-PF", "heldout loss prose", m.model, m.loss_prose))
+        if m.role == "drafter" and m.recipe in ("F", "P-F"):
+            passes = m.finetune_tokens_seen / m.finetune_tokens
+            paper = 3 if m.recipe == "P-F" else 5  # App. F.3: P-F 3 epochs, F 5 epochs
+            out.append(row("M-PF", "finetune passes", m.model, passes, int(m.finetune_steps), paper))
+            if m.model in ("ml-draft-pf-de", "ml-draft-f-de"):  # one lr for every finetune
+                out.append(row("M-PF", "finetune lr", m.model, m.ft_lr, None, 2e-5))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- AASD
+def aasd_projector() -> list[dict]:
+    module = json.loads((ROOT / "data" / "models" / "aasd-module-tabed-target" / "config.json").read_text())["module"]
+    n, k = module["image_tokens"], module["projector_k"]
+    out = [
+        row("A2", "visual positions per image", "tabed-target", n, None, 576),
+        row("A2", "projected positions per image (k)", "aasd-module-tabed-target", k, None, 64),
+        row("A2", "compression ratio", "aasd-module-tabed-target", n / k, None, 576 / 64),
+    ]
+    runs = pd.read_csv(RESULTS / "aasd_runs.csv")
+    for gamma in (3, 5):
+        abl = runs[(runs.table == "ablations") & (runs.gamma == gamma)]
+        tau = abl.groupby("draft").block_efficiency.mean()
+        for draft in ("AASD", "AASD w/o image KV", "AASD w/o projector"):
+            out.append(row("A2", f"tau (gamma {gamma})", draft, tau[draft], int((abl.draft == draft).sum())))
+        cost = tau["AASD"] - tau["AASD w/o image KV"]
+        out.append(row("A2", f"tau cost of dropping image KV (gamma {gamma})", "AASD", cost))
+    return out
+
+
+def blank_like(images) -> list:
+    return [Image.new("RGB", im.size, "white") for im in images]
+
+
+def aasd_image_use(n_per_task: int) -> list[dict]:
+    """τ of each LLaVA draft with the request's image and with a white one (the draft's pixels only)."""
+    from specdec.aasd import bench as ab
+    from specdec.cache import CachedLM
+    from specdec.drafters import ModelDrafter
+    from specdec.engine import generate
+    from specdec.vlm.prompts import encode
+    from specdec.zoo import models
+
+    requests = ab.load_requests(n_per_task)
+    committed = pd.read_csv(RESULTS / "aasd_runs.csv")
+    committed = committed[(committed.table == "table1") & (committed.gamma == 5)]
+    out = []
+    cells = [
+        ("tabed-target", "FT-LLaVA"),
+        ("tabed-target", "DT-LLaVA"),
+        ("aasd-target-s", "FT-LLaVA"),
+        ("aasd-target-s", "DT-LLaVA"),
+        ("tabed-target", "tabed-draft"),
+    ]
+    for target_name, draft_name in cells:
+        target, processor, _ = ab.load_target(target_name)
+        eos = processor.tokenizer.eos_token_id
+        if draft_name == "tabed-draft":
+            drafter = ModelDrafter(models.load(draft_name, kind="llava", with_tokenizer=False)[0])
+        else:
+            drafter, _ = ab.make_drafter(draft_name, target_name, target, CachedLM(target), processor)
+        taus: dict[str, list[float]] = {"real": [], "blank": []}
+        same = []
+        for r in requests:
+            ids, inputs = encode(processor, r["prompt"], r["images"])
+            _, blank = encode(processor, r["prompt"], blank_like(r["images"]))
+            for cond, draft_inputs in (("real", inputs), ("blank", blank)):
+                res = generate(CachedLM(target), ids, drafter, gamma=5, max_new_tokens=48, eos_token_id=eos,
+                               target_inputs=inputs, draft_inputs=draft_inputs)  # fmt: skip
+                taus[cond].append(res.block_efficiency)
+            stored = committed[(committed.target == target_name) & (committed.draft == draft_name)]
+            stored = stored[stored.row == r["id"]]
+            if len(stored):
+                same.append(abs(float(stored.block_efficiency.iloc[0]) - taus["real"][-1]) < 1e-4)  # stored: 6 digits
+        label = f"{draft_name} on {target_name}"
+        for cond, values in taus.items():
+            out.append(row("A5", f"tau ({cond} image)", label, float(np.mean(values)), len(values)))
+        diff = np.array(taus["real"]) - np.array(taus["blank"])
+        out.append(row("A5", "tau real - blank", label, float(diff.mean()), len(diff)))
+        out.append(row("A5", "share of requests where the image changes tau", label, float((diff != 0).mean())))
+        if same:
+            out.append(row("A5", "real-image tau equals committed row", label, float(np.mean(same)), len(same)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- TABED
+def tabed_first_answers(n: int) -> list[dict]:
+    """How often the target's greedy first answer equals the scripted one the second turn carries."""
+    from specdec.engine import autoregressive
+    from specdec.tabed import bench as tb
+    from specdec.vlm import scenes
+    from specdec.vlm.prompts import encode
+
+    target, _, processor = tb.load_vlm_pair("tiny")
+    tok = processor.tokenizer
+    seconds = [(s, t) for s, t in scenes.SCENARIOS if t == 2 and s not in ("nq", "gsm8k")]
+    out = []
+    for scenario, _ in seconds:
+        exact, prefix = [], []
+        for r in scenes.scenario_suite("test", n, scenarios=[(scenario, 2)]):
+            first_part = r["prompt"].split(scenes.TURN_END)[0]
+            user = first_part[len(scenes.USER) : first_part.index(scenes.ASSISTANT)]
+            scripted = first_part[first_part.index(scenes.ASSISTANT) + len(scenes.ASSISTANT) :].strip()
+            ids, inputs = encode(processor, scenes.chat_prompt([(user, None)]), r["images"])
+            res = autoregressive(target, ids, max_new_tokens=128, eos_token_id=tok.eos_token_id, target_inputs=inputs)
+            own = tok.decode(res.output_ids, skip_special_tokens=True).strip()
+            exact.append(own == scripted)
+            want = tok(" " + scripted, add_special_tokens=False).input_ids
+            got = res.output_ids
+            agree = next(
+                (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), min(len(want), len(got))
+            )
+            prefix.append(agree / max(1, len(want)))
+        out.append(row("T1b", "target reproduces the scripted first answer", scenario, float(np.mean(exact)), n))
+        out.append(
+            row("T1b", "share of the scripted answer before the first difference", scenario, float(np.mean(prefix)), n)
+        )
+    return out
+
+
+def tabed_window() -> list[dict]:
+    runs = pd.read_csv(RESULTS / "tabed_runs.csv")
+    ar = runs[runs.method == "AR"]
+    out = [row("T2", "mean answer tokens", "all AR requests", ar.new_tokens.mean(), len(ar), 48)]
+    out.append(row("T2", "median answer tokens", "all AR requests", ar.new_tokens.median(), len(ar)))
+    out.append(row("T2", "share of answers of 48+ tokens", "all AR requests", (ar.new_tokens >= 48).mean(), len(ar)))
+    for (group, turn), g in ar.groupby(["group", "turn"]):
+        out.append(row("T2", "mean answer tokens", f"{group} turn {turn}", g.new_tokens.mean(), len(g), 48))
+    mt = runs[(runs.method == "MT*") & (runs.gamma == 5)]
+    # the window study's requests in Table 3's cells (findings.T5_GROUPS: benchmark first turns, the story sets)
+    table3 = (mt.group == "ood") | ((mt.group == "benchmark") & (mt.turn == 1))
+    mt = mt[mt.row.isin(set(mt[mt.window == "16"].row)) & table3]
+    full = mt[mt.window == "ALL"].drop_duplicates("row").set_index("row")
+    out.append(
+        row("T2", "mean blocks per request (MT*, gamma 5)", "Table 3 cells", full.target_calls.mean(), len(full))
+    )
+    out.append(row("T2", "mean tau (MT*, gamma 5)", "Table 3 cells", full.block_efficiency.mean(), len(full)))
+    for h in (1, 4, 16):
+        # window h equals ALL on a request when every block sees at most h past blocks
+        covered = (full.target_calls - 1 <= h).mean()
+        out.append(row("T2", "share of requests where h covers every past block", f"h={h}", covered, len(full)))
+        win = mt[mt.window == str(h)].drop_duplicates("row").set_index("row")
+        equal = (win.accepted == full.accepted.reindex(win.index)).mean()
+        out.append(row("T2", "share of requests where MT*(h) accepts as MT*(ALL)", f"h={h}", equal, len(win)))
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--no-live", action="store_true", help="only the committed rows (no decoding)")
+    parser.add_argument("--aasd-per-task", type=int, default=12, help="A5 requests per task (3 tasks)")
+    parser.add_argument("--tabed-per-scenario", type=int, default=20, help="T1b requests per second-turn scenario")
+    parser.add_argument("--out", type=pathlib.Path, default=OUT)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    rows = multilingual_ood() + multilingual_losses() + aasd_projector() + tabed_window()
+    if not args.no_live:
+        rows += aasd_image_use(args.aasd_per_task) + tabed_first_answers(args.tabed_per_scenario)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame["value"] = frame.value.astype(float).round(4)
+    frame["n"] = frame.n.astype("Int64")
+    frame = frame.sort_values(["condition", "quantity", "subset"], kind="stable").reset_index(drop=True)
+    frame.to_csv(args.out, index=False, lineterminator="\n")
+    with pd.option_context("display.width", 200, "display.max_rows", None, "display.max_colwidth", 70):
+        print(frame.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
