@@ -116,7 +116,7 @@ def blank_like(images) -> list:
 
 def aasd_image_use(n_per_task: int) -> list[dict]:
     """τ of each LLaVA draft with the request's image and with a white one (the draft's pixels only)."""
-    from specdec.aasd import bench as ab
+    from specdec.aasd import experiments as ab
     from specdec.cache import CachedLM
     from specdec.drafters import ModelDrafter
     from specdec.engine import generate
@@ -135,7 +135,7 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
         ("tabed-target", "tabed-draft"),
     ]
     for target_name, draft_name in cells:
-        target, processor, _ = ab.load_target(target_name)
+        target, processor = ab.load_target(target_name)
         eos = processor.tokenizer.eos_token_id
         if draft_name == "tabed-draft":
             drafter = ModelDrafter(models.load(draft_name, kind="llava", with_tokenizer=False)[0])
@@ -169,7 +169,7 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
 def tabed_first_answers(n: int) -> list[dict]:
     """How often the target's greedy first answer equals the scripted one the second turn carries."""
     from specdec.engine import autoregressive
-    from specdec.tabed import bench as tb
+    from specdec.tabed import experiments as tb
     from specdec.vlm import scenes
     from specdec.vlm.prompts import encode
 
