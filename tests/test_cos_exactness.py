@@ -10,6 +10,7 @@ from conftest import random_llama
 from specdec import verdict
 from specdec.cos import exactness as ex
 from specdec.cos import findings as cf
+from specdec.cos import theory_verdicts as theory
 from specdec.cos.combine import Combination
 from specdec.verdict import FAILS, HOLDS
 
@@ -49,12 +50,12 @@ def test_cells_partition_every_pair(sharp_duo, combine):
 def test_cos_draws_pass_and_a_wrong_sampler_fails(sharp_duo, combine, gamma):
     rows = pd.DataFrame(ex.c2_rows(sharp_duo, PROMPT, combine, gamma=gamma, draws=300, seed=0)).assign(set="x")
     assert rows.groupby("test")["observed"].sum().tolist() == [300, 300]
-    assert cf.c2_verdict(rows).status == HOLDS  # μ = 1: r far enough from the expert for 300 draws to tell
+    assert theory.c2_verdict(rows).status == HOLDS  # μ = 1: r far enough from the expert for 300 draws to tell
     # a deliberately wrong sampler: CoS with the expert alone as the target, tabulated against r
     wrong_pairs, _ = ex.draw_pairs(sharp_duo, PROMPT, Combination.weighted(0.0), "cos", gamma, 300, 0)
     cells = ex.exact_cells(sharp_duo, PROMPT, combine, draws=300)
     wrong = pd.DataFrame(ex.tabulate(wrong_pairs, cells)).assign(set="x", role_swaps=0)
-    assert cf.c2_verdict(wrong).status == FAILS
+    assert theory.c2_verdict(wrong).status == FAILS
 
 
 def test_chi2_pvalue_rules():

@@ -6,6 +6,8 @@ import pytest
 
 from specdec import costs
 from specdec.cos import findings as cf
+from specdec.cos import speed_verdicts as speed
+from specdec.cos import theory_verdicts as theory
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE
 
 NOISE = [0.0, 0.3, -0.3, 0.2, -0.2, 0.1, -0.1, 0.0]  # symmetric: the geometric mean of exp(c + NOISE) is e^c
@@ -32,7 +34,7 @@ def _c1_frame(log_center, spread=1.0):
     "center,spread,status", [(np.log(1.3), 1.0, HOLDS), (np.log(0.8), 1.0, FAILS), (0.02, 1.0, INCONCLUSIVE)]
 )
 def test_c1(center, spread, status):
-    v = cf.c1_verdicts(_c1_frame(center, spread), per_config=False)[0]
+    v = speed.c1_verdicts(_c1_frame(center, spread), per_config=False)[0]
     assert v.name == "C1" and v.status == status and v.n == len(NOISE)
     assert v.estimate == pytest.approx(np.exp(center))
     assert v.low < v.estimate < v.high
@@ -41,7 +43,7 @@ def test_c1(center, spread, status):
 def test_c1_best_gamma_and_sd():
     frame = _c1_frame(np.log(1.3))
     worse = _speed_rows([0.5] * len(NOISE), gamma=5)
-    vs = cf.c1_verdicts(pd.concat([frame, worse[worse.method == "cos"]]))
+    vs = speed.c1_verdicts(pd.concat([frame, worse[worse.method == "cos"]]))
     assert vs[0].estimate == pytest.approx(1.3)  # γ = 5 is worse: γ = 1 is kept
     assert vs[1].name == "C1-SD" and vs[1].status == HOLDS
     assert vs[2].name == "C1 we T=1"
@@ -51,16 +53,16 @@ def test_c1_gpu_has_no_interval():
     gpu = pd.DataFrame(
         dict(device="H100", set="we", task=["a", "b"], method="cos", temperature=1, speedup=[1.2, 0.9], prompts=4)
     )
-    v = cf.c1_gpu_verdict(gpu)
+    v = speed.c1_gpu_verdict(gpu)
     assert v.status == INCONCLUSIVE and v.n == 2 and "aggregates" in v.detail
     assert v.estimate == pytest.approx(np.sqrt(1.2 * 0.9))
-    assert cf.c1_gpu_verdict(None).status == INCONCLUSIVE
+    assert speed.c1_gpu_verdict(None).status == INCONCLUSIVE
 
 
 def test_c3_sanity():
     exact = pd.DataFrame(dict(lam=[0.1, 0.9], proposer=0, alpha=[0.5, 0.95], bound=[0.1, 0.9]))
-    assert cf.c3_sanity_verdict(exact).status == HOLDS
-    assert cf.c3_sanity_verdict(exact.assign(alpha=[0.05, 0.95])).status == FAILS
+    assert theory.c3_sanity_verdict(exact).status == HOLDS
+    assert theory.c3_sanity_verdict(exact.assign(alpha=[0.05, 0.95])).status == FAILS
 
 
 def _c3_frame(excess):
@@ -85,7 +87,7 @@ def _c3_frame(excess):
     ],
 )
 def test_c3_measured(excess, status, estimate):
-    v = cf.c3_verdict(_c3_frame(excess))
+    v = theory.c3_verdict(_c3_frame(excess))
     assert v.status == status and v.n == 6 and v.estimate == pytest.approx(estimate, abs=1e-9)
 
 
@@ -101,7 +103,7 @@ def _sweep(values_by_point, point, method_gamma=1):
 @pytest.mark.parametrize("ratios,status", [((1.9, 1.8), HOLDS), ((1.4, 1.2), FAILS), ((1.9, 1.52), INCONCLUSIVE)])
 def test_c4_lambda(ratios, status):
     """The paper's claim is at least 1.5x at every λ, not merely faster."""
-    v = cf.c4_lambda_verdict(_sweep({0.1: (ratios[0], 0.2), 0.9: (ratios[1], 1.0)}, "lam"))
+    v = speed.c4_lambda_verdict(_sweep({0.1: (ratios[0], 0.2), 0.9: (ratios[1], 1.0)}, "lam"))
     assert v.status == status and v.n == len(NOISE) and v.estimate == pytest.approx(min(ratios))
 
 
@@ -110,7 +112,7 @@ def test_c4_lambda(ratios, status):
     [((1.4, 1.2), HOLDS, HOLDS), ((0.9, 0.7), FAILS, HOLDS), ((1.05, 1.0), INCONCLUSIVE, INCONCLUSIVE)],
 )
 def test_c4_mu(ratios, still, trend):
-    still_v, trend_v = cf.c4_mu_verdicts(_sweep({0.1: (ratios[0], 0.2), 0.5: (ratios[1], 1.0)}, "mu"))
+    still_v, trend_v = speed.c4_mu_verdicts(_sweep({0.1: (ratios[0], 0.2), 0.5: (ratios[1], 1.0)}, "mu"))
     assert still_v.name == "C4-μ" and still_v.status == still and still_v.n == len(NOISE)
     assert still_v.estimate == pytest.approx(min(ratios))
     assert trend_v.status == trend
@@ -118,7 +120,7 @@ def test_c4_mu(ratios, still, trend):
 
 
 def test_c4_mu_trend_fails_when_rising():
-    _, trend = cf.c4_mu_verdicts(_sweep({0.1: (1.1, 0.1), 0.5: (1.5, 0.1)}, "mu"))
+    _, trend = speed.c4_mu_verdicts(_sweep({0.1: (1.1, 0.1), 0.5: (1.5, 0.1)}, "mu"))
     assert trend.status == FAILS
 
 
@@ -135,7 +137,7 @@ def _gamma_frame(set_name, curve, spread=0.1):
     [((1.2, 1.22, 1.21), 0.01, HOLDS), ((1.5, 1.2, 1.0), 0.01, FAILS), ((1.2, 1.3, 1.2), 0.5, INCONCLUSIVE)],
 )
 def test_c4_gamma_we(curve, spread, status):
-    (v,) = cf.c4_gamma_verdicts(_gamma_frame("we", curve, spread))
+    (v,) = speed.c4_gamma_verdicts(_gamma_frame("we", curve, spread))
     assert v.name == "C4-γ WE" and v.status == status and v.n == len(NOISE)
     assert v.estimate == pytest.approx(max(curve) / min(curve))
 
@@ -145,7 +147,7 @@ def test_c4_gamma_we(curve, spread, status):
     [((1.0, 1.5, 1.1), 0.01, HOLDS), ((1.5, 1.2, 1.0), 0.01, FAILS), ((1.2, 1.23, 1.2), 1.0, INCONCLUSIVE)],
 )
 def test_c4_gamma_cd(curve, spread, status):
-    (v,) = cf.c4_gamma_verdicts(_gamma_frame("cd", curve, spread))
+    (v,) = speed.c4_gamma_verdicts(_gamma_frame("cd", curve, spread))
     assert v.name == "C4-γ CD" and v.status == status
     assert v.estimate == pytest.approx(curve[1] / max(curve[0], curve[2]))
 
@@ -166,7 +168,7 @@ def _apf_frame(cos_ratio, spread=0.1):
 
 @pytest.mark.parametrize("ratio,spread,status", [(1.2, 0.1, HOLDS), (0.8, 0.1, FAILS), (1.01, 1.0, INCONCLUSIVE)])
 def test_c4_apf(ratio, spread, status):
-    v = cf.c4_apf_verdict(_apf_frame(ratio, spread))
+    v = speed.c4_apf_verdict(_apf_frame(ratio, spread))
     assert v.status == status and v.n == 2 * len(NOISE) and v.estimate == pytest.approx(ratio)
 
 
@@ -209,7 +211,7 @@ def test_c1_in_the_papers_regime_prices_the_calls(cos_calls, spread, status):
     priced = cf.with_priced_speed(frame)
     std = priced[priced.method == "standard"].priced_speed.iloc[0]
     assert std == pytest.approx(40 / (40 * c + 40))
-    v = cf.in_two_regimes(cf.c1_verdicts, frame, per_config=False, machine="cpu test")[0]
+    v = cf.in_two_regimes(speed.c1_verdicts, frame, per_config=False, machine="cpu test")[0]
     if spread == 0:
         assert v.estimate == pytest.approx((40 * c + 40) / (cos_calls[0] * c + cos_calls[1]))
     assert v.status == status and v.machine.estimate == pytest.approx(0.9) and v.machine.status == FAILS
@@ -220,14 +222,14 @@ def test_c4_gamma_cd_tests_gsm8k_alone():
     """A HumanEval curve that only falls (the paper names such curves) does not decide the CD row."""
     gsm = _gamma_frame("cd", (1.0, 1.5, 1.1), 0.01)
     human = _gamma_frame("cd", (1.5, 1.2, 1.0), 0.01).assign(task="humaneval")
-    (v,) = cf.c4_gamma_verdicts(pd.concat([gsm, human]))
+    (v,) = speed.c4_gamma_verdicts(pd.concat([gsm, human]))
     assert v.status == HOLDS and v.estimate == pytest.approx(1.5 / 1.1) and v.n == len(NOISE)
     assert "humaneval (not tested" in v.detail
 
 
 def test_paper_columns_count_the_papers_own_cells():
-    assert "Table 4 OPT T=1 CNNDM: 1.85x vs 1.85x" in cf.paper_cells("CoS", "SD")
-    assert "Llama-2 T=1 GSM8K" in cf.paper_apf_cells()
+    assert "Table 4 OPT T=1 CNNDM: 1.85x vs 1.85x" in speed.paper_cells("CoS", "SD")
+    assert "Llama-2 T=1 GSM8K" in speed.paper_apf_cells()
 
 
 # ------------------------------------------------------------------------------------------------ C2
@@ -249,32 +251,32 @@ def _c2_cells(sampler, expert=EXPERT, draws=400, seed=0, sets=("we", "cd")):
 
 
 def test_c2_holds_for_draws_from_r():
-    v = cf.c2_verdict(_c2_cells(R))
+    v = theory.c2_verdict(_c2_cells(R))
     assert v.status == HOLDS and v.name == "C2" and v.n == 2 * 400
     assert 1e-3 / 4 < v.estimate <= 1.0 and v.low == v.estimate == v.high
     assert "we first" in v.detail and "7 role swaps" in v.detail
-    tests = cf.c2_tests(_c2_cells(R))
+    tests = theory.c2_tests(_c2_cells(R))
     assert len(tests) == 4 and (tests.p_expert < 1e-6).all() and (tests.draws == 400).all()
 
 
 def test_c2_fails_for_a_wrong_sampler():
     """Draws from the expert alone (a sampler that ignores the amateur) are a bug."""
-    v = cf.c2_verdict(_c2_cells(EXPERT))
+    v = theory.c2_verdict(_c2_cells(EXPERT))
     assert v.status == FAILS and v.estimate <= 1e-3 / 4
     # one wrong test of four is enough, and the Bonferroni factor is applied
     cells = pd.concat([_c2_cells(R, sets=("we",)), _c2_cells(EXPERT, sets=("cd",), seed=1)])
-    tests = cf.c2_tests(cells)
-    assert cf.c2_verdict(cells).status == FAILS
-    assert cf.c2_verdict(cells).estimate == pytest.approx(tests.p_r.min()) and tests.p_r.max() > 1e-3
+    tests = theory.c2_tests(cells)
+    assert theory.c2_verdict(cells).status == FAILS
+    assert theory.c2_verdict(cells).estimate == pytest.approx(tests.p_r.min()) and tests.p_r.max() > 1e-3
 
 
 def test_c2_is_inconclusive_without_power_or_draws():
     """A control as near r as the draws' noise cannot be told apart: the check has no power, whatever p says."""
-    v = cf.c2_verdict(_c2_cells(R, expert=R + np.array([0.01, -0.01, 0.0, 0.0])))
+    v = theory.c2_verdict(_c2_cells(R, expert=R + np.array([0.01, -0.01, 0.0, 0.0])))
     assert v.status == INCONCLUSIVE and v.estimate > 1e-3 / 4 and "no power" in v.detail
-    empty = cf.c2_verdict(_c2_cells(R).assign(observed=0))
+    empty = theory.c2_verdict(_c2_cells(R).assign(observed=0))
     assert empty.status == INCONCLUSIVE and empty.n == 0 and np.isnan(empty.estimate)
-    assert cf.c2_verdict(_c2_cells(R).iloc[0:0]).status == INCONCLUSIVE
+    assert theory.c2_verdict(_c2_cells(R).iloc[0:0]).status == INCONCLUSIVE
 
 
 def test_c2_is_a_sanity_check_on_the_board():

@@ -1,10 +1,10 @@
-"""Notebook 01's findings as verdicts (``bench.iid_verdict``, ``bench.engine_verdict``) on hand-built rows, and the
-store keeping hex digests as strings."""
+"""Notebook 01's findings as verdicts (``engine_findings.iid_verdict``, ``engine_findings.engine_verdict``) on
+hand-built rows, and the store keeping hex digests as strings."""
 
 import pandas as pd
 import pytest
 
-from specdec import bench
+from specdec import bench, engine_findings
 from specdec.results import ResultStore
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
 
@@ -22,20 +22,20 @@ def sweep_rows(betas_per_prompt: list[dict], calls: int = 1000, draft: str = "d"
 
 
 def test_iid_verdict_holds_when_beta_is_level_across_gamma():
-    v = bench.iid_verdict(sweep_rows([{1: 0.5, 3: 0.5, 6: 0.5}] * 10))
+    v = engine_findings.iid_verdict(sweep_rows([{1: 0.5, 3: 0.5, 6: 0.5}] * 10))
     assert v.status == HOLDS and v.estimate == pytest.approx(0, abs=1e-3) and v.n == 10
 
 
 def test_iid_verdict_fails_when_beta_moves_with_gamma():
-    v = bench.iid_verdict(sweep_rows([{1: 0.3, 3: 0.5, 6: 0.7}] * 10))
+    v = engine_findings.iid_verdict(sweep_rows([{1: 0.3, 3: 0.5, 6: 0.7}] * 10))
     assert v.status == FAILS and v.estimate == pytest.approx(0.4, abs=1e-3)
 
 
 def test_iid_verdict_takes_the_worst_draft_and_is_inconclusive_on_mixed_prompts():
     level = sweep_rows([{1: 0.5, 3: 0.5}] * 6, draft="a")
     mixed = sweep_rows([{1: 0.5, 3: 0.5}] * 6 + [{1: 0.2, 3: 0.8}] * 2, draft="b")  # one resample in ~20 is level
-    v = bench.iid_verdict(pd.concat([level, mixed]))
-    assert v.status == INCONCLUSIVE and v.low < bench.IID_TOLERANCE < v.high
+    v = engine_findings.iid_verdict(pd.concat([level, mixed]))
+    assert v.status == INCONCLUSIVE and v.low < engine_findings.IID_TOLERANCE < v.high
 
 
 def speed_rows(efficiencies: list[float]) -> list[dict]:
@@ -72,7 +72,7 @@ def speed_rows(efficiencies: list[float]) -> list[dict]:
     [([1.0] * 8, HOLDS), ([0.5] * 8, FAILS), ([0.6, 1.4] * 4, INCONCLUSIVE)],
 )
 def test_engine_verdict(efficiencies, status):
-    v = bench.engine_verdict(speed_rows(efficiencies), gamma=1, latency_ratio_value=0.0, verify_cost=1.0)
+    v = engine_findings.engine_verdict(speed_rows(efficiencies), gamma=1, latency_ratio_value=0.0, verify_cost=1.0)
     assert v.status == status and v.n == len(efficiencies)
     assert v.estimate == pytest.approx(sum(efficiencies) / len(efficiencies) if status != INCONCLUSIVE else 1.0)
 
@@ -121,7 +121,7 @@ def test_engine_speed_is_decided_on_priced_counts(calls, status):
     from specdec import costs
 
     regime = costs.Regime("test", {"draft": 0.1}, 1.0, "hand-set")
-    v = bench.engine_speed_verdict(counted_rows(calls), regime=regime, machine="cpu test")
+    v = engine_findings.engine_speed_verdict(counted_rows(calls), regime=regime, machine="cpu test")
     assert v.status == status and v.n == len(calls)
     assert v.estimate == pytest.approx(10 * len(calls) / sum(c * 1.2 for c in calls))
     assert v.machine.estimate == pytest.approx(0.5) and v.machine.status == FAILS and v.machine.regime == "cpu test"

@@ -9,8 +9,7 @@ import torch
 from specdec import zoo
 from specdec.harness.profile import Profile
 from specdec.multilingual import experiments as mb
-from specdec.multilingual import findings as ml_findings
-from specdec.multilingual import hubdata, parallel
+from specdec.multilingual import hubdata, parallel, scaling_verdicts
 from specdec.multilingual import tables as mt
 from specdec.results import ResultStore
 from specdec.zoo.tasks import encode
@@ -158,7 +157,7 @@ def test_paired_bootstrap_and_loglinear_fit():
     shifted = mt.paired_bootstrap(a + 3, a)
     assert shifted["mean_diff"] == pytest.approx(3) and shifted["p_value"] < 0.01
     curve = pd.DataFrame({"finetune_tokens": [1e3, 1e4, 1e5, 1e6], "tau": [1.0, 1.5, 2.0, 2.5]})
-    fit = ml_findings.loglinear_fit(curve)
+    fit = scaling_verdicts.loglinear_fit(curve)
     assert (
         fit["slope"] == pytest.approx(0.5) and fit["intercept"] == pytest.approx(-0.5) and fit["r2"] == pytest.approx(1)
     )

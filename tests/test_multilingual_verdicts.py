@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from specdec import costs
+from specdec.multilingual import drafter_verdicts, scaling_verdicts
 from specdec.multilingual import findings as mf
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE
 
@@ -44,7 +45,7 @@ MAIN = dict(ar=1.0, **{"sps-generic": 1.0, "sps-f": 1.2, "pld": 1.1})
 
 @pytest.mark.parametrize("pf,spread,status", [(1.5, 0.1, HOLDS), (1.0, 0.1, FAILS), (1.25, 1.0, INCONCLUSIVE)])
 def test_m1(pf, spread, status):
-    vs = mf.m1_verdicts(_runs({**MAIN, "sps-pf": pf}, spread=spread))
+    vs = drafter_verdicts.m1_verdicts(_runs({**MAIN, "sps-pf": pf}, spread=spread))
     joint = vs[0]
     assert joint.name == "M1 T=0" and joint.status == status and joint.n == len(NOISE)
     assert joint.estimate == pytest.approx(pf / 1.2)  # F is the strongest baseline
@@ -52,7 +53,7 @@ def test_m1(pf, spread, status):
 
 
 def test_m1_fails_when_pld_is_faster():
-    vs = mf.m1_verdicts(_runs({**MAIN, "pld": 2.0, "sps-pf": 1.5}))
+    vs = drafter_verdicts.m1_verdicts(_runs({**MAIN, "pld": 2.0, "sps-pf": 1.5}))
     assert vs[0].status == FAILS and "PLD" in vs[0].detail
     assert vs[1].status == HOLDS and vs[3].status == FAILS
 
@@ -66,7 +67,7 @@ def test_m1_fails_when_pld_is_faster():
     ],
 )
 def test_m1_tau(taus, status, estimate):
-    v = mf.m1_tau_verdict(_runs(dict.fromkeys(taus, 1.0), tau=taus))
+    v = drafter_verdicts.m1_tau_verdict(_runs(dict.fromkeys(taus, 1.0), tau=taus))
     assert v.status == status and v.n == len(NOISE) and v.estimate == pytest.approx(estimate, abs=0.01)
 
 
@@ -85,7 +86,7 @@ def _tokens_frame(taus_by_budget):
     ],
 )
 def test_m2(taus, status, slope):
-    v, _ = mf.m2_verdicts(*_tokens_frame(taus))
+    v, _ = scaling_verdicts.m2_verdicts(*_tokens_frame(taus))
     assert v.name == "M2 P-F" and v.status == status and v.n == len(NOISE)
     assert v.estimate == pytest.approx(slope, abs=0.01) and "R²" in v.detail
 
@@ -106,7 +107,7 @@ def _ood_frame(same_in, same_out, noise=0.0):
     "same_in,same_out,noise,status", [(2.5, 1.5, 0.0, HOLDS), (1.2, 2.0, 0.0, FAILS), (1.52, 1.5, 3.0, INCONCLUSIVE)]
 )
 def test_m3(same_in, same_out, noise, status):
-    v = mf.m3_verdict(_ood_frame(same_in, same_out, noise))
+    v = scaling_verdicts.m3_verdict(_ood_frame(same_in, same_out, noise))
     assert v.status == status and v.n == 6 * len(NOISE)  # 6 distinct directions, one prompt set each
     assert v.estimate == pytest.approx(same_in - same_out, abs=0.01)
 
@@ -121,7 +122,7 @@ def test_m3(same_in, same_out, noise, status):
 )
 def test_m4(large_speed, large_tau, spread, speed_status, tau_status):
     frame = _runs(dict(ar=1.0, small=1.0, large=large_speed), tau=dict(small=2.0, large=large_tau), spread=spread)
-    speed, close = mf.m4_verdicts(frame, latency_ratios={"small": 0.4, "large": 0.8})
+    speed, close = scaling_verdicts.m4_verdicts(frame, latency_ratios={"small": 0.4, "large": 0.8})
     assert speed.status == speed_status and speed.n == len(NOISE)
     assert speed.estimate == pytest.approx(large_speed)
     assert close.status == tau_status and close.n == len(NOISE)
@@ -133,7 +134,7 @@ def test_m4(large_speed, large_tau, spread, speed_status, tau_status):
 def test_quality(shift, spread, status):
     t1 = _runs({"ar": 1.0, "sps-pf": 1.0}, temperature=1.0, seeds=(0, 1, 2), chrf={"sps-pf": shift + spread * NOISE})
     t0 = _runs({"ar": 1.0, "sps-pf": 1.0})
-    greedy, sampled = mf.quality_verdicts(pd.concat([t0, t1]))
+    greedy, sampled = drafter_verdicts.quality_verdicts(pd.concat([t0, t1]))
     assert greedy.status == HOLDS and greedy.estimate == 1.0
     assert sampled.name == "Quality sps-pf T=1" and sampled.status == status and sampled.n == len(NOISE)
     assert sampled.estimate == pytest.approx(shift)
@@ -142,7 +143,7 @@ def test_quality(shift, spread, status):
 def test_quality_t0_fails_on_a_mismatch():
     t0 = _runs({"ar": 1.0, "sps-pf": 1.0})
     t0.loc[t0.index[-1], "same_as_ar"] = False
-    (greedy,) = mf.quality_verdicts(t0)
+    (greedy,) = drafter_verdicts.quality_verdicts(t0)
     assert greedy.status == FAILS and greedy.estimate == pytest.approx(7 / 8)
 
 
@@ -152,7 +153,7 @@ def test_quality_t0_fails_on_a_mismatch():
 )
 def test_table7(pf_speed, pf_tau, spread, status):
     frame = _runs({"ar": 1.0, "sps-generic": 1.0, "sps-pf": pf_speed}, tau={"sps-pf": pf_tau}, spread=spread)
-    speed, every, tau = mf.table7_verdicts(frame)
+    speed, every, tau = drafter_verdicts.table7_verdicts(frame)
     assert speed.name == "Table 7" and speed.status == status and speed.n == len(NOISE)
     assert every.name == "Table 7 all prompts" and every.estimate == pytest.approx(speed.estimate)
     assert speed.estimate == pytest.approx(pf_speed)
@@ -163,14 +164,14 @@ def test_table7_counts_only_the_translatable_prompts():
     """The prompts the target cannot translate are left out: here P-F wins only on them, so the verdict fails."""
     tau = np.where(np.arange(len(NOISE)) < 4, 1.0, 3.0)
     frame = _runs({"ar": 1.0, "sps-generic": 1.0, "sps-pf": 1.0}, tau={"sps-pf": tau})
-    assert mf.table7_verdicts(frame)[2].status == HOLDS  # every prompt: P-F ahead on half of them
+    assert drafter_verdicts.table7_verdicts(frame)[2].status == HOLDS  # every prompt: P-F ahead on half of them
     translatable = pd.DataFrame(
         {"pair": "de-en", "prompt": [f"de-en:p{i}" for i in range(8)], "translatable": tau == 1}
     )
-    speed, every, v = mf.table7_verdicts(frame, translatable=translatable)
+    speed, every, v = drafter_verdicts.table7_verdicts(frame, translatable=translatable)
     assert v.n == speed.n == 4 and v.estimate == pytest.approx(0.0) and v.status != HOLDS
     assert every.n == 8 and "all 8 prompts" in every.detail and "translatable_set" in speed.detail
-    none = mf.table7_verdicts(frame, translatable=translatable.assign(translatable=False))
+    none = drafter_verdicts.table7_verdicts(frame, translatable=translatable.assign(translatable=False))
     assert [(v.n, v.status) for v in none] == [(0, INCONCLUSIVE)] * 3 and "not testable" in none[0].detail
 
 
@@ -185,7 +186,7 @@ def test_table7_counts_only_the_translatable_prompts():
 )
 def test_table3(taus, status, estimate):
     frame = pd.concat([_runs(dict.fromkeys(taus, 1.0), tau=taus, pair="zh-en"), _runs(dict.fromkeys(taus, 1.0))])
-    v = mf.table3_verdict(frame)
+    v = drafter_verdicts.table3_verdict(frame)
     assert v.name == "Table 3 zh-en T=0" and v.status == status and v.n == len(NOISE)
     assert v.estimate == pytest.approx(estimate, abs=0.01)
 
@@ -226,7 +227,7 @@ def test_m1_in_the_papers_regime_prices_the_counts(pf_calls, status):
     c = costs.paper_table6_regime().cost("draft")
     assert pf.priced_speed == pytest.approx(48 / (pf.target_calls * (1 + 4 * c)))
     assert (priced[priced.method == "ar"].priced_speed == 1.0).all()
-    joint = mf.in_two_regimes(mf.m1_verdicts, frame, 0.0, machine="cpu test")[0]
+    joint = mf.in_two_regimes(drafter_verdicts.m1_verdicts, frame, 0.0, machine="cpu test")[0]
     assert joint.status == status and joint.machine.status == FAILS and joint.machine.regime == "cpu test"
     assert "Table 6" in joint.regime and "prompt lookup" in joint.regime
 
@@ -240,5 +241,5 @@ def test_m1_in_the_papers_regime_prices_the_counts(pf_calls, status):
     ],
 )
 def test_m2_linear(taus, status):
-    _, v = mf.m2_verdicts(*_tokens_frame(taus))
+    _, v = scaling_verdicts.m2_verdicts(*_tokens_frame(taus))
     assert v.name == "M2-linear P-F" and v.status == status

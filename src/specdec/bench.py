@@ -3,7 +3,8 @@
 Conventions (``../shared/papers/formulas.md``): ``T(B, S, γ)`` is the wall time of one forward call that
 feeds ``γ`` new tokens per row to a model whose KV cache already holds ``S`` positions, at batch size
 ``B``; it is the median over ``repeats`` after ``warmup`` calls, synchronised on CUDA.
-``T_q/T_p = T_draft(1, S, 1) / T_target(1, S, 1)``.
+``T_q/T_p = T_draft(1, S, 1) / T_target(1, S, 1)``. The verdicts on these measurements (notebook 01's
+findings) are ``specdec.engine_findings``'.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from tqdm.auto import tqdm
 from specdec.batching import generate_batch
 from specdec.cache import crop_cache
 from specdec.engine import generate, now
-from specdec.verdict import Verdict, bootstrap_ci, decide, judge_all, two_regimes
 
 
 def expected_block_efficiency(alpha: float, gamma: int) -> float:
@@ -296,169 +296,6 @@ def acceptance_sweep(
     """Measured τ and α per draft and γ over ``prompts`` (pooled), beside the i.i.d. prediction from α:
     ``pool_acceptance(acceptance_rows(...))``."""
     return pool_acceptance(acceptance_rows(target, drafts, prompts, gammas, max_new_tokens, sampling, seed))
-
-
-IID_TOLERANCE = 0.1
-
-
-def iid_verdict(frame, tolerance: float = IID_TOLERANCE) -> Verdict:
-    """Notebook 01 (b): is acceptance i.i.d.? Under i.i.d. acceptance the β implied by τ at each γ
-    (``iid_acceptance``) is one constant. Estimate: the largest spread (max − min over γ) of β over the drafts,
-    from τ pooled over prompts; 95% interval by a bootstrap over prompts (one resample serves every draft and
-    γ, as the same prompts were decoded for each). Holds when the whole interval is below ``tolerance``.
-
-    ``frame``: ``acceptance_rows`` (columns ``draft, gamma, prompt, new_tokens, target_calls``)."""
-    by_prompt: dict = {}
-    for r in frame[["draft", "gamma", "prompt", "new_tokens", "target_calls"]].itertuples(index=False):
-        by_prompt.setdefault(r.prompt, []).append((r.draft, int(r.gamma), int(r.new_tokens), int(r.target_calls)))
-
-    def spread(sample):
-        totals: dict = {}
-        for rows in sample:
-            for draft, gamma, new, calls in rows:
-                t = totals.setdefault((draft, gamma), [0, 0])
-                t[0], t[1] = t[0] + new, t[1] + calls
-        betas: dict = {}
-        for (draft, gamma), (new, calls) in totals.items():
-            betas.setdefault(draft, []).append(iid_acceptance(new / calls, gamma))
-        return max(max(b) - min(b) for b in betas.values())
-
-    units = [by_prompt[k] for k in sorted(by_prompt)]
-    est, low, high = bootstrap_ci(units, spread, n_boot=1000)
-    gammas = sorted(int(g) for g in frame.gamma.unique())
-    return Verdict(
-        "i.i.d. acceptance",
-        f"the per-token acceptance β implied by τ stays within {tolerance} across γ = {gammas} for every draft "
-        "(the i.i.d. model behind τ = (1 − α^(γ+1)) / (1 − α))",
-        est,
-        low,
-        high,
-        len(units),
-        decide(low, high, tolerance, greater=False),
-        "(assumption of Eq. (1); our check)",
-        f"Drafts {sorted(frame.draft.unique())}; n counts held-out prompts.",
-    )
-
-
-ENGINE_EFFICIENCY_GOAL = 0.95
-
-
-def engine_verdict(
-    rows, gamma: int, latency_ratio_value: float, verify_cost: float, goal: float = ENGINE_EFFICIENCY_GOAL
-):
-    """Notebook 01 (d): the decode loop adds no overhead beyond its model calls: the measured walltime speedup
-    (``summarize_speedup`` of ``speedup_rows``) is at least ``goal`` × the prediction from the measured τ,
-    ``T_q/T_p`` and verification cost (``engine_efficiency_refined``). Bootstrap over prompts."""
-    import pandas as pd
-
-    df = pd.DataFrame(rows)
-    units = [g for _, g in df.groupby("prompt")]
-
-    def efficiency(sample):
-        part = pd.concat([g.assign(prompt=i) for i, g in enumerate(sample)])
-        return summarize_speedup(part, gamma, latency_ratio_value, verify_cost)["engine_efficiency_refined"]
-
-    est, low, high = bootstrap_ci(units, efficiency, n_boot=500)
-    return Verdict(
-        "engine efficiency",
-        f"measured speedup ≥ {goal} × the prediction from measured τ, T_q/T_p and verification cost "
-        "(no overhead of the decode loop)",
-        est,
-        low,
-        high,
-        len(units),
-        decide(low, high, goal),
-        f"(our goal: ≥ {goal})",
-        "Walltime on the machine that wrote the rows (see their device column); a claim about this engine on this"
-        " machine, so it has no paper regime. The SD speed itself is the row 'engine speed'.",
-        regime="this machine (the claim is about the decode loop's overhead)",
-    )
-
-
-def engine_speed_verdict(rows, regime=None, machine: str = "this machine") -> Verdict:
-    """SD over plain decoding on the engine's timed rows (``speedup_rows``: per prompt, repeat and method, with
-    ``target_calls``, ``draft_calls``, ``new_tokens``, ``total_time``), > 1.0, bootstrap over prompts. Paper regime
-    (decides): the speculative runs' counts priced by ``costs.sd_speedup`` at ``regime`` (default TABED Table 6, 68M
-    on 7B: the pair the Eq. (1) headline prices), pooled over prompts (Σ tokens / Σ priced steps); this machine:
-    the measured walltime speedup (Σ per-prompt median AR time / Σ median SD time), as ``summarize_speedup``."""
-    import pandas as pd
-
-    from specdec import costs
-
-    regime = regime or costs.paper_table6_regime("7B", "68M")
-    df = pd.DataFrame(rows)
-    sd = df[df.method == "speculative"].groupby("prompt")[["new_tokens", "target_calls", "draft_calls"]].median()
-    times = df.groupby(["prompt", "method"]).total_time.median().unstack("method")
-    units = [(sd.loc[p].to_numpy(float), times.loc[p].to_dict()) for p in sd.index]
-
-    def priced(sample):
-        c = sum(u[0] for u in sample)
-        return float(costs.sd_speedup(c[0], c[1], c[2], regime))
-
-    def measured(sample):
-        return sum(u[1]["autoregressive"] for u in sample) / sum(u[1]["speculative"] for u in sample)
-
-    claim = "speculative decoding in this engine is faster than plain decoding (speedup > 1.0)"
-    paper = "(our check: SD must beat plain decoding at the paper's call costs)"
-    verdicts = []
-    for stat, detail in (
-        (priced, "Counts of the speculative runs priced at the regime's costs, pooled over prompts."),
-        (measured, "Measured walltime, per-prompt medians over repeats, summed over prompts."),
-    ):
-        est, low, high = bootstrap_ci(units, stat, n_boot=500)
-        verdicts.append(
-            Verdict("engine speed", claim, est, low, high, len(units), decide(low, high, 1.0), paper, detail)
-        )
-    return two_regimes(verdicts[0], verdicts[1], regime.label(), machine)
-
-
-ENGINE_VALIDITY = {
-    "i.i.d. acceptance": ("partly", "partly: tiny proxy pairs on this project's prompts; a check of Eq. (1)'s model"),
-    "engine efficiency": ("yes", "yes: a claim about this engine's decode loop on the machine that ran it"),
-    "engine speed": (
-        "partly",
-        "partly: the counts are the tiny default pair's; the costs are TABED's 68M on 7B (Table 6), verify 1 step",
-    ),
-}
-
-
-def findings_from_results(
-    profile: str = "tiny", root=None, pair: str = "default", strict: bool = True
-) -> list[Verdict]:
-    """Notebook 01's findings on a results folder (``root/<profile>``, default ``results.RESULTS``): ``iid_verdict``
-    on the τ sweep (``tau_vs_gamma.csv``) of the profile's current weights (its largest prompt set), and
-    ``engine_verdict`` of ``pair`` (``engine_efficiency.csv`` with its per-prompt ``engine_speed_rows.csv``).
-    Raises ``ValueError`` when a table holds no row of the current weights. ``strict``: the caller's profile's
-    strictness (``harness.Profile.strict``; the core does not know profiles)."""
-    import pathlib
-
-    import pandas as pd
-
-    from specdec import results
-    from specdec.zoo.models import load_profile, pair_weights
-
-    folder = pathlib.Path(root or results.RESULTS) / profile
-    current = {pair_weights(profile, name) for name in load_profile(profile)["pairs"]}
-    sweep = pd.read_csv(folder / "tau_vs_gamma.csv", dtype=results.DIGEST_DTYPES)
-    sweep = sweep[sweep.weights.isin(current)]
-    if sweep.empty:
-        raise ValueError(f"{folder / 'tau_vs_gamma.csv'} holds no row of the current weights")
-    largest = sweep.groupby(["prompts", "max_new_tokens"]).size().idxmax()
-    sweep = sweep[(sweep.prompts == largest[0]) & (sweep.max_new_tokens == largest[1])]
-
-    eff = pd.read_csv(folder / "engine_efficiency.csv", dtype=results.DIGEST_DTYPES)
-    # the speed rows of the summary row's own settings (token budget and repeats are keys too)
-    keys = ["pair", "weights", "prompts", "gamma", "device", "max_new_tokens", "repeats", "latency_repeats"]
-    eff = eff[(eff.pair == pair) & (eff.weights == pair_weights(profile, pair))]
-    if eff.empty:
-        raise ValueError(f"{folder / 'engine_efficiency.csv'} holds no row of pair {pair!r} at its current weights")
-    last = eff.iloc[-1]
-    timed = pd.read_csv(folder / "engine_speed_rows.csv", dtype=results.DIGEST_DTYPES)
-    timed = timed[(timed[keys] == last[keys]).all(axis=1)]
-    engine = engine_verdict(timed.to_dict("records"), int(last.gamma), last.latency_ratio, last.verify_cost)
-    machine = f"measured walltime, {last.device}; c {last.latency_ratio:.2f}, verify {last.verify_cost:.2f} steps"
-    speed = engine_speed_verdict(timed.to_dict("records"), machine=machine)
-    return judge_all([iid_verdict(sweep), engine, speed], ENGINE_VALIDITY, strict=strict)
 
 
 def random_model(config: dict, dtype=None, device="cpu"):

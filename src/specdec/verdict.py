@@ -128,6 +128,12 @@ def in_two_regimes(make, frame, priced, *args, regime: str, machine: str, speed_
     return [two_regimes(p, m, regime, machine) for p, m in zip(paper[:k], measured[:k])] + paper[k:]
 
 
+def validity(level: str, *why: str) -> tuple[str, str]:
+    """One entry of a findings module's ``VALIDITY`` (what ``judge_all`` reads): ``(level, "level: why; …")``, the
+    level (yes / partly / no) written once and the reasons joined by "; "."""
+    return level, f"{level}: " + "; ".join(why)
+
+
 def judge_all(verdicts, validity: dict, strict: bool = True) -> list[Verdict]:
     """``judged`` on each verdict from ``validity`` (finding name → (yes/partly/no, why)). With ``strict`` (the tiny
     profile, whose validity the tables record) a name without an entry is an error, so that no finding reaches the
@@ -175,6 +181,15 @@ def bootstrap_ci(
     draws = [statistic([units[i] for i in rng.integers(0, len(units), len(units))]) for _ in range(n_boot)]
     low, high = np.nanpercentile(np.asarray(draws, dtype=float), [2.5, 97.5])
     return estimate, float(low), float(high)
+
+
+def bootstrap_rows(values: np.ndarray, statistic, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """``bootstrap_ci`` with the rows of an array as the units (``values``: units × columns, e.g. prompts ×
+    methods): ``statistic`` takes the resampled rows as one array, so a statistic over many columns sees one
+    resample of the units for all of them."""
+    return bootstrap_ci(
+        range(len(values)), lambda idx: statistic(values[np.asarray(idx, dtype=int)]), n_boot=n_boot, seed=seed
+    )
 
 
 def per_request(frame, column: str, value: str):

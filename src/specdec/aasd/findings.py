@@ -28,6 +28,7 @@ from specdec.verdict import (
     paired_difference,
     per_request,
     two_regimes,
+    validity,
 )
 
 BASELINES = ("FT-LLaMA", "DT-LLaMA", "FT-LLaVA", "DT-LLaVA")
@@ -210,20 +211,17 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
 
 _TINY = "tiny LLaVA-like proxies on this project's synthetic scenes stand in for LLaVA-1.5 7B/13B and 112M drafts"
 VALIDITY = {
-    "A1-tau": ("partly", f"partly: {_TINY}"),
-    "A1-alpha": ("partly", f"partly: {_TINY}"),
-    "A1-omega": (
-        "partly",
-        f"partly: {_TINY}; the counts are the proxies', the call costs implied by the paper's own Table 1",
+    **{name: validity("partly", _TINY) for name in ("A1-tau", "A1-alpha")},
+    "A1-omega": validity(
+        "partly", _TINY, "the counts are the proxies', the call costs implied by the paper's own Table 1"
     ),
-    "A5": ("partly", f"partly: {_TINY}"),
-    "A2": ("partly", f"partly: {_TINY}"),
-    "A3": ("partly", f"partly: {_TINY}"),
-    "A4": (
+    **{name: validity("partly", _TINY) for name in ("A5", "A2", "A3")},
+    "A4": validity(
         "partly",
-        f"partly: {_TINY}; only the prompt's text positions are hidden (image and generated tokens' KV kept), as"
-        " Fig. 4 ablates the prefill's text KV, at inference from the module trained with both; a tiny prompt has"
-        " more text than image positions (one image of 16, 21-142 text, mean 37), LLaVA-1.5's 576 per image outweigh"
-        " its text, so the text KV carries a larger share of the context here",
+        _TINY,
+        "only the prompt's text positions are hidden (image and generated tokens' KV kept), as Fig. 4 ablates the"
+        " prefill's text KV, at inference from the module trained with both; a tiny prompt has more text than image"
+        " positions (one image of 16, 21-142 text, mean 37), LLaVA-1.5's 576 per image outweigh its text, so the text"
+        " KV carries a larger share of the context here",
     ),
 }

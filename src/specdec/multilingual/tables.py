@@ -7,10 +7,13 @@ sets a notebook ran) is passed to the tables that score corpus chrF.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from specdec import bench, validate
+from specdec.results import paper_numbers
 
 METHODS = ("ar", "sps-generic", "sps-f", "sps-pf", "pld")
 METHOD_LABELS = {
@@ -157,3 +160,16 @@ def show(frame: pd.DataFrame, digits: int = 2) -> str:
     """A table as text, numbers rounded, missing cells (methods not built) as "—"."""
     rounded = frame.round(digits).astype(object)
     return rounded.where(frame.notna(), "—").to_string()
+
+
+def paper_claims() -> pd.DataFrame:
+    """The paper's prose numbers (``data/paper/multilingual_claims.csv``), key → value."""
+    return paper_numbers("multilingual_claims").set_index("key")
+
+
+def paper_value(key: str) -> float:
+    value = paper_claims().loc[key, "value"]
+    try:
+        return float(value)
+    except ValueError:
+        return math.nan

@@ -45,6 +45,7 @@ from specdec.verdict import (
     judge_all,
     paired_difference,
     per_request,
+    validity,
 )
 from specdec.vlm.dialogues import IMAGE, PREVIOUS, TEXT_TASK
 
@@ -474,10 +475,8 @@ _TINY = (
     " drafts; τ is hardware-independent"
 )
 VALIDITY = {
-    **{
-        name: ("partly", f"partly: {_TINY}") for name in ("T1a", "T1b", "T1", "T1b-text", "T2", "T3a", "T3", "T4", "T5")
-    },
-    "T1b-prev": ("partly", f"partly: {_TINY}; the two-image follow-ups put M out of its training distribution"),
-    "T1c": ("partly", f"partly: {_TINY}; the OOD stories are multi-image scenes the proxy M never saw"),
-    "T3b": ("partly", f"partly: {_TINY}; MT* keeps T's drafts on the OOD stories, so the interval is a point"),
+    **{name: validity("partly", _TINY) for name in ("T1a", "T1b", "T1", "T1b-text", "T2", "T3a", "T3", "T4", "T5")},
+    "T1b-prev": validity("partly", _TINY, "the two-image follow-ups put M out of its training distribution"),
+    "T1c": validity("partly", _TINY, "the OOD stories are multi-image scenes the proxy M never saw"),
+    "T3b": validity("partly", _TINY, "MT* keeps T's drafts on the OOD stories, so the interval is a point"),
 }
