@@ -76,7 +76,7 @@ def test_t1_is_inconclusive_with_too_few_requests_or_a_straddling_part():
 def _by_rest(prev, text, image=None, n: int = 8):
     """Second turns: describe (rests on the first answer) with T − M = ``prev``, gsm8k (a text task) with ``text``,
     pope (rests on the image) with ``image`` (default ``prev``) (scalars, or one value per request); and their kinds,
-    as ``bench.rests_on`` gives them."""
+    as ``tabed.data.rests_on`` gives them."""
     image = prev if image is None else image
     keys = [("describe", 2), ("gsm8k", 2), ("pope", 2)]
     if np.isscalar(prev):
