@@ -211,8 +211,8 @@ def table7_verdicts(
                 for name in ("Table 7", "Table 7 all prompts", "Table 7-τ")
             ]  # fmt: skip
     rule = (
-        "Filter (experiments.translatable_set): a prompt counts when plain decoding's chrF to its own reference exceeds the"
-        " 95th percentile of its pair's chrF to other prompts' references (the target translates it)"
+        "Filter (experiments.translatable_set): a prompt counts when plain decoding's chrF to its own reference"
+        " exceeds the 95th percentile of its pair's chrF to other prompts' references (the target translates it)"
     )
     filtered = f"{f.prompt.nunique()} of {every.prompt.nunique()} prompts" if translatable is not None else "all"
     paper7 = "2.51x vs 1.23x over plain decoding (IWSLT14 De-En): ratio " + (
