@@ -159,20 +159,3 @@ def distilled(data: dict, target, rows: torch.Tensor, max_new_tokens: int, eos_t
         out_rows, [data["train"]["scenario"][r] for r in rows.tolist()], data["train"]["turn"][rows]
     )
     return out
-
-
-def answer_loss(model, batch: dict) -> torch.Tensor:
-    """Mean answer-token cross-entropy of a draft (text-only Llama, or a LLaVA when the batch has pixels)."""
-    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "pixel_values") if batch.get(k) is not None}
-    logits = model(**inputs).logits[:, :-1].float()
-    return torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), batch["labels"][:, 1:].reshape(-1), ignore_index=-100
-    )
-
-
-def text_loss(model, batch: dict) -> torch.Tensor:
-    """Mean answer-token cross-entropy of a text-only Llama on a ``vlm.batches.batch_inputs`` batch."""
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1].float()
-    return torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), batch["labels"][:, 1:].reshape(-1), ignore_index=-100
-    )

@@ -217,7 +217,7 @@ def train_module(target, processor, requests, answers, cfg: dict, variant: dict,
 def train_distilled(model, batches_of, n_rows: int, cfg: dict, accelerator=None, seed: int = 0):
     """Finetune ``model`` (a draft) on ``batches_of(rows)`` for ``cfg`` steps with the answer-token loss."""
     log = training.train(
-        model, _sampler(n_rows, cfg["batch_size"]), lambda m, rows: baselines.answer_loss(m, batches_of(rows)),
+        model, _sampler(n_rows, cfg["batch_size"]), lambda m, rows: training.answer_loss(m, batches_of(rows)),
         steps=cfg["steps"], lr=cfg["lr"], seed=seed + 1, weight_decay=0.0, mean_loss=True, name="aasd-dt",
         accelerator=accelerator,
     )  # fmt: skip

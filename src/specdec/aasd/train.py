@@ -159,14 +159,16 @@ def train_text_baseline(name: str, data: dict, out_dir: pathlib.Path, seed: int,
     log = _train_on_rows(
         model,
         n,
-        lambda m, rows: baselines.text_loss(m, batches.batch_inputs(train_split, images, rows)),
+        lambda m, rows: training.answer_loss(m, batches.batch_inputs(train_split, images, rows), pixels=False),
         cfg,
         seed,
         name,
     )
     with torch.no_grad():
         chunks = [torch.arange(s, min(s + 32, len(held.scenario))) for s in range(0, len(held.scenario), 32)]
-        held_loss = sum(float(baselines.text_loss(model, batches.batch_inputs(held, images, c))) for c in chunks)
+        held_loss = sum(
+            float(training.answer_loss(model, batches.batch_inputs(held, images, c), pixels=False)) for c in chunks
+        )
     summary = {
         "model": name,
         "parameters": sum(p.numel() for p in model.parameters()),

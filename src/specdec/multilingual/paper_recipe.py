@@ -246,14 +246,6 @@ class Conversations:
         return {"input_ids": ids.to(device), "attention_mask": mask.to(device), "labels": labels.to(device)}
 
 
-def answer_loss(model, batch: dict) -> torch.Tensor:
-    """Mean next-token cross-entropy over the answer tokens of the batch (float32 logits)."""
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1].float()
-    labels = batch["labels"][:, 1:]
-    flat = logits.reshape(-1, logits.shape[-1])
-    return torch.nn.functional.cross_entropy(flat, labels.reshape(-1), ignore_index=-100)
-
-
 def init_drafter(cfg: dict, recipe: str, name: str, device, large: bool = False):
     """P-F: ``from_pretrained(pretrained)`` (``large_pretrained`` with ``large``); F: its configuration with random
     weights seeded by the drafter's name. float32 on ``device``."""
@@ -285,7 +277,7 @@ def finetune_drafter(name, recipe, conv: Conversations, n: int, cfg, out, tokeni
     result = training.train(
         model,
         lambda g: subset.batch(order(g), device),
-        answer_loss,
+        training.answer_loss,
         steps=steps,
         lr=cfg["lr"],
         seed=model_seed(name) + 2,

@@ -245,6 +245,18 @@ def next_token_loss(model, batch: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), batch[:, 1:].reshape(-1))
 
 
+def answer_loss(model, batch: dict, pixels: bool = True) -> torch.Tensor:
+    """Mean next-token cross-entropy over the answer tokens of a right-padded batch: ``input_ids`` and
+    ``attention_mask`` (``[B, T]``), ``labels`` (``[B, T]``, -100 outside the answer) and, for a LLaVA, optional
+    ``pixel_values``; ``pixels=False`` leaves them out (a text-only model on a multimodal batch). Logits are cast
+    to float32. The one answer loss of the zoos: finetuning, distillation and the baselines all use it."""
+    names = ("input_ids", "attention_mask", "pixel_values") if pixels else ("input_ids", "attention_mask")
+    logits = model(**{k: batch[k] for k in names if batch.get(k) is not None}).logits[:, :-1].float()
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), batch["labels"][:, 1:].reshape(-1), ignore_index=-100
+    )
+
+
 def train_model(
     name: str,
     train_streams,
