@@ -48,7 +48,7 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install lock reproduce test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
+.PHONY: help install lock reproduce reproduce-fresh test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
 	lab clean-results standin-hub paper-smoke paper-try download docs browser
 
 help:
@@ -56,6 +56,7 @@ help:
 	@echo "  install        create $(VENV), torch ($(TORCH)), then requirements.lock with --require-hashes, -e ., kernel '$(KERNEL)'"
 	@echo "  lock           resolve requirements.txt into requirements.lock with hashes (pip-tools; needs PyPI)"
 	@echo "  reproduce      run notebooks/[0-9]*.ipynb with papermill (PROFILE=$(PROFILE))"
+	@echo "  reproduce-fresh  recompute every tiny row from nothing, timed per notebook (ONLY=<pattern>)"
 	@echo "  test           ruff, pytest tests/, then nbval (--nbval-lax) on notebooks/, 2 workers (~15 min on 2 cores)"
 	@echo "  test-all       test, plus the tests marked slow"
 	@echo "  lint / format  ruff check + format --check / ruff format + check --fix"
@@ -108,6 +109,11 @@ install: $(STAMP)
 reproduce: install
 	$(VENV)/bin/python scripts/run_notebooks.py --profile $(PROFILE) --kernel $(KERNEL)
 	if [ "$(PROFILE)" = tiny ]; then $(VENV)/bin/python scripts/update_readme_scoreboard.py --profile tiny; fi
+
+# every tiny row recomputed from nothing (none read from results/tiny/), timed per notebook, compared with the
+# committed rows on their deterministic columns; the checkout's notebooks and results are left alone
+reproduce-fresh: install
+	$(VENV)/bin/python scripts/reproduce_fresh.py $(if $(ONLY),--only $(ONLY))
 
 # nbval 0.11 rejects --current-env together with --nbval-kernel-name, so the notebooks run on the registered
 # kernel only. --ignore-glob keeps pytest from collecting anything but the committed .ipynb files.
