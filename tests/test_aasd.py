@@ -9,6 +9,7 @@ from conftest import LLAVA_IMAGE_TOKEN, chi2_pvalue, random_llava
 from specdec.aasd import baselines
 from specdec.aasd import experiments as aasd_experiments
 from specdec.aasd.algorithm import NEVER, AASDDrafter, KVProjector, SpeculatingModule, config_for, rope_tables, rotate
+from specdec.aasd.rows import file_rows, text_only_batch
 from specdec.aasd.tda import answer_window, naive_attention, tda_attention
 from specdec.cache import CachedLM
 from specdec.engine import autoregressive, generate
@@ -211,13 +212,20 @@ def test_cached_llava_target_stops_at_its_generation_config_eos():
     assert res.output_ids == free[: free.index(free[4]) + 1] and res.stop_reason == "eos"
 
 
-def test_text_only_data_keeps_the_answers_and_drops_the_images():
+def test_text_only_batches_of_the_data_file_keep_the_answers_and_drop_the_images():
     data = build_data(2, 1, scenarios=["describe", "nq"])
-    text = baselines.text_only(data, [198])
-    for before, after in zip(baselines.split_rows(data["train"]), baselines.split_rows(text["train"])):
-        (ids, n_prompt, images), (ids2, n_prompt2, images2) = before, after
-        assert ids[n_prompt:] == ids2[n_prompt2:] and images2 == []
-        assert IMAGE_TOKEN_ID not in ids2 and n_prompt - n_prompt2 == len(images) * (IMAGE_TOKENS - 1)
+    rows = file_rows(data, "train")
+    picks = torch.arange(len(rows))
+    batch = rows.batch(picks)
+    text = text_only_batch(batch, [198], rows.image_token_id, rows.image_tokens, vocab_size=4096)
+    assert "pixel_values" not in text and IMAGE_TOKEN_ID not in text["input_ids"]
+    for b in range(len(rows)):
+        ids, prompt_len = rows.prompt(b)[0], len(rows.prompt(b)[0])
+        n_images = int((ids == IMAGE_TOKEN_ID).sum()) // IMAGE_TOKENS
+        kept = text["labels"][b][text["labels"][b] != -100].tolist()
+        assert kept == rows.answers[b] == batch["input_ids"][b, prompt_len : prompt_len + len(kept)].tolist()
+        shorter = int(batch["attention_mask"][b].sum() - text["attention_mask"][b].sum())
+        assert shorter == n_images * (IMAGE_TOKENS - 1)
 
 
 def test_own_cache_training_window_covers_the_prompt():

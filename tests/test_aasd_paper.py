@@ -11,7 +11,8 @@ from test_aasd import random_module, request
 from test_standin_hub import run_offline, standin
 
 from conftest import random_llava
-from specdec.aasd import baselines, paper_zoo
+from specdec.aasd import baselines
+from specdec.aasd.rows import make_batch, text_only_batch
 from specdec.aasd.tda import TDAObjective, tda_loss
 from specdec.engine import generate
 from specdec.zoo import models, training
@@ -48,15 +49,15 @@ def test_the_paper_recipe_trains_resumes_and_every_draft_is_lossless(hf_home, tm
         import json, os, pathlib
         os.environ["SPECDEC_AASD_ZOO"] = "{tmp_path / "zoo"}"
         os.environ["SPECDEC_OUTPUT_DIR"] = "{tmp_path / "out"}"
-        from specdec.aasd import experiments, paper_zoo, tables
-        saved = paper_zoo.run("{TARGET}", steps=2, n=2, max_new_tokens=4, batch_size=2, device="cpu")
-        zoo = paper_zoo.zoo_dir()
+        from specdec.aasd import experiments, recipe, tables, train, zoo_specs
+        saved = train.paper("{TARGET}", steps=2, n=2, max_new_tokens=4, batch_size=2, device="cpu")
+        zoo = zoo_specs.zoo_dir()
         answers = sorted(zoo.glob("distill-*.jsonl"))
         lines = answers[0].read_text().splitlines()
         def boom(*a, **k):
             raise AssertionError("decoded a stored answer again")
-        paper_zoo.generate = boom  # a second run must read every answer back
-        again = paper_zoo.run("{TARGET}", steps=1, n=2, max_new_tokens=4, variants=("",), baselines_too=False,
+        recipe.generate = boom  # a second run must read every answer back
+        again = train.paper("{TARGET}", steps=1, n=2, max_new_tokens=4, variants=("",), baselines_too=False,
                               device="cpu")
         from specdec.harness.profile import Profile
         profile = Profile.load("paper", "cpu")
@@ -86,7 +87,7 @@ def test_the_paper_recipe_trains_resumes_and_every_draft_is_lossless(hf_home, tm
     pin = models.revision_of(models.load_profile("paper"), TARGET)
     assert out["answers"] == [f"distill-llava-1.5-7b-hf@{pin}-4.jsonl"] and out["lines"] == out["after"] == 4
     assert out["again"] == ["aasd-module-llava-1.5-7b-hf"]
-    assert out["drafts"] == sorted(set(paper_zoo_drafts()))
+    assert out["drafts"] == sorted(set(paper_drafts()))
     assert out["runs"] == out["lossless"] == 3 * 10 * 2  # 3 tasks x 1 request, 10 drafts, 2 gammas
     assert out["tasks"] == ["COCO Caption", "LLaVA-Bench", "ScienceQA CoT"] and out["device"] == ["cpu"]
 
@@ -119,7 +120,7 @@ def test_accelerate_launch_trains_the_paper_recipe_on_two_processes(hf_home, tmp
     assert done.stdout.count("saved aasd-module-llava-1.5-7b-hf:") == 1  # the main process alone saves
 
 
-def paper_zoo_drafts():
+def paper_drafts():
     from specdec.aasd import tables
 
     return list(tables.MAIN_DRAFTS) + [d for d in tables.ABLATIONS if d != "AASD"]
@@ -199,9 +200,7 @@ def test_text_only_batches_replace_images_and_drop_ids_the_draft_lacks():
     ids = torch.tensor([[1, image, image, image, 5, 6, 7, 20, 0]])
     labels = torch.tensor([[-100] * 6 + [7, 20, -100]])
     mask = torch.tensor([[1] * 8 + [0]])
-    out = paper_zoo.text_only_batch(
-        {"input_ids": ids, "labels": labels, "attention_mask": mask}, [13], image, n, vocab_size=16
-    )
+    out = text_only_batch({"input_ids": ids, "labels": labels, "attention_mask": mask}, [13], image, n, vocab_size=16)
     assert out["input_ids"].tolist() == [[1, 13, 5, 6, 7, 0]]
     assert out["labels"].tolist() == [[-100, -100, -100, -100, 7, -100]]
     assert out["attention_mask"].tolist() == [[1] * 6]
@@ -211,12 +210,12 @@ def test_both_batches_right_pad_their_rows():
     """The paper batches (with and without images) share one right padding: pad id / 0 mask / -100 labels."""
     image, n = 9, 2
     encoded = [(torch.tensor([1, image, image, 5]), {}), (torch.tensor([1, 5]), {})]
-    batch = paper_zoo.make_batch(encoded, [[7, 20], [8]], pad_id=99, device="cpu")
+    batch = make_batch(encoded, [[7, 20], [8]], pad_id=99, device="cpu")
     assert batch["input_ids"].tolist() == [[1, image, image, 5, 7, 20], [1, 5, 8, 99, 99, 99]]
     assert batch["attention_mask"].tolist() == [[1] * 6, [1] * 3 + [0] * 3]
     assert batch["labels"].tolist() == [[-100] * 4 + [7, 20], [-100, -100, 8, -100, -100, -100]]
     assert batch["pixel_values"] is None
-    out = paper_zoo.text_only_batch(batch, [13, 14], image, n, vocab_size=16)
+    out = text_only_batch(batch, [13, 14], image, n, vocab_size=16)
     assert out["input_ids"].tolist() == [[1, 13, 14, 5, 7, 0], [1, 5, 8, 0, 0, 0]]
     assert out["attention_mask"].tolist() == [[1] * 6, [1] * 3 + [0] * 3]
     assert out["labels"].tolist() == [[-100] * 4 + [7, -100], [-100, -100, 8, -100, -100, -100]]

@@ -23,10 +23,11 @@ from collections.abc import Sequence
 import pandas as pd
 
 from specdec import hub, results, validate, zoo
-from specdec.aasd import baselines, paper_zoo, zoo_specs
+from specdec.aasd import baselines, zoo_specs
 from specdec.aasd.algorithm import AASDDrafter, config_for, load_module
+from specdec.aasd.rows import image_requests
 from specdec.aasd.tables import ABLATIONS, MAIN_DRAFTS
-from specdec.aasd.zoo_specs import module_name
+from specdec.aasd.zoo_specs import draft_name, module_name
 from specdec.cache import CachedLM
 from specdec.drafters import ModelDrafter
 from specdec.engine import generate
@@ -75,7 +76,7 @@ def paper_requests(profile, n_per_task: int) -> list[dict]:
     for task, data_spec in spec["aasd"]["tasks"].items():
         revision = hub.pinned_revision(spec, data_spec["dataset"])
         data = hub.load_dataset(data_spec["dataset"], data_spec.get("config"), data_spec["split"], revision=revision)
-        rows = paper_zoo.image_requests(data, task, "Please describe the image briefly.", n_per_task)
+        rows = image_requests(data, task, "Please describe the image briefly.", n_per_task)
         out += [{**r, "task": task, "subtask": task, "scenario": task, "turn": 1} for r in rows]
     return out
 
@@ -94,16 +95,15 @@ def draft_source(name: str, target_name: str, profile="tiny") -> tuple[str | pat
     public draft of ``aasd.drafts`` at its pinned revision."""
     validate.choice("AASD draft", name, [*MAIN_DRAFTS, *ABLATIONS])
     profile = Profile.load(profile)
-    zoo_dir = zoo.MODELS if profile.shipped else paper_zoo.zoo_dir()
+    zoo_dir = zoo.MODELS if profile.shipped else zoo_specs.zoo_dir()
     if name.startswith("AASD"):
         return zoo_dir / module_name(target_name, ABLATIONS[name][0]), None
     if profile.shipped:
-        kind, family = name.split("-")
-        return f"aasd-{kind.lower()}-{family.lower()}" + (f"-{target_name}" if kind == "DT" else ""), None
+        return draft_name(name, target_name if name.startswith("DT") else None), None
     draft = profile.spec["aasd"]["drafts"][name]
     if "model" in draft:
         return draft["model"], models.revision_of(profile.spec, draft["model"])
-    return zoo_dir / paper_zoo.distilled_name(name, target_name), None
+    return zoo_dir / draft_name(name, target_name), None
 
 
 def weights_of(draft: str, target_name: str, profile="tiny") -> str:
@@ -118,12 +118,12 @@ def weights_of(draft: str, target_name: str, profile="tiny") -> str:
 
 def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, profile="tiny"):
     """``(drafter, uses_images)`` for a draft name of ``MAIN_DRAFTS`` or ``ABLATIONS``: the shipped zoo's, or the
-    paper-scale zoo (``paper_zoo.zoo_dir()``) and the public drafts of ``aasd.drafts``, on the target's device."""
+    paper-scale zoo (``zoo_specs.zoo_dir()``) and the public drafts of ``aasd.drafts``, on the target's device."""
     profile = Profile.load(profile)
     source, revision = draft_source(name, target_name, profile)
     if name.startswith("AASD"):
         if not (source / "module.safetensors").exists():
-            raise paper_zoo.missing(source, f"AASD module ({name})", target_name)
+            raise zoo_specs.missing(source, f"AASD module ({name})", target_name)
         module = load_module(source, target)
         context = ABLATIONS[name][1]
         if context:
@@ -134,7 +134,7 @@ def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, p
     else:
         kind = profile.spec["aasd"]["drafts"][name]["kind"]
         if "model" not in profile.spec["aasd"]["drafts"][name] and not (pathlib.Path(source) / "config.json").exists():
-            raise paper_zoo.missing(pathlib.Path(source), f"distilled baseline ({name})", target_name)
+            raise zoo_specs.missing(pathlib.Path(source), f"distilled baseline ({name})", target_name)
     device, dtype = next(target.parameters()).device, target.dtype
     if kind == "llava":
         model, _ = models.load(

@@ -1,10 +1,34 @@
-"""The AASD zoo's sizes and training settings (``specdec.aasd.train`` builds it; the data card explains them).
+"""The AASD zoo's configuration: names, where it lives, and the settings of the one recipe (``aasd.recipe``).
 
-Every choice here is the project's: the paper gives no module size, depth, training data, steps or loss.
+``TINY`` is the recipe's configuration for the shipped tiny zoo (``data/models/aasd-*``, trained on the TABED data
+file); ``paper_settings(profile)`` builds the same shape from a profile's ``aasd`` section (``paper.yaml``) for a hub
+LLaVA target. Every difference between the two is a value here: sizes, steps, which answers a model trains on, how
+a baseline starts (a fresh model of given sizes, or a hub checkpoint), its seeds, what stays frozen. Every choice
+is the project's: the paper gives no module size, depth, training data, steps or loss.
+
+The shape (``recipe.py`` reads it):
+
+- ``targets``: ``{target: module variants}`` (``""`` is the main module; the others are keys of ``variants``);
+- ``variants``: ``{suffix: module settings overriding module's}``;
+- ``module``: its sizes (``intermediate_size``, ``projector_k``, ``context``), training (``steps``, ``batch_size``,
+  ``lr``, ``weight_decay``, ``depths``, ``max_positions``, ``seed``) and ``answers``: ``"task"`` (the data's
+  answers) or ``"target"`` (the target's greedy answers, ``distill``);
+- ``distill``: ``rows`` (how many training prompts the target answers, a seeded draw; ``None``: all) and
+  ``max_new_tokens``;
+- ``drafts``: the baselines the recipe trains, ``{draft name: kind ("text" / "llava"), answers, seed, and
+  either new (the sizes of a fresh model) or init (a hub checkpoint), optional freeze (parameter-name parts
+  kept frozen), answer_positions_only (``zoo.training.answer_loss``'s output head only at the answer
+  positions)}``; a draft trained on the target's answers is trained once per target, its seed moved by
+  ``target_seed_step`` times the target's index;
+- ``finetune``: the baselines' training (``steps``, ``batch_size``, ``lr``, ``weight_decay``).
 """
 
 from __future__ import annotations
 
+import os
+import pathlib
+
+from specdec import hub
 from specdec.vlm.train import TABED_TRAIN, VISION
 
 # The second target ("LLaVA-7B" to tabed-target's "13B"): a smaller text model on the same data file, trained by
@@ -22,14 +46,96 @@ TARGET_SPECS: dict[str, dict] = {
     ),
 }
 TARGETS = ("tabed-target", SECOND_TARGET)
-# ablation variants of the module (tiny: trained on tabed-target): name suffix -> module settings
+# ablation variants of the module (tiny: trained on tabed-target): name suffix -> module settings. The tiny "own"
+# module keeps its projector (it reads no image slot, so the projector gets no gradient and stays as initialised).
 MODULE_VARIANTS = {
     "noproj": dict(projector_k=None),
     "k1": dict(projector_k=1),
     "own": dict(context="own"),
 }
+ALL_VARIANTS = ("", *MODULE_VARIANTS)
+# one LM size for the four tiny baselines: tabed-draft's text model
+BASELINE_TEXT = dict(
+    hidden_size=48, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4
+)
+BASELINE_LLAVA = dict(text=BASELINE_TEXT, vision=VISION, max_images=5)  # shaped like a vlm.train.TABED_ZOO entry
+
+TINY: dict = dict(
+    targets={"tabed-target": ALL_VARIANTS, SECOND_TARGET: ("",)},
+    variants=MODULE_VARIANTS,
+    module=dict(
+        intermediate_size=256,
+        projector_k=4,
+        context="target",
+        answers="task",
+        seed=0,
+        steps=100,
+        batch_size=16,
+        lr=2e-3,
+        weight_decay=0.0,
+        depths=(0, 1, 2, 3, 4),
+        max_positions=384,
+    ),  # fmt: skip
+    distill=dict(rows=120, max_new_tokens=64),  # 120 training prompts per target (CPU-affordable)
+    drafts={
+        # answer_positions_only: the LLaVA baselines were trained as the tiny LLaVA zoo trains (vlm.train), with
+        # the output head at the answer positions only: the same loss, other float arithmetic, so it stays theirs
+        "FT-LLaVA": dict(kind="llava", new=BASELINE_LLAVA, answers="task", seed=30, answer_positions_only=True),
+        "FT-LLaMA": dict(kind="text", new=BASELINE_TEXT, answers="task", seed=31),
+        "DT-LLaVA": dict(kind="llava", new=BASELINE_LLAVA, answers="target", seed=32, answer_positions_only=True),
+        "DT-LLaMA": dict(kind="text", new=BASELINE_TEXT, answers="target", seed=33),
+    },
+    target_seed_step=2,  # DT seeds of the second target: 34, 35
+    finetune=dict(steps=200, batch_size=32, lr=2e-3, weight_decay=0.1),
+)
 
 
+def paper_settings(spec: dict, variants=ALL_VARIANTS) -> dict:
+    """The recipe's settings for the hub targets of a profile's ``aasd`` section (``spec``: the profile's yaml):
+    modules and distilled baselines on the target's own answers to every training prompt; the distilled baselines
+    start from the profile's ``init`` drafts with the vision encoder frozen (as in LLaVA's finetuning). The "own"
+    variant has no projector: it would get no gradient, and DDP refuses unused parameters."""
+    aasd = spec["aasd"]
+    drafts = {
+        name: dict(kind=draft["kind"], init=draft["init"], answers="target", seed=0, freeze=("vision_tower",))
+        for name, draft in aasd["drafts"].items()
+        if "init" in draft  # the FT baselines are public drafts (``model``), used as they are
+    }
+    return dict(
+        targets={target: tuple(variants) for target in aasd["targets"]},
+        variants={**MODULE_VARIANTS, "own": dict(context="own", projector_k=None)},
+        module=dict(aasd["module"], answers="target", seed=0, weight_decay=0.0),
+        distill=dict(rows=None, max_new_tokens=aasd["distill_max_new_tokens"]),
+        drafts=drafts,
+        target_seed_step=0,
+        finetune=dict(aasd["distilled"], weight_decay=0.0),
+    )
+
+
+# ----------------------------------------------------------------------------------------------- names
 def module_name(target: str, variant: str = "") -> str:
     """The zoo folder of a target's module (``target``: a zoo name or a hub id)."""
     return f"aasd-module-{target.split('/')[-1]}" + (f"-{variant}" if variant else "")
+
+
+def draft_name(draft: str, target: str | None = None) -> str:
+    """The zoo folder of a baseline: ``FT-LLaVA`` -> ``aasd-ft-llava``; one trained on a target's answers carries
+    the target's name (``DT-LLaMA``, ``llava-hf/llava-1.5-7b-hf`` -> ``aasd-dt-llama-llava-1.5-7b-hf``)."""
+    kind, family = draft.split("-")
+    return f"aasd-{kind.lower()}-{family.lower()}" + (f"-{target.split('/')[-1]}" if target else "")
+
+
+def zoo_dir() -> pathlib.Path:
+    """Where the paper-scale AASD models live: ``$SPECDEC_AASD_ZOO``, else ``$HF_HOME/specdec-aasd-zoo``."""
+    if os.environ.get("SPECDEC_AASD_ZOO"):
+        return pathlib.Path(os.environ["SPECDEC_AASD_ZOO"])
+    return pathlib.Path(os.environ.get("HF_HOME", pathlib.Path.home() / ".cache" / "huggingface")) / "specdec-aasd-zoo"
+
+
+def missing(path: pathlib.Path, what: str, target: str) -> hub.ModelNotAvailableError:
+    """The error for a paper-scale model not trained yet, naming the command that trains it."""
+    return hub.ModelNotAvailableError(
+        f"no {what} for {target} at {path} (the AASD authors published none). Train it with "
+        f"`python -m specdec.aasd.train paper --target {target}` (or under `accelerate launch`), or point "
+        "SPECDEC_AASD_ZOO at a folder holding one"
+    )

@@ -245,15 +245,26 @@ def next_token_loss(model, batch: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), batch[:, 1:].reshape(-1))
 
 
-def answer_loss(model, batch: dict, pixels: bool = True) -> torch.Tensor:
+def answer_loss(model, batch: dict, pixels: bool = True, answer_positions_only: bool = False) -> torch.Tensor:
     """Mean next-token cross-entropy over the answer tokens of a right-padded batch: ``input_ids`` and
     ``attention_mask`` (``[B, T]``), ``labels`` (``[B, T]``, -100 outside the answer) and, for a LLaVA, optional
     ``pixel_values``; ``pixels=False`` leaves them out (a text-only model on a multimodal batch). Logits are cast
-    to float32. The one answer loss of the zoos: finetuning, distillation and the baselines all use it."""
+    to float32. The one answer loss of the zoos: finetuning, distillation and the baselines all use it.
+
+    ``answer_positions_only``: the output head runs at the answer positions only (``model.model`` then
+    ``model.lm_head``), as the tiny LLaVA zoo trains (``vlm.train``): the same loss in other float arithmetic (on
+    a CPU, with a tiny model and a 4096-entry vocabulary, the logits at every position were most of a step)."""
     names = ("input_ids", "attention_mask", "pixel_values") if pixels else ("input_ids", "attention_mask")
-    logits = model(**{k: batch[k] for k in names if batch.get(k) is not None}).logits[:, :-1].float()
+    inputs = {k: batch[k] for k in names if batch.get(k) is not None}
+    labels = batch["labels"][:, 1:]
+    if answer_positions_only:
+        answer = labels != -100
+        hidden = model.model(**inputs).last_hidden_state[:, :-1]
+        logits = model.lm_head(hidden[answer]).float()
+        return torch.nn.functional.cross_entropy(logits, labels[answer], reduction="none").mean()
+    logits = model(**inputs).logits[:, :-1].float()
     return torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), batch["labels"][:, 1:].reshape(-1), ignore_index=-100
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100
     )
 
 

@@ -1,0 +1,153 @@
+"""The one AASD recipe (``specdec.aasd.recipe``) trains the tiny zoo as the recipe that made it did.
+
+The shipped ``data/models/aasd-*`` weights (and every committed AASD row) were trained by the tiny recipe as it
+was before the merge (``aasd/train.py`` with ``baselines.py``; the paper scale was ``aasd/paper_zoo.py``).
+``scripts/aasd_fingerprints_before.py`` (``git show 190003b:scripts/aasd_fingerprints_before.py``; removed with the
+merge, it calls the old functions) ran a three-step slice of every stage of that recipe on a small TABED data
+file (``build_data(2, 1)``: 40 training rows, 20 held out) against the shipped targets and recorded, per training
+run, the sha256 of its float32 parameters and every step's loss, the held-out losses of the summaries, and the
+targets' distilled answers (``BEFORE``). This test runs the same slice through the merged recipe and demands the
+same numbers, bit for bit: same initialisation, same batches, same arithmetic.
+
+Bitwise equality holds at one vector width: the slice runs in a subprocess at the narrowest one
+(``ATEN_CPU_CAPABILITY=default``, MKL on its AVX2 path with conditional bitwise reproducibility, one thread),
+the environment ``BEFORE`` was recorded in, so an AVX-512 and an AVX2 machine compute the same bits. (At the
+native width of this machine the old recipe's hashes differ from these and its losses agree to 1e-5; the merged
+recipe gives the old recipe's bits there too.) Checked once at full scale, not here: the 120 distilled answers
+of each target on the full data file, ``aasd-module-aasd-target-s`` (100 steps on 20,000 rows) and
+``aasd-dt-llama-tabed-target`` (200 steps) are the same bytes from both recipes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+
+import pytest
+
+NARROW = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+    "MKL_CBWR": "AVX2",
+    "OMP_NUM_THREADS": "1",
+}
+# 3 steps of 4 rows for every model; 6 prompts answered with up to 16 tokens per target
+SLICE = dict(steps=3, batch_size=4)
+DISTILL = dict(rows=6, max_new_tokens=16)
+
+# scripts/aasd_fingerprints_before.py at 190003b (the recipe before the merge) in the NARROW environment:
+# sha256 of the float32 parameters (first 16 hex digits) and the three training losses per run
+BEFORE_TRAIN = {
+    "aasd-ft-llava": ("3178718f8f9eb74e", [8.33338451385498, 8.144720077514648, 8.146333694458008]),
+    "aasd-ft-llama": ("d266ed16a42bd797", [8.338011741638184, 8.194463729858398, 8.151232719421387]),
+    "aasd-dt-llava-tabed-target": ("dc07fe91b6d36ace", [8.350107192993164, 8.192794799804688, 8.05423641204834]),
+    "aasd-dt-llama-tabed-target": ("fd7e10da22e12349", [8.327095985412598, 8.163233757019043, 8.020284652709961]),
+    "aasd-dt-llava-aasd-target-s": ("1dac33de43fb5f95", [8.316503524780273, 8.136390686035156, 7.994550704956055]),
+    "aasd-dt-llama-aasd-target-s": ("06a303c15af51282", [8.330267906188965, 8.194849014282227, 8.163874626159668]),
+    "aasd-module-tabed-target": ("f9c17768c8e3fa96", [9.40528678894043, 6.747302055358887, 6.68502950668335]),
+    "aasd-module-aasd-target-s": ("98b2ed9cdfe3bbc3", [5.970522403717041, 5.0665812492370605, 4.395478248596191]),
+    "aasd-module-tabed-target-noproj": ("09d2edafbf348c22", [9.576165199279785, 6.950711727142334, 6.888890743255615]),
+    "aasd-module-tabed-target-k1": ("a80e8ddd0e9b02be", [9.300901412963867, 6.713888168334961, 6.6115546226501465]),
+    "aasd-module-tabed-target-own": ("5af73863d46063c8", [10.232545852661133, 7.243419647216797, 5.772476673126221]),
+}
+BEFORE_HELDOUT = {
+    "aasd-dt-llama-aasd-target-s": 8.1919,
+    "aasd-dt-llama-tabed-target": 8.1841,
+    "aasd-ft-llama": 8.0735,
+    "aasd-module-aasd-target-s": 4.5666,
+    "aasd-module-tabed-target": 6.8842,
+    "aasd-module-tabed-target-k1": 6.7813,
+    "aasd-module-tabed-target-noproj": 7.1973,
+    "aasd-module-tabed-target-own": 5.479,
+}
+BEFORE_ANSWERS = {
+    "tabed-target": {
+        "row-000004": [1559, 534, 14, 1271, 312, 412, 394, 706, 440, 585, 268, 70, 309, 284, 2377, 479],
+        "row-000005": [1528, 14, 1271, 312, 739, 298, 78, 324, 265, 362, 2707, 309, 284, 2377, 479, 16],
+        "row-000011": [1230, 1025, 284, 394, 706, 265, 362, 2707, 532, 284, 2046, 16, 2],
+        "row-000014": [487, 75, 752, 14, 267, 552, 1812, 589, 440, 585, 268, 70, 312, 309, 284, 281],
+        "row-000016": [520, 298, 78, 324, 304, 544, 1322, 265, 299, 1699, 3949, 447, 16, 2],
+        "row-000021": [3035, 476, 735, 1013, 1765, 345, 2223, 304, 544, 67, 1138, 14, 538, 284, 2467, 90],
+    },
+    "aasd-target-s": {
+        "row-000004": [1559, 534, 14, 1271, 312, 267, 3949, 447, 304, 544, 1322, 309, 284, 2377, 479, 16],
+        "row-000005": [1559, 534, 14, 1271, 312, 267, 298, 78, 324, 265, 362, 2707, 309, 284, 2377, 479],
+        "row-000011": [1230, 1025, 284, 296, 70, 304, 544, 1322, 805, 284, 298, 325, 604, 79, 1950, 16],
+        "row-000014": [487, 75, 752, 14, 267, 296, 70, 304, 544, 1322, 312, 805, 284, 2081, 1950, 16],
+        "row-000016": [520, 298, 78, 324, 440, 585, 268, 70, 788, 3999, 331, 284, 298, 325, 604, 79],
+        "row-000021": [3035, 476, 1844, 1013, 1765, 345, 1074, 304, 544, 67, 1138, 14, 538, 284, 2467, 90],
+    },
+}
+
+
+def run_slice(out: pathlib.Path) -> dict:
+    """The slice through the merged recipe (in this process): ``{"train": {name: {"sha256", "losses"}},
+    "heldout": {name: loss}, "answers": {target: {row id: ids}}}``."""
+    import torch
+
+    from specdec.aasd import recipe, zoo_specs
+    from specdec.aasd import train as aasd_train
+    from specdec.vlm.data import build_data
+    from specdec.zoo import training
+
+    torch.set_num_threads(1)
+    records: dict = {"train": {}, "heldout": {}, "answers": {}}
+    plain = training.train
+
+    def spy(model, *args, **kwargs):
+        log = plain(model, *args, **kwargs)
+        digest = hashlib.sha256()
+        for p in model.parameters():
+            digest.update(p.detach().cpu().contiguous().numpy().tobytes())
+        records["train"][kwargs["name"]] = {"sha256": digest.hexdigest(), "losses": log.losses}
+        return log
+
+    settings = dict(zoo_specs.TINY)
+    settings["module"] = {**settings["module"], **SLICE}
+    settings["finetune"] = {**settings["finetune"], **SLICE}
+    settings["distill"] = {**settings["distill"], **DISTILL}
+    training.train = spy
+    try:
+        data = build_data(2, 1)
+        aasd_train.tiny("baselines", data, out, settings)
+        aasd_train.tiny("modules", data, out, settings)
+    finally:
+        training.train = plain
+    for folder in sorted(p for p in out.iterdir() if p.is_dir()):
+        if (folder / "module.safetensors").exists():
+            records["heldout"][folder.name] = json.loads((folder / "config.json").read_text())["training"][
+                "heldout_loss"
+            ]
+        elif folder.name.startswith("aasd-") and "llama" in folder.name:
+            records["heldout"][folder.name] = json.loads((folder / "training_log.json").read_text())["summary"][
+                "heldout_loss"
+            ]
+    for path in sorted(out.glob("distill-*.jsonl")):
+        target = path.name.removeprefix("distill-").split("@")[0]
+        records["answers"][target] = recipe.load_answers(path)
+    return records
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the fingerprints are x86 (MKL AVX2) bits")
+def test_the_merged_recipe_trains_the_tiny_zoo_bit_for_bit_as_before(tmp_path):
+    code = f"import json, pathlib, sys; sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r})\n"
+    code += "from test_aasd_recipe import run_slice\n"
+    code += f"print('RESULT ' + json.dumps(run_slice(pathlib.Path({str(tmp_path)!r}))))\n"
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **NARROW}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.split("RESULT ", 1)[1])
+    assert {k: (v["sha256"][:16], v["losses"]) for k, v in got["train"].items()} == BEFORE_TRAIN
+    assert got["heldout"] == BEFORE_HELDOUT
+    assert got["answers"] == BEFORE_ANSWERS
+
+
+if __name__ == "__main__":  # python tests/test_aasd_recipe.py OUT.json: the slice's records, for a new BEFORE
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pathlib.Path(sys.argv[1]).write_text(json.dumps(run_slice(pathlib.Path(tmp)), indent=1) + "\n")
