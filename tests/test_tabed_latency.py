@@ -128,7 +128,7 @@ def test_the_papers_ratio_and_tau_follow_the_pair():
     assert tl.paper_tau(methods, tb.pair_setting("paper", "llava-13b")).isna().all()  # the paper has no table for it
 
 
-def test_eq1_tau_counts_only_the_runs_of_the_current_weights(monkeypatch, tmp_path):
+def test_eq1_tau_counts_only_the_runs_of_the_current_weights(tmp_path):
     """Rows of an older draft stored beside the current ones (same requests, another ``model_weights``) never
     enter notebook 14's τ; with no run of the current weights it falls back to its own subset."""
 
@@ -156,12 +156,9 @@ def test_eq1_tau_counts_only_the_runs_of_the_current_weights(monkeypatch, tmp_pa
         def frame(self):
             return frame
 
-    monkeypatch.setattr(tl.experiments, "store", lambda profile: Table())
-    current = {"weights": "new"}
-    monkeypatch.setattr(tl.experiments, "run_weights", lambda target, draft, method: current["weights"])
     fallback = pd.DataFrame([row(m, 1, "x", 1.5, "f") for m in ("M", "T")])
-    tau, source = tl.block_efficiencies("tiny", ["M", "T"], lambda: fallback, target=None, draft=None)
+    tau, source = tl.block_efficiencies(Table(), ["M", "T"], {"M": "new", "T": "new"}, lambda: fallback)
     assert tau.to_dict() == {"M": 5.5, "T": 4.5} and source.startswith("tabed_runs.csv")
-    current["weights"] = "retrained"  # no stored run of these weights: the notebook's own subset
-    tau, source = tl.block_efficiencies("tiny", ["M", "T"], lambda: fallback, target=None, draft=None)
+    # no stored run of these weights (retrained): the notebook's own subset
+    tau, source = tl.block_efficiencies(Table(), ["M", "T"], {"M": "retrained", "T": "retrained"}, lambda: fallback)
     assert tau.to_dict() == {"M": 1.5, "T": 1.5} and source.startswith("own subset")

@@ -7,7 +7,8 @@ are keyed by ``KEY``: the weights they ran with (``run_weights``) and the ``requ
 pixels, so a retrained model or a regenerated suite never reuses a stored row. ``benchmark`` (notebook 10: Tables
 1 / 10-14), ``weights`` (13: Fig. 3, the same runs), ``more_drafts`` (11: Table 2, the captioners), ``ablations``
 (12: Table 3, the policies, γ) and ``latency_tau`` (14's fallback τ) are ``Suite``s of settings on one store
-standing on the committed rows.
+standing on the committed rows. ``latency_experiment`` (14: Table 4, Fig. 9, Remark 3) times the pair on a few
+requests: walltime microbenchmarks, not requests x methods.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import json
 from dataclasses import dataclass
 
 import pandas as pd
+import torch
 
-from specdec import results
+from specdec import bench, results
 from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite, plain, speculative
 from specdec.harness.profile import Profile
 from specdec.results import ResultStore
-from specdec.tabed import algorithm, data, tables
-from specdec.tabed.captioners import CAPTIONER, make_captioner
+from specdec.tabed import algorithm, data, latency, tables
+from specdec.tabed.captioners import CAPTIONER, captioner_model, draft_captioner, make_captioner
 from specdec.vlm.prompts import encode, request_digest
 from specdec.zoo import models
 
@@ -336,6 +338,104 @@ def latency_tau(pair: Pair, *, n_per_scenario: int = 1, gamma: int = 5, max_new_
     runs = pair.store("tabed_latency_tau")
     options = dict(gamma=gamma, max_new_tokens=max_new_tokens, desc="τ (fallback)")
     return Suite(runs, [setting(runs, pair, rows, tables.ALL_METHODS, **options)])
+
+
+# ------------------------------------------------------------------------------------------------- latency
+@dataclass
+class LatencyRows:
+    """Notebook 14's timed rows (``latency``): Table 4's caption vs prefill, Fig. 9's components, Remark 3's steps."""
+
+    captions: pd.DataFrame
+    components: pd.DataFrame
+    steps: pd.DataFrame
+
+
+class Latency:
+    """Notebook 14: walltime microbenchmarks of a LLaVA pair on ``per_count`` first-turn requests per number of
+    images (``latency.encode_requests``), not requests x methods. ``run`` measures each table once (``latency.stored``:
+    keyed by the device label and the settings; a rerun reads the rows back); ``tau`` is the τ per method of
+    Eq. (1)."""
+
+    def __init__(self, pair: Pair, *, per_count: int, image_counts, seed: int, captioner: str, repeats: dict):
+        self.pair, self.captioner, self.repeats, self.seed = pair, captioner, repeats, seed
+        self.device_name = bench.describe_device(pair.profile.device)
+        scenarios = [latency.SCENARIO_BY_IMAGES[n] for n in image_counts]
+        suite = data.load_suite(pair.profile, n_per_scenario=per_count, seed=seed, scenarios=scenarios, turns=(1,))
+        self.requests = latency.encode_requests(pair.processor, suite, counts=image_counts, per_count=per_count)
+        self.setting = {"device": self.device_name, "per_count": per_count, "image_counts": str(image_counts)}
+
+    def stored(self, table: str, key: dict, compute, **models) -> pd.DataFrame:
+        return latency.stored(self.pair.profile.name, table, {**self.setting, **key}, compute, models=models)
+
+    def captions(self) -> pd.DataFrame:
+        """Table 4: the captioner over a request's images (not memoised) against the target's prefill."""
+        target, draft, processor, n = self.pair.target, self.pair.draft, self.pair.processor, self.repeats["caption"]
+        to_pixels = lambda images: processor.image_processor(images, return_tensors="pt")["pixel_values"]  # noqa: E731
+        model = captioner_model(self.captioner, draft)
+        fresh = draft_captioner(model, processor.tokenizer, to_pixels)
+        return self.stored(
+            "tabed_latency_caption",
+            {"captioner": self.captioner, "repeats": n},
+            lambda: latency.caption_vs_prefill(target, fresh, self.requests, n, name=self.captioner),
+            target=target,
+            captioner=model,
+        )
+
+    def components(self, max_new_tokens: int = 100) -> pd.DataFrame:
+        """Fig. 9: vision encoder, prefill and decode of ``max_new_tokens`` greedy target tokens per request."""
+        target, n = self.pair.target, self.repeats["components"]
+        return self.stored(
+            "tabed_latency_components",
+            {"repeats": n, "max_new_tokens": max_new_tokens, "target": results.model_fingerprint(target)},
+            lambda: latency.component_times(target, self.requests, max_new_tokens, n),
+            target=target,
+        )
+
+    def steps(self, m_values=(1, 2, 3, 4)) -> pd.DataFrame:
+        """Remark 3: a draft decode step with m TABED rows in one batch, the M row alone and a target step."""
+        target, draft, n = self.pair.target, self.pair.draft, self.repeats["steps"]
+        memo = make_captioner(self.captioner, draft, self.pair.processor)  # the C row's captions (untimed here)
+        return self.stored(
+            "tabed_latency_steps",
+            {"repeats": n, "draft": results.model_fingerprint(draft)},
+            lambda: latency.decode_step_times(
+                target, draft, self.pair.tokenizer, self.requests, m_values, n, captioner=memo
+            ),
+            target=target,
+            draft=draft,
+        )
+
+    def run(self, max_new_tokens: int = 100, m_values=(1, 2, 3, 4)) -> LatencyRows:
+        """Every timed table (each measured once, then read back)."""
+        return LatencyRows(self.captions(), self.components(max_new_tokens), self.steps(m_values))
+
+    def tau(self, methods, *, gamma: int = 5, n_per_scenario: int = 1, max_new_tokens: int = 32):
+        """``(τ per method, its source)``: notebooks 10-13's runs, else a small subset run here (``latency_tau``)."""
+        options = dict(n_per_scenario=n_per_scenario, gamma=gamma, max_new_tokens=max_new_tokens, seed=self.seed)
+        fallback = lambda: latency_tau(self.pair, **options).run()  # noqa: E731
+        weights = {m: run_weights(self.pair.target, self.pair.draft, m) for m in methods}
+        return latency.block_efficiencies(store(self.pair.profile), methods, weights, fallback)
+
+
+def latency_experiment(
+    profile: Profile,
+    pair: str = "",
+    *,
+    per_count: int = 2,
+    image_counts=(1, 2, 5),
+    seed: int = 0,
+    captioner: str = CAPTIONER,
+    caption_repeats: int = 3,
+    component_repeats: int = 5,
+    step_repeats: int = 12,
+) -> Latency:
+    """Notebook 14's experiment on ``pair`` of the profile (``""``: its default), one thread on a CPU."""
+    torch.manual_seed(seed)
+    repeats = dict(caption=caption_repeats, components=component_repeats, steps=step_repeats)
+    loaded = Pair.load(profile, pair)
+    return Latency(
+        loaded, per_count=per_count, image_counts=image_counts, seed=seed, captioner=captioner, repeats=repeats
+    )
 
 
 # ------------------------------------------------------------------------------------------------- re-checking

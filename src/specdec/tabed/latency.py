@@ -22,7 +22,7 @@ from specdec.bench import timed
 from specdec.cache import CachedLM
 from specdec.engine import now
 from specdec.tabed import algorithm as tabed
-from specdec.tabed import experiments, tables
+from specdec.tabed import tables
 from specdec.vlm.llava import visual_features
 from specdec.vlm.prompts import encode
 
@@ -329,24 +329,23 @@ def paper_tau(methods, setting: dict | None = tables.PAPER_SETTING) -> pd.Series
     return averages.mean().reindex(methods)
 
 
-def block_efficiencies(profile: str, methods, compute_fallback, target, draft) -> tuple[pd.Series, str]:
-    """``(τ per method, where it came from)``: from notebooks 10-13's ``tabed_runs`` table (default setting:
-    γ = 5, window ALL, criterion kl, ``captioners.CAPTIONER``) when it holds every method on benchmark rows, else
-    ``compute_fallback()``, which must return a frame of ``experiments.setting`` rows (e.g. a small subset stored
-    in a table of this notebook's own). Only the runs decoded with ``target`` and ``draft`` count (their
-    ``model_weights``, ``experiments.run_weights``): rows of older weights stored beside them never enter τ."""
-    store = experiments.store(profile)
-    frame = store.frame()
+def block_efficiencies(runs, methods, weights: dict, compute_fallback) -> tuple[pd.Series, str]:
+    """``(τ per method, where it came from)``: from notebooks 10-13's runs table ``runs`` (``experiments.store``;
+    default setting: γ = 5, window ALL, criterion kl, ``captioners.CAPTIONER``) when it holds every method on
+    benchmark rows, else ``compute_fallback()``, which must return a frame of ``experiments.setting`` rows (e.g. a
+    small subset stored in a table of this notebook's own). Only the runs of today's weights count (``weights``:
+    method -> ``model_weights``, ``experiments.run_weights`` of the target and draft): rows of older weights stored
+    beside them never enter τ."""
+    frame = runs.frame()
     if len(frame) and {"group", "block_efficiency", "model_weights"} <= set(frame.columns):
         chosen = tables.runs(frame)
-        weights = {m: experiments.run_weights(target, draft, m) for m in methods}
         chosen = chosen[chosen.model_weights.astype(str) == chosen.method.map(weights)]
         chosen = _common_rows(chosen[chosen.group == "benchmark"], methods)
         if len(chosen):
-            return tau_by_method(chosen, methods), f"{store.path.name} (notebooks 10-13, {len(chosen)} runs)"
+            return tau_by_method(chosen, methods), f"{runs.path.name} (notebooks 10-13, {len(chosen)} runs)"
     chosen = tables.runs(compute_fallback())
     n = int((chosen.group == "benchmark").sum())
-    return tau_by_method(chosen, methods), f"own subset ({n} runs; {store.path.name} not found or incomplete)"
+    return tau_by_method(chosen, methods), f"own subset ({n} runs; {runs.path.name} not found or incomplete)"
 
 
 def _common_rows(frame: pd.DataFrame, methods) -> pd.DataFrame:
