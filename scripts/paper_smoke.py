@@ -52,7 +52,7 @@ SMOKE: dict[str, dict] = {
         "speed_per_kind": 1,
         "speed_repeats": 1,
     },
-    "02_": {"n_per_kind": 1, "repeats": 1, "max_new_tokens": 16},
+    "02_": {"n_per_kind": 1, "runs": 1, "max_new_tokens": 16},
     "10_": {"n_per_scenario": 1, "n_ood": 1, "n_second": 1, "max_new_tokens": 6},
     "11_": {"n_per_scenario": 1, "n_ood": 1, "max_new_tokens": 6},
     "12_": {

@@ -118,8 +118,7 @@ class CachedLM(_ModelCache):
     def cached_length(self) -> int:
         return self.cache.get_seq_length()
 
-    @torch.no_grad()
-    def extend(self, sequence: list[int]) -> torch.Tensor:
+    def extend(self, sequence: list[int]) -> torch.Tensor:  # no grad context of its own: ``_forward`` has one
         """Feed whatever of the generated ``sequence`` is pending; return logits ``[m, k, V]`` (float32)
         for the ``k`` fed positions, position ``j`` predicting the token after the ``j``-th fed token.
 
@@ -128,14 +127,15 @@ class CachedLM(_ModelCache):
         n_known = len(self.generated)
         if list(sequence[:n_known]) != self.generated:
             raise RuntimeError("rollback() must be called before extending with a different continuation")
-        new = torch.tensor(list(sequence[n_known:]), dtype=torch.long, device=self.device)
-        new = new.unsqueeze(0).expand(self.m, -1)
+        new = torch.tensor([list(sequence[n_known:])], dtype=torch.long, device=self.device)  # [1, k]
+        if self.m > 1:
+            new = new.expand(self.m, -1)
         if not self.prompt_last_fed:
             new = torch.cat([self.last_prompt_tokens[:, None], new], dim=1)
             self.prompt_last_fed = True
         if new.shape[1] == 0:
             raise ValueError("extend() needs at least one pending token")
-        logits = self._forward(new, positions_from=self.cached_length)
+        logits = self._forward(new, positions_from=self.cached_length if self.padded else 0)  # unpadded: unused
         self.tokens_fed += new.numel()
         self.generated = list(sequence)
         return logits

@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from specdec.cache import BatchedLM, CachedLM
-from specdec.sampling import SamplingConfig, logits_to_probs, sample
+from specdec.sampling import SamplingConfig, argmax, logits_to_probs, sample
 
 
 @runtime_checkable
@@ -124,7 +124,7 @@ class ModelDrafter:
             logits = self.lm.extend(sequence)[:, -1]  # [m, V]
             per_row = mixing_probs(logits, sampling)
             mixed = self._mix(per_row)
-            token = int(mixed.argmax()) if sampling.greedy else int(sample(mixed, generator))
+            token = int(argmax(mixed)) if sampling.greedy else int(sample(mixed, generator))
             tokens.append(token)
             probs.append(mixed)
             row_probs.append(per_row)

@@ -3,6 +3,9 @@
 ``hf_assisted(target, draft, prompt_ids, ...)`` runs ``target.generate(assistant_model=draft)`` with a
 constant schedule of ``num_assistant_tokens = γ`` and confidence threshold 0 (so it drafts exactly γ tokens
 like specdec does), counting the target's forward calls with a hook to get its block efficiency.
+
+``specdec.harness.peer_experiment.comparison`` is notebook 02's experiment (plain decoding, this engine and HF assisted
+generation on the held-out prompts, in several timed passes); ``peer_verdicts`` judges its rows.
 """
 
 from __future__ import annotations
@@ -58,15 +61,81 @@ def hf_assisted(target, draft, prompt_ids, *, gamma: int = 5, max_new_tokens: in
 PEER_SPEED_GOAL = 1.2  # the project's goal: this engine ≥ 1.2x transformers' assisted generation
 
 
-def peer_verdicts(frame, goal: float = PEER_SPEED_GOAL) -> list[Verdict]:
-    """Notebook 02's findings on its stored rows (one per prompt: ``same_text``, ``new_tokens``, ``hf_seconds``,
-    ``specdec_seconds``): our engine gives HF's greedy text on every prompt (exact share; a sanity check), and its
-    tokens/s over HF assisted generation's (pooled ratio, bootstrap over prompts) is above the project's ``goal``.
-    The interval covers prompt-to-prompt variation of the stored run only, not other runs, days or thread counts."""
-    same = frame.same_text.astype(str).str.lower() == "true"
-    rows = list(
-        zip(frame.new_tokens.astype(float), frame.hf_seconds.astype(float), frame.specdec_seconds.astype(float))
+CELL = ["pair", "weights", "prompt_id", "prompts", "max_new_tokens", "temperature", "device", "threads", "run"]
+
+
+def wide(frame):
+    """One row per prompt and pass of notebook 02's table (stored one row per method: ``plain``, ``specdec``,
+    ``hf_assisted``; ``specdec.harness.peer_experiment``): ``new_tokens``, ``same_text`` (this engine's tokens equal
+    HF's and plain decoding's), ``tau_hf``, ``tau_specdec`` and the seconds of each method (``hf_seconds``,
+    ``specdec_seconds``, ``plain_seconds``), with the key columns but ``method``. A frame without ``method`` (one row
+    per prompt already, as the table was before it had passes) is returned as it is."""
+    import pandas as pd
+
+    if "method" not in frame:
+        return frame
+    cell = [c for c in CELL if c in frame]
+    by = {m: g.drop_duplicates(cell).set_index(cell) for m, g in frame.groupby("method")}
+    sd, hf, ar = by["specdec"], by["hf_assisted"].reindex(by["specdec"].index), by["plain"].reindex(by["specdec"].index)
+    out = pd.DataFrame(index=sd.index)
+    out["same_text"] = (sd.output.astype(str) == hf.output.astype(str)) & (
+        sd.output.astype(str) == ar.output.astype(str)
     )
+    out["new_tokens"] = pd.to_numeric(sd.new_tokens)
+    out["tau_hf"] = pd.to_numeric(hf.block_efficiency)
+    out["tau_specdec"] = pd.to_numeric(sd.block_efficiency)
+    for name, rows in (("hf", hf), ("specdec", sd), ("plain", ar)):
+        out[f"{name}_seconds"] = pd.to_numeric(rows.total_time)
+    return out.reset_index()
+
+
+def pooled(frame):
+    """Pooled tokens/s (all tokens ÷ all seconds) of each method over every row of ``frame`` (long or ``wide``), and
+    this engine's ratio over HF assisted generation and over plain decoding: a one-row DataFrame."""
+    import pandas as pd
+
+    w = wide(frame)
+    tokens = w.new_tokens.astype(float).sum()
+    row = {
+        f"tokens/s {m}": tokens / w[f"{m}_seconds"].astype(float).sum()
+        for m in ("specdec", "hf", "plain")
+        if f"{m}_seconds" in w
+    }
+    row["specdec ÷ HF"] = row["tokens/s specdec"] / row["tokens/s hf"]
+    if "tokens/s plain" in row:
+        row["specdec ÷ plain"] = row["tokens/s specdec"] / row["tokens/s plain"]
+    return pd.DataFrame([row])
+
+
+def scope(frame) -> str:
+    """What the speed interval of ``peer_verdicts`` covers, in words: the prompts, passes, threads and device."""
+    w = wide(frame)
+    devices = ", ".join(sorted(set(w.device.astype(str)))) if "device" in w else "this machine"
+    prompts = w.prompt_id.nunique() if "prompt_id" in w else len(w)
+    if "run" not in w:
+        return (
+            f"Walltime of one stored run on {devices} ({len(w)} prompts): the interval covers the prompts of that"
+            " run only, not other runs, days or thread counts."
+        )
+    threads = ", ".join(sorted(set(w.threads.astype(str)))) if "threads" in w else "?"
+    return (
+        f"Walltime on {devices}, {threads} thread(s): {prompts} held-out prompts x {w.run.nunique()} timed passes "
+        f"(the methods of a prompt back to back). The interval resamples the prompts, each with all "
+        "its passes: it covers prompt-to-prompt variation and the passes' noise, not other machines, days or thread "
+        "counts."
+    )
+
+
+def peer_verdicts(frame, goal: float = PEER_SPEED_GOAL) -> list[Verdict]:
+    """Notebook 02's findings on its stored rows (long, one per prompt, pass and method, or ``wide``): our engine
+    gives HF's greedy text on every prompt and pass (exact share; a sanity check), and its tokens/s over HF assisted
+    generation's (pooled ratio, bootstrap over prompts, each prompt with all its passes) is above the project's
+    ``goal``. ``scope`` says what the interval covers."""
+    w = wide(frame)
+    same = w.same_text.astype(str).str.lower() == "true"
+    unit = "prompt_id" if "prompt_id" in w and "run" in w else None
+    per = w.groupby(unit, sort=False)[["new_tokens", "hf_seconds", "specdec_seconds"]].sum() if unit else w
+    rows = list(zip(per.new_tokens.astype(float), per.hf_seconds.astype(float), per.specdec_seconds.astype(float)))
 
     def ratio(sample):
         tokens = sum(r[0] for r in sample)
@@ -74,7 +143,7 @@ def peer_verdicts(frame, goal: float = PEER_SPEED_GOAL) -> list[Verdict]:
 
     est, low, high = bootstrap_ci(rows, ratio)
     share = float(same.mean()) if len(same) else float("nan")
-    devices = ", ".join(sorted(set(frame.device.astype(str)))) if "device" in frame else "this machine"
+    devices = ", ".join(sorted(set(w.device.astype(str)))) if "device" in w else "this machine"
     return [
         Verdict(
             "HF peer: same text",
@@ -98,8 +167,7 @@ def peer_verdicts(frame, goal: float = PEER_SPEED_GOAL) -> list[Verdict]:
             len(rows),
             decide(low, high, goal),
             f"(our goal: ≥ {goal:g}x)",
-            f"Walltime of one stored run on {devices} ({len(rows)} prompts): the interval covers the prompts of that"
-            " run only, not other runs, days or thread counts.",
+            scope(frame),
             validity="yes",
             validity_why="yes: a claim about this engine against transformers on the machine that ran both",
             regime=f"this machine ({devices})",

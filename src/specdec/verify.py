@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from specdec import validate
-from specdec.sampling import sample
+from specdec.sampling import argmax, sample
 
 _SUM_TOLERANCE = 1e-3
 
@@ -22,10 +22,10 @@ def greedy(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> tuple[int
     draft_tokens: ``LongTensor[γ]``; target_logits: ``Tensor[γ+1, V]``.
     """
     gamma = _check_block(draft_tokens, target_logits, "target_logits")
-    target_tokens = target_logits.argmax(-1)
-    mismatch = (draft_tokens.to(target_tokens.device) != target_tokens[:gamma]).nonzero()
-    n_accepted = int(mismatch[0, 0]) if len(mismatch) else gamma
-    return n_accepted, int(target_tokens[n_accepted])
+    # γ + 1 ids compared as Python ints: for a handful of positions cheaper than tensor ops and their reads
+    target_tokens = argmax(target_logits).tolist()
+    n_accepted = next((i for i, (d, t) in enumerate(zip(draft_tokens.tolist(), target_tokens)) if d != t), gamma)
+    return n_accepted, target_tokens[n_accepted]
 
 
 def stochastic(
@@ -101,7 +101,7 @@ def greedy_prefix(draft_tokens: torch.Tensor, target_scores: torch.Tensor) -> tu
             f"{list(target_scores.shape)}"
         )
     _check_finite(target_scores, "target_scores")
-    best = target_scores.argmax(-1)
+    best = argmax(target_scores)
     mismatch = (draft_tokens.to(best.device) != best).nonzero()
     if len(mismatch) == 0:
         return draft_tokens.shape[0], None
