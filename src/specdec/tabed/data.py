@@ -372,7 +372,7 @@ def recompute(keys: list[dict]) -> pd.DataFrame:
     for key in keys:
         second, _ = str(key["row"]).split("/")
         scenario, turn, split, seed, i = second.split("-")
-        row = scenes.scenario_suite(split, int(i) + 1, int(seed), scenarios=[(scenario, int(turn))])[-1]
+        row = scenes.scenario_suite(split, int(i) + 1, int(seed), scenarios=[(scenario, int(turn.lstrip("t")))])[-1]
         first = first_turn_of(row)
         if request_digest(first) != key["prompt_sha"] or first["id"] != key["row"]:
             raise ValueError(f"the suite no longer builds the first turn of {key}")
