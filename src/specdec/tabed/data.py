@@ -355,8 +355,7 @@ def first_turn_answers(
 
     store.provenance.update(results.model_provenance(target=target))
     store.run(list(keys.values()), compute, desc="first-turn answers")
-    stored = {store.key_of(row): row["answer"] for row in store.rows(list(keys.values()))}
-    return {rid: stored[store.key_of(key)] for rid, key in keys.items()}
+    return {rid: store.get(**key)["answer"] for rid, key in keys.items()}  # own rows, else the committed base's
 
 
 def recompute(keys: list[dict]) -> pd.DataFrame:
