@@ -13,12 +13,15 @@ Conditions (``docs/papers/{multilingual,aasd,tabed}.md``, section *Proxy conditi
   of the same size given to the draft only (the target always sees the real one), γ = 5, ≤ 48 new tokens;
   ``tabed-draft`` (TABED's M, known to read images) is the control. Decoded live (the ``real`` cells equal the
   committed ``aasd_runs`` rows of the same requests; the script checks it).
-- ``T1b``: does the TABED target reproduce the scripted first answer its second turns carry? The target's greedy
-  answer (≤ 128 tokens) to the first turn of every second-turn request, against the scripted answer. Decoded live.
+- ``T1b``: do the TABED second turns rest on the target's own first answer? The target's greedy answer (≤ 128
+  tokens) to the first turn of every second-turn request, decoded live (not read from the answer cache), against
+  the first answer the rebuilt request carries (``tabed.data.own_first_answers``: share 1.0 by construction) and
+  against the scripted answer the shipped suite carried before (the condition the rebuild fixed).
 - ``T2``: answer length and how often the window h covers every past block (committed ``tabed_runs`` rows).
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/proxy_conditions.py            # ~2-4 min on one thread
     OMP_NUM_THREADS=1 .venv/bin/python scripts/proxy_conditions.py --no-live  # committed rows only, seconds
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/proxy_conditions.py --only T1b  # these conditions; others kept
 """
 
 from __future__ import annotations
@@ -167,32 +170,36 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------------------- TABED
 def tabed_first_answers(n: int) -> list[dict]:
-    """How often the target's greedy first answer equals the scripted one the second turn carries."""
+    """On the first ``n`` second-turn requests of every scenario: how often the first answer the request carries
+    equals the target's greedy answer to its first turn, decoded here (the rebuilt suite: 1.0), and how often the
+    scripted first answer the shipped suite carried equals it (with the share of it before the first
+    difference)."""
     from specdec.engine import autoregressive
+    from specdec.tabed import data
     from specdec.tabed import experiments as tb
     from specdec.vlm import scenes
     from specdec.vlm.prompts import encode
 
     target, _, processor = tb.load_vlm_pair("tiny")
     tok = processor.tokenizer
-    seconds = [(s, t) for s, t in scenes.SCENARIOS if t == 2 and s not in ("nq", "gsm8k")]
     out = []
-    for scenario, _ in seconds:
-        exact, prefix = [], []
-        for r in scenes.scenario_suite("test", n, scenarios=[(scenario, 2)]):
+    for scenario in [s for s, t in scenes.SCENARIOS if t == 2]:
+        carried, exact, prefix = [], [], []
+        for r in data.load_suite("tiny", n, scenarios=[(scenario, 2)], target=target, processor=processor):
             first_part = r["prompt"].split(scenes.TURN_END)[0]
-            user = first_part[len(scenes.USER) : first_part.index(scenes.ASSISTANT)]
-            scripted = first_part[first_part.index(scenes.ASSISTANT) + len(scenes.ASSISTANT) :].strip()
-            ids, inputs = encode(processor, scenes.chat_prompt([(user, None)]), r["images"])
+            in_request = first_part[first_part.index(scenes.ASSISTANT) + len(scenes.ASSISTANT) :].strip()
+            ids, inputs = encode(processor, scenes.chat_prompt([(r["first_user"], None)]), r["images"])
             res = autoregressive(target, ids, max_new_tokens=128, eos_token_id=tok.eos_token_id, target_inputs=inputs)
-            own = tok.decode(res.output_ids, skip_special_tokens=True).strip()
-            exact.append(own == scripted)
-            want = tok(" " + scripted, add_special_tokens=False).input_ids
+            own = tok.decode(res.output_ids, skip_special_tokens=True).replace(scenes.IMAGE_PLACEHOLDER, "").strip()
+            carried.append(own == in_request)
+            exact.append(own == r["first_answer"])
+            want = tok(" " + r["first_answer"], add_special_tokens=False).input_ids
             got = res.output_ids
             agree = next(
                 (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), min(len(want), len(got))
             )
             prefix.append(agree / max(1, len(want)))
+        out.append(row("T1b", "second turn carries the target's greedy first answer", scenario, np.mean(carried), n))
         out.append(row("T1b", "target reproduces the scripted first answer", scenario, float(np.mean(exact)), n))
         out.append(
             row("T1b", "share of the scripted answer before the first difference", scenario, float(np.mean(prefix)), n)
@@ -227,18 +234,34 @@ def tabed_window() -> list[dict]:
     return out
 
 
+# condition -> (its rows from the parsed arguments, whether it decodes live)
+CONDITIONS = {
+    "M3": (lambda a: multilingual_ood() + multilingual_losses(), False),
+    "A2": (lambda a: aasd_projector(), False),
+    "T2": (lambda a: tabed_window(), False),
+    "A5": (lambda a: aasd_image_use(a.aasd_per_task), True),
+    "T1b": (lambda a: tabed_first_answers(a.tabed_per_scenario), True),
+}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-live", action="store_true", help="only the committed rows (no decoding)")
     parser.add_argument("--aasd-per-task", type=int, default=12, help="A5 requests per task (3 tasks)")
     parser.add_argument("--tabed-per-scenario", type=int, default=20, help="T1b requests per second-turn scenario")
+    parser.add_argument("--only", nargs="+", metavar="CONDITION", help="measure only these; keep the file's others")
     parser.add_argument("--out", type=pathlib.Path, default=OUT)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    rows = multilingual_ood() + multilingual_losses() + aasd_projector() + tabed_window()
-    if not args.no_live:
-        rows += aasd_image_use(args.aasd_per_task) + tabed_first_answers(args.tabed_per_scenario)
+    wanted = set(args.only or CONDITIONS)
+    rows = []
+    for condition, (measure, live) in CONDITIONS.items():
+        if condition in wanted and (not live or not args.no_live):
+            rows += measure(args)
     frame = pd.DataFrame(rows, columns=COLUMNS)
+    if args.only:  # the other conditions' rows as the file has them
+        kept = pd.read_csv(args.out)
+        frame = pd.concat([kept[~kept.condition.isin(wanted | set(frame.condition))], frame], ignore_index=True)
     frame["value"] = frame.value.astype(float).round(4)
     frame["n"] = frame.n.astype("Int64")
     frame = frame.sort_values(["condition", "quantity", "subset"], kind="stable").reset_index(drop=True)

@@ -30,6 +30,7 @@ from specdec import results
 from specdec.cos import experiments as cx
 from specdec.cos import tables as ct
 from specdec.multilingual import experiments as mb
+from specdec.tabed import data as td
 from specdec.tabed import experiments as tb
 from specdec.zoo import ROOT
 
@@ -78,8 +79,9 @@ def recompute_elsewhere(module: str, keys: list[dict]) -> pd.DataFrame:
 
 
 def tabed_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """The committed TABED runs to recompute: one seeded random run of every (method, scenario) and of every
-    setting (γ, window, criterion, captioner), and every MT* run of a text-only first turn at the default
+    """The committed TABED runs to recompute: one seeded random run of every (method, scenario), of every (method,
+    turn) (the second turns rest on the target's own first answers) and of every setting (γ, window, criterion,
+    captioner), and every MT* run of a text-only first turn at the default
     setting (M and T give one distribution: every weight ties, the case that broke main when the tie went by
     the last bits)."""
     committed = committed[committed.method != "AR"]
@@ -88,6 +90,7 @@ def tabed_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     sample = pd.concat(
         [
             results.stratified_sample(committed, ["method", "scenario"], n=1, seed=seed),
+            results.stratified_sample(committed, ["method", "turn"], n=1, seed=seed),
             results.stratified_sample(committed, ["method", "gamma", "window", "criterion", "captioner"], 1, seed),
             committed[text_only & (committed.method == "MT*") & default],
         ]
@@ -99,7 +102,7 @@ def test_the_tabed_sample_covers_every_method_scenario_and_setting():
     committed = pd.read_csv(ROOT / "results" / "tiny" / "tabed_runs.csv", dtype=str)
     sample = tabed_sample(committed)
     runs = committed[committed.method != "AR"]
-    for by in (["method", "scenario"], ["method", "gamma", "window", "criterion", "captioner"]):
+    for by in (["method", "scenario"], ["method", "turn"], ["method", "gamma", "window", "criterion", "captioner"]):
         assert set(map(tuple, sample[by].values)) == set(map(tuple, runs[by].values)), by
     assert len(sample) < len(runs) / 20  # a sample, not the table
 
@@ -117,6 +120,21 @@ def test_a_sample_of_committed_tabed_runs_recomputes_exactly_at_another_vector_w
         assert len(old_w) == len(new_w) and all(
             abs(a - b) <= tol for wa, wb in zip(old_w, new_w) for a, b in zip(wa, wb)
         ), where
+
+
+def test_a_sample_of_the_committed_first_answers_recomputes_exactly_at_another_vector_width():
+    """The target's greedy first answers the tiny second turns carry (``tabed.data.own_first_answers``): one seeded
+    random answer per second-turn scenario decodes again to the same tokens and text, and every committed second
+    turn carries a cached answer of the target whose weights its runs name."""
+    committed = pd.read_csv(ROOT / "results" / "tiny" / "tabed_first_answers.csv", dtype=str, keep_default_na=False)
+    sample = results.stratified_sample(committed, ["scenario"], n=1, seed=0)
+    assert len(sample) == 9 and len(sample) < len(committed) / 20
+    fresh = recompute_elsewhere("specdec.tabed.data", sample[td.ANSWER_KEY].to_dict("records"))
+    assert results.stale_rows(sample, fresh.astype(str), td.ANSWER_KEY, ["answer", "output"]) == []
+    runs = pd.read_csv(ROOT / "results" / "tiny" / "tabed_runs.csv", dtype=str)
+    ar = runs[(runs.method == "AR") & (runs.turn == "2")]
+    assert set(ar.model_weights) == set(committed.revision)  # the answers come from the target the runs used
+    assert set(ar.row + "/first") <= set(committed.row)
 
 
 def aasd_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:

@@ -166,6 +166,32 @@ def test_first_turn_answers_are_cached_and_never_claim_an_image(tmp_path, monkey
     assert calls == [8, 9]  # the second call with 8 tokens read the cache
 
 
+def test_tiny_second_turns_continue_the_targets_own_greedy_first_answer(tmp_path):
+    """Issue 26, T1b: a tiny second turn is its first turn, the target's greedy answer to it (decoded here, not read
+    from a cache) and the follow-up unchanged; the scripted answers stay as reference text only."""
+    from specdec import results
+    from specdec.engine import autoregressive
+    from specdec.vlm.prompts import encode
+
+    target, _, processor = tx.load_vlm_pair("tiny")
+    store = results.ResultStore("tiny", "answers", td.ANSWER_KEY, root=tmp_path)
+    wanted = [("docvqa", 2), ("pope", 2), ("nq", 2)]
+    rows = td.load_suite("tiny", 2, scenarios=wanted, target=target, processor=processor, answers=store)
+    scripted = {r["id"]: r for r in td.scenes.scenario_suite("test", 2, scenarios=wanted)}
+    tok = processor.tokenizer
+    for r in rows:
+        ids, inputs = encode(processor, td.scenes.chat_prompt([(r["first_user"], None)]), r["images"])
+        out = autoregressive(target, ids, max_new_tokens=128, eos_token_id=tok.eos_token_id, target_inputs=inputs)
+        own = tok.decode(out.output_ids, skip_special_tokens=True).strip()
+        assert r["prompt"] == td.scenes.chat_prompt([(r["first_user"], own), (r["second_user"], None)]), r["id"]
+        assert r["first_turn"] == f"{r['id']}/first" and r["images"] == scripted[r["id"]]["images"]
+        assert (r["answer"], r["first_answer"]) == (scripted[r["id"]]["answer"], scripted[r["id"]]["first_answer"])
+    assert any(r["prompt"] != scripted[r["id"]]["prompt"] for r in rows)  # the target does not say the script
+    assert len(store.rows()) == len(rows)  # one cached answer per second turn, read back on the next load
+    again = td.load_suite("tiny", 2, scenarios=wanted, target=target, processor=processor, answers=store)
+    assert [r["prompt"] for r in again] == [r["prompt"] for r in rows]
+
+
 def test_each_pair_compares_with_its_own_table_of_the_paper():
     """Notebook 10's default ``paper_setting``: the tiny zoo stands in for Table 10's pair, each paper.yaml pair
     with a ``setting`` gets its table (11-14), the others none (an all-NaN table in Table 10's layout)."""

@@ -2,13 +2,17 @@
 
 ``load_suite(profile, n_per_scenario, ...)`` gives the requests ``{"id", "scenario", "turn", "prompt", "images",
 ...}`` of every (scenario, turn) of the paper's Tables 1 / 10-14. The profile says where they come from
-(``Profile.data_source``): generated from seeds (tiny) or the App. J datasets with the App. I prompts (paper), whose
-second turns continue the target's own first answers (``first_turn_answers``, cached in ``answer_store``).
+(``Profile.data_source``): generated from seeds (tiny) or the App. J datasets with the App. I prompts (paper). On
+both, second turns continue the target's own greedy first answers (``first_turn_answers``, cached in
+``answer_store``), as the authors' multi-turn runs do.
 """
 
 from __future__ import annotations
 
 import json
+import pathlib
+
+import pandas as pd
 
 from specdec import results, validate
 from specdec.engine import autoregressive
@@ -85,6 +89,7 @@ RESTS_ON = {
 TEXT_AFTER = ("describe", "docvqa", "pope", "mmvet", "iedit", "magicbrush", "spot", "psv", "vist")
 ANSWER_TOKENS = 128  # the first answer's length: the authors' max_target_length (tabed/config.py)
 ANSWER_KEY = ["target", "revision", "max_new_tokens", "row", "prompt_sha"]
+TINY_TARGET = "tabed-target"  # the shipped zoo's target: it answers the tiny second turns' first turns
 
 
 def load_suite(
@@ -114,8 +119,9 @@ def load_suite(
     naming the id when one is not cached; ``sources``: ``{scenario: local path or id}`` to load instead). Second
     turns continue a first turn after the *target's own* greedy answer (``second_turn_rows``), so they need
     ``target`` and ``processor`` (the answers are cached in ``answers``, default ``answer_store(profile)``, and
-    never recomputed; ``answer_tokens``: their length, the authors' 128). The tiny suite scripts its dialogues
-    and ignores ``target`` / ``processor``.
+    never recomputed; ``answer_tokens``: their length, the authors' 128). The tiny suite's second turns are
+    rebuilt the same way on its scripted dialogues (``own_first_answers``; ``target`` / ``processor`` default to
+    the shipped ``TINY_TARGET``); its first turns need no model.
     """
     profile = Profile.load(profile)
     n_per_scenario = validate.integer("n_per_scenario", n_per_scenario, minimum=1, hint="requests per cell")
@@ -134,9 +140,15 @@ def load_suite(
         return n_second if n_second is not None and turn == 2 else n_per_scenario
 
     if profile.data_source == "generated":
-        return [
+        rows = [
             row for s, t in wanted for row in scenes.scenario_suite("test", n_of(s, t), seed=seed, scenarios=[(s, t)])
         ]
+        if not any(r["turn"] == 2 for r in rows):
+            return rows
+        if target is None or processor is None:
+            target, processor = models.load(TINY_TARGET, kind="llava", device=profile.device, dtype=profile.dtype)
+        store = answers if answers is not None else answer_store(profile)
+        return own_first_answers(rows, target, processor, answer_tokens, store)
     unknown = [x for x in scenarios or [] if not isinstance(x, str) and tuple(x) not in scenes.SCENARIOS]
     if unknown:
         raise ValueError(
@@ -269,9 +281,41 @@ def second_turn_rows(
     return rows
 
 
+def own_first_answers(rows, target, processor, answer_tokens: int = ANSWER_TOKENS, store=None) -> list[dict]:
+    """The tiny suite's ``rows`` with every second turn rebuilt as ``second_turn_rows`` builds the paper's: its
+    first turn (``first_user``, every image of the row), the target's greedy answer to it (``first_turn_answers``,
+    cached in ``store``), then the follow-up (``second_user``) unchanged. The scripted first answer stays in
+    ``first_answer``, the scripted follow-up answer in ``answer`` (reference text only: decoding needs none);
+    ``first_turn`` names the answered first turn (``<row id>/first``). First turns are returned as they are."""
+    firsts = {r["id"]: first_turn_of(r) for r in rows if r["turn"] == 2}
+    answered = first_turn_answers(target, processor, list(firsts.values()), answer_tokens, store)
+    out = []
+    for r in rows:
+        if r["turn"] == 2:
+            first = firsts[r["id"]]["id"]
+            prompt = scenes.chat_prompt([(r["first_user"], answered[first]), (r["second_user"], None)])
+            r = {**r, "prompt": prompt, "first_turn": first}
+        out.append(r)
+    return out
+
+
+def first_turn_of(row: dict) -> dict:
+    """The first-turn request of a tiny second-turn ``row``: ``{"id": "<row id>/first", "scenario", "turn": 1,
+    "prompt", "images"}`` (the row's images: a second turn adds none)."""
+    prompt = scenes.chat_prompt([(row["first_user"], None)])
+    return {
+        "id": f"{row['id']}/first",
+        "scenario": row["scenario"],
+        "turn": 1,
+        "prompt": prompt,
+        "images": row["images"],
+    }
+
+
 def answer_store(profile: str | Profile = "paper"):
-    """The cache of first-turn answers (``results/<profile>/tabed_first_answers.csv``, key ``ANSWER_KEY``)."""
-    return results.ResultStore(Profile.load(profile).name, "tabed_first_answers", ANSWER_KEY)
+    """The cache of first-turn answers (``results/<profile>/tabed_first_answers.csv``, key ``ANSWER_KEY``),
+    standing on the committed table (``Profile.store``: under ``make test`` the committed answers are read)."""
+    return Profile.load(profile).store("tabed_first_answers", ANSWER_KEY)
 
 
 def rests_on(rows) -> dict[str, str]:
@@ -286,12 +330,13 @@ def first_turn_answers(
     """``{row id: the target's greedy answer}`` to the first-turn requests ``rows`` (text of at most
     ``max_new_tokens`` tokens, special tokens and any literal ``<image>`` dropped, stripped), cached in ``store``
     (default ``answer_store()``) under ``ANSWER_KEY``: the target's id, the commit of the cached snapshot its
-    weights come from (``hub.cached_commit`` of ``revision``, the profile's pin; else ``revision``; ``-`` for a
-    local folder), ``max_new_tokens``, the row id and ``request_digest``. A cached answer is read back, never
+    weights come from (``hub.cached_commit`` of ``revision``, the profile's pin; else ``revision``; for a local
+    folder the digest of its weights, ``zoo.models.model_weights``, so that a retrained target never reuses an
+    answer), ``max_new_tokens``, the row id and ``request_digest``. A cached answer is read back, never
     recomputed."""
     store = store if store is not None else answer_store()
     name = results.model_provenance(model=target)["model_model"]
-    revision = cached_commit(name, revision) or revision or "-"
+    revision = cached_commit(name, revision) or revision or models.model_weights(target)
     requests = {r["id"]: r for r in rows}
     keys = {
         rid: dict(target=name, revision=revision, max_new_tokens=max_new_tokens, row=rid, prompt_sha=request_digest(r))
@@ -310,5 +355,29 @@ def first_turn_answers(
 
     store.provenance.update(results.model_provenance(target=target))
     store.run(list(keys.values()), compute, desc="first-turn answers")
-    stored = {store.key_of(row): row["answer"] for row in store.rows(list(keys.values()))}
-    return {rid: stored[store.key_of(key)] for rid, key in keys.items()}
+    return {rid: store.get(**key)["answer"] for rid, key in keys.items()}  # own rows, else the committed base's
+
+
+def recompute(keys: list[dict]) -> pd.DataFrame:
+    """Decode the cached tiny first answers of ``keys`` (rows of ``ANSWER_KEY`` columns, e.g. a sample of the
+    committed ``tabed_first_answers`` table) again, into a store of their own, and return the fresh rows in the order
+    of ``keys``. ``tests/test_committed_results.py`` runs it at another CPU vector width and demands the committed
+    answers back; a key whose request the suite no longer builds (another ``prompt_sha``) is an error."""
+    import tempfile
+
+    tiny = Profile.load("tiny")
+    target, processor = models.load(TINY_TARGET, kind="llava", device=tiny.device, dtype=tiny.dtype)
+    firsts = []
+    for key in keys:
+        second, _ = str(key["row"]).split("/")
+        scenario, turn, split, seed, i = second.split("-")
+        row = scenes.scenario_suite(split, int(i) + 1, int(seed), scenarios=[(scenario, int(turn.lstrip("t")))])[-1]
+        first = first_turn_of(row)
+        if request_digest(first) != key["prompt_sha"] or first["id"] != key["row"]:
+            raise ValueError(f"the suite no longer builds the first turn of {key}")
+        firsts.append(first)
+    with tempfile.TemporaryDirectory() as folder:
+        store = results.ResultStore("tiny", "tabed_first_answers", ANSWER_KEY, root=pathlib.Path(folder))
+        first_turn_answers(target, processor, firsts, int(keys[0]["max_new_tokens"]), store)
+        fresh = {r["row"]: r for r in store.rows()}
+    return pd.DataFrame([fresh[str(k["row"])] for k in keys])

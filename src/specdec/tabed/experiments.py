@@ -39,7 +39,7 @@ KEY = [
     "request",
 ]  # fmt: skip
 REFERENCE = "AR"  # the target's plain greedy decoding, stored as a method of its own
-TINY_PAIR = ("tabed-target", "tabed-draft")  # the shipped zoo's LLaVA pair (it stands in for Table 10's 68M / 7B)
+TINY_PAIR = (data.TINY_TARGET, "tabed-draft")  # the shipped zoo's LLaVA pair (it stands in for Table 10's 68M / 7B)
 
 
 # ------------------------------------------------------------------------------------------------- models
@@ -106,7 +106,7 @@ class Pair:
         return store(self.profile, table, self.name)
 
     def suite(self, n_per_scenario: int, seed: int = 0, **kw) -> list[dict]:
-        """``data.load_suite`` of this pair's profile (second turns of the paper profile answered by its target)."""
+        """``data.load_suite`` of this pair's profile (second turns on this pair's target's own first answers)."""
         return data.load_suite(self.profile, n_per_scenario, seed, target=self.target, processor=self.processor, **kw)
 
 
@@ -449,7 +449,7 @@ def recompute(keys: list[dict], *, profile: str = "tiny", n_per_scenario: int | 
     pair = Pair.load(profile)
     # suite rows do not depend on n, so the largest index among the keys' row ids is enough
     n_per_scenario = n_per_scenario or 1 + max(int(str(k["row"]).rsplit("-", 1)[1]) for k in keys)
-    rows = {r["id"]: r for r in data.load_suite(pair.profile, n_per_scenario, seed=0)}
+    rows = {r["id"]: r for r in pair.suite(n_per_scenario, seed=0)}
     runs = pair.store()
     groups: dict[tuple, list[int]] = {}  # setting -> positions of its keys
     for i, key in enumerate(keys):

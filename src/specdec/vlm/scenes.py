@@ -185,7 +185,7 @@ def make_row(scenario: str, turn: int, rng: random.Random, split: str) -> dict:
     else:
         raise ValueError(f"turn must be 1 or 2, got {turn}")
     pil = [render() for _, _, render in images]
-    return {
+    row = {
         "scenario": scenario,
         "turn": turn,
         "split": split,
@@ -197,6 +197,9 @@ def make_row(scenario: str, turn: int, rng: random.Random, split: str) -> dict:
         "items": [[kind, g] for kind, g in items],
         "rests_on": rests_on,
     }
+    if turn == 2:  # the conversation's parts, so that a second turn can be rebuilt on another first answer
+        row.update(first_user=first["user"], first_answer=first["answer"], second_user=question)
+    return row
 
 
 def scenario_suite(split: str, n_per_scenario: int, seed: int = 0, scenarios=None) -> list[dict]:
@@ -208,7 +211,10 @@ def scenario_suite(split: str, n_per_scenario: int, seed: int = 0, scenarios=Non
     ``</s>``); ``caption`` one short caption per image; ``items`` the ``[kind, ground truth]`` the split is
     decided on; ``rests_on`` what a second turn's answer needs (``dialogues.IMAGE``, ``PREVIOUS`` answer, or
     ``TEXT_TASK``: an NQ / GSM8K question after an unrelated image conversation; ``None`` on first turns).
-    Deterministic in ``(split, n_per_scenario, seed)``; the first rows do not depend on ``n``.
+    Second turns also carry their parts: ``first_user`` (the first turn, every image), ``first_answer`` (its
+    scripted reply, the one ``prompt`` carries) and ``second_user`` (the follow-up), so that a second turn can be
+    rebuilt on a model's own first answer (``specdec.tabed.data``). Deterministic in ``(split, n_per_scenario,
+    seed)``; the first rows do not depend on ``n``.
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
