@@ -249,11 +249,16 @@ def answer_loss(model, batch: dict, pixels: bool = True) -> torch.Tensor:
     """Mean next-token cross-entropy over the answer tokens of a right-padded batch: ``input_ids`` and
     ``attention_mask`` (``[B, T]``), ``labels`` (``[B, T]``, -100 outside the answer) and, for a LLaVA, optional
     ``pixel_values``; ``pixels=False`` leaves them out (a text-only model on a multimodal batch). Logits are cast
-    to float32. The one answer loss of the zoos: finetuning, distillation and the baselines all use it."""
+    to float32. The one answer loss of the zoos: finetuning, distillation and the baselines all use it.
+
+    The inputs may leave out the last column (``input_ids`` ``[B, T - 1]``, ``labels`` ``[B, T]``): the last token
+    predicts nothing, so a causal model need not read it (the multilingual zoo's batches; the same loss, one
+    position less). Either way position ``t`` of the logits is scored against ``labels[:, t + 1]``."""
     names = ("input_ids", "attention_mask", "pixel_values") if pixels else ("input_ids", "attention_mask")
-    logits = model(**{k: batch[k] for k in names if batch.get(k) is not None}).logits[:, :-1].float()
+    labels = batch["labels"][:, 1:]
+    logits = model(**{k: batch[k] for k in names if batch.get(k) is not None}).logits[:, : labels.shape[1]].float()
     return torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), batch["labels"][:, 1:].reshape(-1), ignore_index=-100
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100
     )
 
 
