@@ -2,21 +2,18 @@
 (Yi et al.): self-distil the target, then finetune specialised drafters on its answers (P-F: from a pretrained
 drafter P; F: from random weights), the loss on the answer tokens only.
 
-Both profiles run these stages; what differs is configuration:
+Both profiles run these stages, one function each; what differs is configuration (tiny: ``TRAIN``, ``SIZES``,
+``MIXES``, the shipped ``ml-*`` zoo; paper: ``paper_settings``, from ``paper.yaml``):
 
-============================  ===========================================  ==========================================
-stage (function)              tiny (``TRAIN``, the shipped ``ml-*`` zoo)   paper (``paper_settings``, ``paper.yaml``)
-============================  ===========================================  ==========================================
-target                        ``pretrain`` of ``new_model(SIZES["target"])`` Vicuna 7B as published
-                              on general text + translation instructions
-P (generic drafter)           ``pretrain`` on general English text          vicuna-68m as published
-self-distillation             ``answer_prompts``: every training prompt X→En at every temperature, batched
-                              ``generate``; JSON lines (``ml_distilled.jsonl`` / one file per chunk)
-distilled data                ``load_distilled`` → ``Conversations`` per language (``batches``)
-F / P-F finetune              ``finetune``: ``zoo.training.train`` with ``zoo.training.answer_loss`` on
-                              ``EpochBatches`` of the conversations; AdamW settings from the config
-save                          ``save_model`` (float16 in git / ``save_pretrained`` under accelerate)
-============================  ===========================================  ==========================================
+- the target and P (the generic drafter): ``pretrain`` of ``new_model(SIZES[...])`` on windows of general text
+  (the target also on the translation instructions) | Vicuna 7B and vicuna-68m as published;
+- self-distillation, ``answer_prompts``: the target answers every training prompt X→En at every temperature with
+  batched ``generate``, rows written as JSON lines (``write_jsonl``: ``ml_distilled.jsonl`` | one file per chunk);
+- ``load_distilled``: those files → ``Conversations`` per language (``specdec.multilingual.batches``), the one batch
+  format of answer-only finetuning;
+- F / P-F, ``finetune``: ``zoo.training.train`` with ``zoo.training.answer_loss`` on ``EpochBatches`` of the
+  conversations; steps, batch and AdamW settings from the config (a budget of answer tokens | epochs);
+- ``save_model``: float16 weights in git | ``save_pretrained``, gathered under accelerate.
 
 The drivers put the stages in order: ``specdec.multilingual.zoo_run`` (tiny: data from
 ``specdec.multilingual.data``, every model trained here, held-out metrics, ``ml_training.csv``) and
