@@ -8,7 +8,7 @@ checkout's results (``SPECDEC_BASE_DIR``: an empty folder, whatever results/pape
 it ran to the end (after ``PREPARE``, the models no hub holds, trained at smoke settings), it appended rows to
 ``results/paper/`` (TABED 10-13: second turns among them), and the provenance of those rows names the paper's
 model ids (the ids of ``paper.yaml``, or the multilingual drafters' folder), not the tiny zoo.
-Before the multilingual notebooks (30-34), the drafter recipe at paper scale (``specdec.multilingual.paper_recipe``:
+Before the multilingual notebooks (30-34), the drafter recipe at paper scale (``specdec.multilingual.hub_run``:
 self-distillation from the paper target, P-F / F finetuning with the one training loop) runs with ``--smoke`` on
 the same hub and writes the drafters those notebooks read (``SPECDEC_ML_DRAFTERS``, in the output folder).
 ``EXTRA_JOBS`` run a notebook again with other paper settings (notebook 10 with the LLaVA-NeXT pair of Table 11).

@@ -9,7 +9,7 @@ the same global batch and trains on its slice, so the run follows the single-pro
     accelerate launch --cpu --num_processes 2 scripts/train_accelerate.py --data random --steps 20 --out /tmp/a
     python scripts/train_accelerate.py --plain --data random --steps 20 --out /tmp/b   # no accelerate at all
 
-The multilingual drafter recipe (``specdec.multilingual.paper_recipe``; the arguments after ``multilingual-paper``
+The multilingual drafter recipe (``specdec.multilingual.hub_run``; the arguments after ``multilingual-paper``
 are those of ``python -m specdec.multilingual.train --profile paper``): each process generates its share of the
 self-distillation files, then every drafter trains on all processes (DDP, or FSDP for the 1B drafter)::
 
@@ -56,9 +56,9 @@ def main(argv=None) -> None:
     if argv[:1] == ["multilingual-paper"]:
         from accelerate import Accelerator
 
-        from specdec.multilingual import paper_recipe
+        from specdec.multilingual import hub_run
 
-        paper_recipe.main(argv[1:], accelerator=Accelerator())
+        hub_run.main(argv[1:], accelerator=Accelerator())
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="tiny-draft-xs", help="a zoo name (zoo.llama_config)")

@@ -1,4 +1,4 @@
-"""The multilingual drafter recipe at paper scale (``specdec.multilingual.paper_recipe``) and the JParaCrawl loader,
+"""The multilingual drafter recipe at paper scale (``specdec.multilingual.hub_run``) and the JParaCrawl loader,
 on the stand-in hub: tiny random Llama models and a few rows under the paper's ids, read through the real path."""
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import pytest
 import torch
 
 from specdec import zoo
-from specdec.multilingual import hubdata, paper_recipe
+from specdec.multilingual import hub_run, hubdata
+from specdec.multilingual.batches import Conversations
+from specdec.multilingual.recipe import DISTIL_DIR, paper_settings
 
 SCRIPT = zoo.ROOT / "scripts" / "standin_hub.py"
 IDS = [
@@ -60,8 +62,8 @@ def snapshot(hf_home, repo_id: str) -> pathlib.Path:
 
 def test_recipe_distils_then_trains_every_drafter(trained):
     out, lines = trained
-    files = sorted((out / paper_recipe.DISTIL_DIR).rglob("part-*.jsonl"))
-    cfg = paper_recipe.settings(smoke=True)
+    files = sorted((out / DISTIL_DIR).rglob("part-*.jsonl"))
+    cfg = paper_settings(smoke=True)
     parts = -(-cfg["prompts_per_pair"] // cfg["chunk_size"])
     assert len(files) == 2 * len(cfg["temperatures"]) * parts  # 2 pairs x 4 temperatures x parts
     row = json.loads(files[0].read_text().splitlines()[0])
@@ -97,7 +99,7 @@ def test_saved_drafter_loads_and_greedy_sd_with_it_is_lossless(hf_home, trained)
     out, _ = trained
     target = AutoModelForCausalLM.from_pretrained(snapshot(hf_home, "lmsys/vicuna-7b-v1.3")).eval()
     pretrained = AutoModelForCausalLM.from_pretrained(snapshot(hf_home, "double7/vicuna-68m")).eval()
-    row = json.loads(next((out / paper_recipe.DISTIL_DIR / "de").rglob("part-*.jsonl")).read_text().splitlines()[0])
+    row = json.loads(next((out / DISTIL_DIR / "de").rglob("part-*.jsonl")).read_text().splitlines()[0])
     prompt = torch.tensor(row["prompt_ids"])
     plain = autoregressive(target, prompt, max_new_tokens=16).output_ids
     for name in ("ml-draft-pf-de", "ml-draft-f-de", "ml-draft-pf-ja"):
@@ -112,12 +114,12 @@ def test_saved_drafter_loads_and_greedy_sd_with_it_is_lossless(hf_home, trained)
 
 def test_distillation_is_cached_and_an_interrupted_run_resumes(hf_home, trained):
     out, _ = trained
-    files = sorted((out / paper_recipe.DISTIL_DIR).rglob("part-*.jsonl"))
+    files = sorted((out / DISTIL_DIR).rglob("part-*.jsonl"))
     before = {f: f.stat().st_mtime_ns for f in files}
     assert "/de/" in str(files[3])
     files[3].unlink()  # as if the run had stopped before this file
     with pytest.raises(FileNotFoundError, match="incomplete"):
-        paper_recipe.load_distilled(out, "de", 512, 0)  # finetuning refuses a partial distillation
+        hub_run.load_pair(out, "de", 512, 0)  # finetuning refuses a partial distillation
     lines = recipe(hf_home, out, "distil")
     counts = next(line["distil"] for line in lines if "distil" in line)
     assert counts == {"written": 1, "kept": len(files) - 1}
@@ -160,30 +162,30 @@ def test_pair_of_reads_both_schemas():
 
 
 def test_conversation_batches_mask_everything_but_the_answer():
-    conv = paper_recipe.Conversations.from_pairs([([1, 5, 6], [7, 2]), ([1, 8], [9, 10, 2])], max_length=4, pad_id=0)
+    conv = Conversations.from_pairs([([1, 5, 6], [7, 2]), ([1, 8], [9, 10, 2])], max_length=4, pad_id=0)
     assert conv.answer_len.tolist() == [1, 2]  # truncated to 4 tokens: [1 5 6 7], [1 8 9 10]
     batch = conv.batch(torch.tensor([0, 1]), "cpu")
-    assert batch["input_ids"].tolist() == [[1, 5, 6, 7], [1, 8, 9, 10]]
+    assert batch["input_ids"].tolist() == [[1, 5, 6], [1, 8, 9]]  # the last token predicts nothing
     assert batch["labels"].tolist() == [[-100, -100, -100, 7], [-100, -100, 9, 10]]
-    short = paper_recipe.Conversations.from_pairs([([1, 5], [2]), ([1, 8, 8], [9, 2])], max_length=16, pad_id=0)
+    short = Conversations.from_pairs([([1, 5], [2]), ([1, 8, 8], [9, 2])], max_length=16, pad_id=0)
     batch = short.batch(torch.tensor([0, 1]), "cpu")
     assert batch["labels"].tolist() == [[-100, -100, 2, -100, -100], [-100, -100, -100, 9, 2]]
-    assert batch["attention_mask"].tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]
+    assert batch["input_ids"].tolist() == [[1, 5, 2, 0], [1, 8, 8, 9]] and "attention_mask" not in batch
     assert short.head(1).n == 1 and short.head(1).answer_len.tolist() == [1]
-    shuffled = paper_recipe.Conversations(short.tokens, short.offsets, short.prompt_len, 0, torch.tensor([1, 0]))
+    shuffled = Conversations(short.tokens, short.offsets, short.prompt_len, 0, torch.tensor([1, 0]))
     assert shuffled.answer_len.tolist() == [2, 1]
     first = shuffled.head(1).batch(torch.tensor([0]), "cpu")
     assert first["labels"].tolist() == [[-100, -100, -100, 9, 2]]
 
 
 def test_settings_come_from_paper_yaml():
-    cfg = paper_recipe.settings()
+    cfg = paper_settings()
     assert cfg["pretrained"] == "double7/vicuna-68m" and cfg["target"] == "lmsys/vicuna-7b-v1.3"
     assert cfg["temperatures"] == [0.0, 0.3, 0.7, 1.0] and cfg["epochs"] == {"P-F": 3, "F": 5}
     assert cfg["train_sets"]["ja"] == [hubdata.JPARACRAWL, None, "train[:-80]"]
-    assert paper_recipe.settings(smoke=True, lr=1e-3)["lr"] == 1e-3
+    assert paper_settings(smoke=True, lr=1e-3)["lr"] == 1e-3
     with pytest.raises(ValueError, match="unknown recipe settings"):
-        paper_recipe.settings(learning_rate=1.0)
+        paper_settings(learning_rate=1.0)
 
 
 def test_accelerate_launch_two_processes_runs_the_recipe(hf_home, tmp_path):
@@ -208,8 +210,8 @@ def test_accelerate_launch_two_processes_runs_the_recipe(hf_home, tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     counts = [json.loads(x) for x in done.stdout.splitlines() if x.startswith('{"distil"')]
     assert len(counts) == 1  # only the main process logs
-    cfg = paper_recipe.settings(smoke=True)
-    files = list((out / paper_recipe.DISTIL_DIR / "de").rglob("part-*.jsonl"))
+    cfg = paper_settings(smoke=True)
+    files = list((out / DISTIL_DIR / "de").rglob("part-*.jsonl"))
     assert len(files) == len(cfg["temperatures"]) * -(-cfg["prompts_per_pair"] // cfg["chunk_size"])
     summary = {r["model"]: r for r in csv_rows(out / "ml_training.csv")}
     assert summary["ml-draft-pf-de"]["processes"] == "2" and "ml-draft-large-pf-de" not in summary

@@ -1,4 +1,4 @@
-"""The multilingual zoo's training (specdec.multilingual.train): data step, end-to-end pipeline, lossless SD."""
+"""The multilingual zoo's training (specdec.multilingual.zoo_run): data step, end-to-end pipeline, lossless SD."""
 
 import json
 import random
@@ -9,8 +9,7 @@ import torch
 from specdec import zoo
 from specdec.engine import autoregressive, generate
 from specdec.multilingual import data as mldata
-from specdec.multilingual import parallel, recipe
-from specdec.multilingual import train as tm
+from specdec.multilingual import metrics, parallel, recipe, zoo_retrain, zoo_run
 
 LANGS = list(parallel.LANGUAGES)
 # A minimal run: a few documents and pairs, a few steps with small batches (CPU, seconds).
@@ -22,13 +21,13 @@ TINY.update(n_budgets=2, budget_factor=2)  # Fig. 4's grid on 3 prompts per pair
 
 @pytest.fixture(scope="module")
 def data():
-    return tm.build_data(max_docs=4, max_pairs=6)
+    return mldata.build_data(max_docs=4, max_pairs=6)
 
 
 @pytest.fixture(scope="module")
 def trained(data, tmp_path_factory):
     out = tmp_path_factory.mktemp("ml_models")
-    rows = tm.train_all(data, out, device="cpu", steps_scale=0.001, prompts_per_set=3, **TINY)
+    rows = zoo_run.train_all(data, out, device="cpu", steps_scale=0.001, prompts_per_set=3, **TINY)
     return out, rows
 
 
@@ -53,7 +52,7 @@ def test_data_kinds_and_examples(data):
 
     tok = AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
     for i in (0, 7, len(heldout["rows"]) - 1):
-        prompt_ids, answer_ids = tm.example_ids(heldout, i)
+        prompt_ids, answer_ids = mldata.example_ids(heldout, i)
         row = heldout["rows"][i]
         assert prompt_ids[0] == tok.bos_token_id and answer_ids[-1] == tok.eos_token_id
         assert tok.decode(prompt_ids[1:]) == row["prompt"]
@@ -90,11 +89,11 @@ def test_heldout_entries_are_removed_from_the_general_text():
 
 
 def test_metrics_helpers():
-    assert recipe.chrf("the cat", "the cat") == 100.0 and recipe.chrf("xyz", "abc") == 0.0
-    assert 0 < recipe.chrf("the cat sat", "the cat") < 100
-    perm = recipe.derangement(7, random.Random(0))
+    assert metrics.chrf("the cat", "the cat") == 100.0 and metrics.chrf("xyz", "abc") == 0.0
+    assert 0 < metrics.chrf("the cat sat", "the cat") < 100
+    perm = metrics.derangement(7, random.Random(0))
     assert sorted(perm) == list(range(7)) and all(p != k for k, p in enumerate(perm))
-    assert tm.subset_fractions(tm.TRAIN) == [1 / 64, 1 / 16, 1 / 4, 1]
+    assert recipe.subset_fractions(recipe.TRAIN) == [1 / 64, 1 / 16, 1 / 4, 1]
 
 
 def _nonembedding(parameters: int, hidden: int) -> int:
@@ -107,7 +106,7 @@ def test_pipeline_end_to_end(trained):
     from specdec.zoo.models import load
 
     out, rows = trained
-    names = tm.model_names(LANGS, TINY)
+    names = recipe.model_names(LANGS, TINY)
     by = {r["model"]: r for r in rows}
     grid = sorted((r for r in rows if r["model"].startswith("ml-draft-pf-de-b")), key=lambda r: r["finetune_budget"])
     grid_f = sorted((r for r in rows if r["model"].startswith("ml-draft-f-de-b")), key=lambda r: r["finetune_budget"])
@@ -124,10 +123,10 @@ def test_pipeline_end_to_end(trained):
     sizes = {r["model"]: r["parameters"] for r in rows}
     assert 2.4e6 < sizes["ml-target"] < 2.8e6 and sizes["ml-draft-pf-de"] < sizes["ml-target"] / 6
     # Table 6: the large drafter stands to the target as Tiny-Vicuna 1B to Vicuna 7B (~0.15x non-embedding)
-    large = _nonembedding(sizes[tm.LARGE], tm.SIZES["large"]["hidden_size"])
-    target = _nonembedding(sizes["ml-target"], tm.SIZES["target"]["hidden_size"])
-    assert 0.12 < large / target < 0.18 and sizes[tm.LARGE] > 1.4 * sizes["ml-draft-pf-de"]
-    assert by["ml-draft-f-de"]["init"] == "scratch" and by["ml-draft-pf-de"]["init"] == tm.GENERIC
+    large = _nonembedding(sizes[recipe.LARGE], recipe.SIZES["large"]["hidden_size"])
+    target = _nonembedding(sizes["ml-target"], recipe.SIZES["target"]["hidden_size"])
+    assert 0.12 < large / target < 0.18 and sizes[recipe.LARGE] > 1.4 * sizes["ml-draft-pf-de"]
+    assert by["ml-draft-f-de"]["init"] == "scratch" and by["ml-draft-pf-de"]["init"] == recipe.GENERIC
     # Fig. 4: more distinct data, not more passes: examples and distinct tokens grow, the last is the main drafter
     for points, main in ((grid, "ml-draft-pf-de"), (grid_f, "ml-draft-f-de")):
         examples = [r["finetune_budget"] for r in points]
@@ -159,7 +158,7 @@ def test_drafters_step_retrains_what_the_pipeline_trained(trained, data, tmp_pat
     shutil.copytree(out, models)
     original = load_file(out / "ml-draft-pf-fr" / "model.safetensors")
     shutil.rmtree(models / "ml-draft-pf-fr")
-    new_rows = tm.retrain_drafters(
+    new_rows = zoo_retrain.retrain_drafters(
         data,
         models,
         models / "ml_distilled.jsonl",
@@ -202,7 +201,7 @@ def test_batched_greedy_generate_matches_the_engine(trained):
     rows = [parallel.translation_prompt(r, "xx-en") for r in parallel.pairs("django", "ja", "heldout")[:4]]
     prompts = [_prompt_ids(tok, r).tolist() for r in rows]
     assert len({len(p) for p in prompts}) > 1  # the batch needs padding
-    batched = tm.generate_batched(target, prompts, 0.0, 12, batch_size=4, seed=0)
+    batched = recipe.generate_batched(target, prompts, 0.0, 12, batch_size=4, seed=0)
     for p, b in zip(prompts, batched):
         assert autoregressive(target, torch.tensor(p), max_new_tokens=12, eos_token_id=2).output_ids == b
 

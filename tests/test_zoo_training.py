@@ -28,7 +28,7 @@ import torch
 from specdec import zoo
 from specdec.cos import train as cos_train
 from specdec.multilingual import recipe
-from specdec.multilingual import train as tm
+from specdec.multilingual.batches import Conversations
 from specdec.vlm import batches
 from specdec.vlm import data as td
 from specdec.vlm import train as tl
@@ -49,7 +49,7 @@ RECORDED = {
 }
 FINETUNE_TOKENS = {"ml-draft-f-de": 985, "ml-draft-pf-de": 991}
 # the multilingual pretraining mixture the checksums were recorded with (the zoo itself now pretrains its P on
-# general text, ``tm.MIXES["english"]``); this test checks the loop, not the recipe
+# general text, ``recipe.MIXES["english"]``); this test checks the loop, not the recipe
 MULTILINGUAL_MIX = {"prose": 0.25, "code": 0.15, "translation": 0.60}
 
 
@@ -109,7 +109,7 @@ def test_multilingual_pretrain_and_finetune():
     train = _streams(["prose", "code", "translation", "instruct"], 4)
     heldout = _streams(["prose", "code", "translation"], 5)
     name = "ml-draft-pretrained"
-    base = recipe.new_model(tm.SIZES["draft"], recipe.model_seed(name), "cpu")
+    base = recipe.new_model(recipe.SIZES["draft"], recipe.model_seed(name), "cpu")
     log = recipe.pretrain(base, train, MULTILINGUAL_MIX, STEPS, 4, 32, 3e-3, recipe.model_seed(name), name, heldout, 2)
     _check(f"ml_pretrain:{name}", base, log)
     assert log[0]["phase"] == "pretrain" and set(log[-1]["heldout_loss"]) == {"prose", "code", "translation"}
@@ -122,16 +122,19 @@ def test_multilingual_pretrain_and_finetune():
 
         prompts = [ids(4, 12) for _ in range(n)]
         answers = [ids(2, 9) + [2] for _ in range(n)]
-        return recipe.Examples(prompts, answers, "cpu")
+        return Conversations.from_pairs(list(zip(prompts, answers)))
 
     ex, held = examples(30), examples(10)  # 30 rows, batches of 8: the epoch permutation is redrawn
     for name, init in (("ml-draft-f-de", None), ("ml-draft-pf-de", base)):
         model = (
             copy.deepcopy(init)
             if init is not None
-            else recipe.new_model(tm.SIZES["draft"], recipe.model_seed(name), "cpu")
+            else recipe.new_model(recipe.SIZES["draft"], recipe.model_seed(name), "cpu")
         )
-        log, tokens = recipe.finetune(model, ex, STEPS, 8, 2e-3, recipe.model_seed(name), name, held, 16)
+        seed = recipe.model_seed(name)
+        log, tokens = recipe.finetune(
+            model, ex, steps=STEPS, batch_size=8, lr=2e-3, seed=seed, name=name, heldout=held, eval_batch_size=16
+        )
         _check(f"ml_finetune:{name}", model, log)
         assert tokens == FINETUNE_TOKENS[name] == log[-1]["tokens"] and "heldout" in log[-1]
 

@@ -8,7 +8,7 @@ a held-out pair); and translation examples ``<s> prompt`` + ``reference </s>`` b
 (``django``) are the instruction documents of the target and the prompts that self-distillation answers; the
 held-out split of A and all of source B (``sphinx``) are the evaluation prompts. Prompt and reference are
 tokenised separately, as a decoder sees them (``tasks.encode`` layout: ``<s>`` + prompt ids). The train step
-(``specdec.multilingual.train.train_all``) reads only the saved data and the tokenizer.
+(``specdec.multilingual.zoo_run.train_all``) reads only the saved data and the tokenizer.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from specdec.harness.profile import Profile
 from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import parallel
 from specdec.multilingual.hubdata import load_paper_prompts
-from specdec.multilingual.recipe import chrf
+from specdec.multilingual.metrics import chrf
 from specdec.multilingual.tables import METHODS
 from specdec.sampling import SamplingConfig
 from specdec.zoo.models import load, load_tokenizer, revision_of, weights_identity
@@ -472,7 +472,7 @@ def translatable_set(frame: pd.DataFrame, drafters: Drafters, quantile: float = 
     translatable when its chrF exceeds the ``quantile`` of that chance distribution. The set depends on the target
     alone, never on a drafter. Returns one row per prompt: pair, prompt, chrf, chance_chrf, threshold,
     translatable."""
-    from specdec.multilingual.recipe import derangement
+    from specdec.multilingual.metrics import derangement
 
     ar = frame[(frame.method == "ar") & (frame.temperature == 0)].drop_duplicates(["pair", "prompt"])
     out = []

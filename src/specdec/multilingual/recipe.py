@@ -1,21 +1,158 @@
-"""The multilingual zoo's models, batch sources, losses, training stages and metrics (used by
-``specdec.multilingual.train``): window pretraining and answer-only finetuning through the one loop of the zoos,
-``specdec.zoo.training.train``; teacher-forced answer metrics; batched generation; chrF."""
+"""The one training recipe of *Towards Fast Multilingual LLM Inference: Speculative Decoding and Specialized Drafters*
+(Yi et al.): self-distil the target, then finetune specialised drafters on its answers (P-F: from a pretrained
+drafter P; F: from random weights), the loss on the answer tokens only.
+
+Both profiles run these stages, one function each; what differs is configuration (tiny: ``TRAIN``, ``SIZES``,
+``MIXES``, the shipped ``ml-*`` zoo; paper: ``paper_settings``, from ``paper.yaml``):
+
+- the target and P (the generic drafter): ``pretrain`` of ``new_model(SIZES[...])`` on windows of general text
+  (the target also on the translation instructions) | Vicuna 7B and vicuna-68m as published;
+- self-distillation, ``answer_prompts``: the target answers every training prompt X→En at every temperature with
+  batched ``generate``, rows written as JSON lines (``write_jsonl``: ``ml_distilled.jsonl`` | one file per chunk);
+- ``load_distilled``: those files → ``Conversations`` per language (``specdec.multilingual.batches``), the one batch
+  format of answer-only finetuning;
+- F / P-F, ``finetune``: ``zoo.training.train`` with ``zoo.training.answer_loss`` on ``EpochBatches`` of the
+  conversations; steps, batch and AdamW settings from the config (a budget of answer tokens | epochs);
+- ``save_model``: float16 weights in git | ``save_pretrained``, gathered under accelerate.
+
+The drivers put the stages in order: ``specdec.multilingual.zoo_run`` (tiny: data from
+``specdec.multilingual.data``, every model trained here, held-out metrics, ``ml_training.csv``) and
+``specdec.multilingual.hub_run`` (paper: hub datasets, resumable distillation files, ``accelerate launch``). The
+command line is ``python -m specdec.multilingual.train [--profile paper] ...`` (``specdec.multilingual.train``).
+"""
 
 from __future__ import annotations
 
+import copy
+import gzip
 import json
-import random
+import pathlib
 import zlib
 
 import torch
 
 from specdec import zoo
+from specdec.multilingual.batches import Conversations, EpochBatches, windows
+from specdec.multilingual.metrics import answer_metrics, window_loss
 from specdec.zoo import training
+from specdec.zoo.models import load_profile
+
+# ----------------------------------------------------------------------------------------------- tiny config
+TARGET = "ml-target"
+GENERIC = "ml-draft-generic"
+LARGE = "ml-draft-large-pf-de"
+BUDGET_LANG = "de"
+DISTIL_DIRECTION = "xx-en"
+
+SIZES = {
+    "target": zoo.TINY_ZOO["tiny-target"],
+    "draft": zoo.TINY_ZOO["tiny-draft-s"],
+    # Table 6's Tiny-Vicuna 1B stands to Vicuna 7B at ~0.15x of its non-embedding parameters (0.97B / 6.5B) and
+    # 22 / 32 of its layers; this drafter stands to ml-target at 0.15x (0.26M / 1.77M) and 3 / 4.
+    "large": dict(
+        hidden_size=80, intermediate_size=256, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4
+    ),
+}
+# Weights of the kinds of training windows (``instruct``: the translation instruction documents).
+MIXES = {
+    "target": {"prose": 0.25, "code": 0.15, "translation": 0.15, "instruct": 0.45},
+    "english": {"prose": 0.55, "code": 0.45},  # general text: the paper's P is C4 + ShareGPT
+}
+TRAIN = dict(
+    target_steps=3000,
+    pretrain_steps=2000,
+    large_pretrain_steps=2000,  # window (pre)training steps
+    batch_size=32,
+    seq_len=256,
+    lr=3e-3,
+    ft_batch_size=64,
+    ft_lr=2e-3,
+    ft_budget=409_600,  # answer tokens seen by a main drafter (~17 passes over a pair's distilled answers)
+    budget_factor=4,
+    n_budgets=4,  # Fig. 4: nested quarters of a pair's distilled prompts, each trained for the same passes
+    temperatures=(0.0, 0.3, 0.7, 1.0),
+    max_new_tokens=48,
+    gen_batch_size=1024,  # self-distillation
+    max_prompt_tokens=160,  # longer prompts (a few long Sphinx messages) are left out of distillation / eval
+    eval_windows=64,
+    eval_batch_size=256,
+    min_prompts=8,
+)
+# CI smoke runs (``steps_scale < SMOKE_SCALE``) also use these smaller batches, windows and answers.
+SMOKE_SCALE = 0.01
+SMOKE = dict(batch_size=8, seq_len=128, ft_batch_size=16, eval_windows=8, max_new_tokens=16, gen_batch_size=64)
+
+# ----------------------------------------------------------------------------------------------- paper config
+DISTIL_DIR = "self-distillation"
+# --smoke: the recipe end to end in seconds on tiny stand-ins (scripts/paper_smoke.py, tests)
+PAPER_SMOKE = dict(
+    prompts_per_pair=3,
+    max_new_tokens=6,
+    max_length=512,  # the stand-in tokenizer spends ~2 tokens a word: Vicuna's system prompt is ~200
+    epochs={"P-F": 1, "F": 1},
+    batch_size=2,
+    budgets=[2],
+    gen_batch_size=8,
+    chunk_size=2,
+)
+
+
+def budget_name(kind: str, n_examples: int) -> str:
+    """The name of a Fig. 4 drafter (``kind`` f or pf) finetuned on ``n_examples`` distilled examples."""
+    return f"ml-draft-{kind}-{BUDGET_LANG}-b{n_examples}"
+
+
+def subset_fractions(cfg: dict) -> list[float]:
+    """The Fig. 4 grid: fractions of a pair's distilled prompts, smallest first; the last (1) is the main drafter."""
+    return [1 / cfg["budget_factor"] ** k for k in range(cfg["n_budgets"] - 1, -1, -1)]
+
+
+def model_names(langs=None, cfg: dict | None = None) -> list[str]:
+    """Every model directory ``train_all`` saves, in training order (the Fig. 4 grid's points are named after their
+    example counts, known only once the data are distilled: see ``Run.grid``)."""
+    langs = list(langs or ["de", "fr", "ru", "ja", "zh"])
+    names = [TARGET, GENERIC]
+    for lang in langs:
+        names += [f"ml-draft-f-{lang}", f"ml-draft-pf-{lang}"]
+    return names + ([LARGE] if BUDGET_LANG in langs else [])
+
+
+def tiny_settings(steps_scale: float = 1.0, **overrides) -> dict:
+    """``TRAIN`` (with ``SMOKE`` below ``SMOKE_SCALE``), then ``overrides`` (names of ``TRAIN`` only)."""
+    unknown = set(overrides) - set(TRAIN)
+    if unknown:
+        raise ValueError(f"unknown training settings {sorted(unknown)}; known: {sorted(TRAIN)}")
+    return {**TRAIN, **(SMOKE if steps_scale < SMOKE_SCALE else {}), **overrides}
+
+
+def paper_settings(smoke: bool = False, **overrides) -> dict:
+    """``paper.yaml``'s ``multilingual.recipe`` (``PAPER_SMOKE`` on top with ``smoke``, then ``overrides``), with
+    the target id, the prompt and the chat template."""
+    spec = load_profile("paper")
+    ml = spec["multilingual"]
+    cfg = dict(ml["recipe"])
+    unknown = set(overrides) - set(cfg)
+    if unknown:
+        raise ValueError(f"unknown recipe settings {sorted(unknown)}; known: {sorted(cfg)}")
+    cfg.update(PAPER_SMOKE if smoke else {})
+    cfg.update(overrides)
+    cfg.update(
+        target=spec["pairs"]["multilingual"]["target"],
+        prompt=ml["prompt"],
+        chat_template=ml["chat_template"],
+        revisions=spec.get("revisions") or {},
+    )
+    return cfg
 
 
 # ----------------------------------------------------------------------------------------------- models
+def model_seed(name: str) -> int:
+    """A fixed seed per model name (stable across runs and machines)."""
+    return zlib.crc32(name.encode()) % 100_000
+
+
 def new_model(size: dict, seed: int, device):
+    """A Llama of ``size`` (``zoo.llama_config`` fields) with weights seeded ``seed``, float32 on ``device``."""
     from transformers import LlamaForCausalLM
 
     torch.manual_seed(seed)
@@ -25,61 +162,30 @@ def new_model(size: dict, seed: int, device):
     return model
 
 
-def model_seed(name: str) -> int:
-    """A fixed seed per model name (stable across runs and machines)."""
-    return zlib.crc32(name.encode()) % 100_000
+def save_model(model, tokenizer, path: pathlib.Path, log: dict, *, half: bool = False, accelerator=None) -> None:
+    """Weights (``half``: float16 tensors with a float32 config, ``training.save_half``; under accelerate gathered
+    from every process), the tokenizer, then ``training_log.json`` last: its presence marks a finished model."""
+    if accelerator is not None:
+        state = accelerator.get_state_dict(model)
+        if accelerator.is_main_process:
+            accelerator.unwrap_model(model).save_pretrained(path, state_dict=state)
+        accelerator.wait_for_everyone()
+        if not accelerator.is_main_process:
+            return
+    elif half:
+        training.save_half(copy.deepcopy(model).cpu(), path)
+    else:
+        model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    (path / "training_log.json").write_text(json.dumps(log, indent=0, ensure_ascii=False) + "\n")
 
 
-def windows(streams: dict, mix: dict, batch_size: int, seq_len: int, g: torch.Generator) -> torch.Tensor:
-    """``batch_size`` windows of ``seq_len + 1`` tokens, kinds drawn by ``mix`` (CPU, seeded)."""
-    kinds = [k for k in mix if mix[k] > 0 and k in streams and len(streams[k]) > seq_len + 1]
-    weights = torch.tensor([float(mix[k]) for k in kinds])
-    picks = torch.multinomial(weights, batch_size, replacement=True, generator=g)
-    out = torch.empty(batch_size, seq_len + 1, dtype=torch.long)
-    offsets = torch.arange(seq_len + 1)
-    for k, kind in enumerate(kinds):
-        rows = (picks == k).nonzero().squeeze(1)
-        if len(rows):
-            stream = streams[kind]
-            starts = torch.randint(0, len(stream) - seq_len - 1, (len(rows),), generator=g)
-            out[rows] = stream[starts[:, None] + offsets]
-    return out
-
-
-@torch.no_grad()
-def window_loss(model, streams: dict, kind: str, n_windows: int, seq_len: int = 128, seed: int = 1234) -> float:
-    """Mean next-token loss (nats) on fixed windows of one held-out stream."""
-    model.eval()
-    device = next(model.parameters()).device
-    stream = streams[kind]
-    seq_len = min(seq_len, len(stream) - 2)
-    batch = windows({kind: stream}, {kind: 1.0}, n_windows, seq_len, torch.Generator().manual_seed(seed))
-    losses = []
-    for chunk in batch.to(device).split(32):
-        logits = model(input_ids=chunk[:, :-1]).logits.float()
-        losses.append(
-            torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1)).item()
-        )
-    return round(sum(losses) / len(losses), 4)
-
-
-def pretrain(
-    model,
-    streams: dict,
-    mix: dict,
-    steps: int,
-    batch_size: int,
-    seq_len: int,
-    lr: float,
-    seed: int,
-    name: str = "",
-    heldout: dict | None = None,
-    eval_windows: int = 64,
-    accelerator=None,
-) -> list[dict]:
+# ----------------------------------------------------------------------------------------------- pretraining
+def pretrain(model, streams: dict, mix: dict, steps: int, batch_size: int, seq_len: int, lr: float, seed: int,
+             name="", heldout: dict | None = None, eval_windows: int = 64, accelerator=None) -> list:  # fmt: skip
     """Next-token training on windows (``training.train``: AdamW, linear warm-up, cosine decay, clip 1, fused AdamW
-    on CUDA); windows drawn by ``mix`` with a CPU generator seeded ``seed + 1``; returns the log rows.
-    ``accelerator``: ``training.train``'s (``accelerate launch``: each process trains on its slice of the windows)."""
+    on CUDA); windows drawn by ``mix`` with a CPU generator seeded ``seed + 1``; returns the log rows. The tiny
+    profile's target and P (the paper's are published). ``accelerator``: ``training.train``'s."""
     device = next(model.parameters()).device
 
     def evaluate(m):
@@ -101,129 +207,10 @@ def pretrain(
     return log.rows
 
 
-class Examples:
-    """Prompt + answer sequences on a device, right-padded; the loss covers the answer tokens only."""
-
-    def __init__(self, prompts: list[list[int]], answers: list[list[int]], device):
-        self.n = len(prompts)
-        self.lengths = torch.tensor([len(p) + len(a) for p, a in zip(prompts, answers)])
-        self.prompt_len = torch.tensor([len(p) for p in prompts])
-        self.answer_len = self.lengths - self.prompt_len
-        ids = torch.zeros(self.n, int(self.lengths.max()) if self.n else 1, dtype=torch.long)
-        for i, (p, a) in enumerate(zip(prompts, answers)):
-            ids[i, : len(p) + len(a)] = torch.tensor(p + a)
-        self.ids = ids.to(device)
-        self._lengths, self._prompt_len = self.lengths.to(device), self.prompt_len.to(device)
-
-    def batch(self, rows: torch.Tensor):
-        """``(input_ids, target ids, mask of answer positions)`` for CPU row indices ``rows``."""
-        width = int(self.lengths[rows].max())
-        rows_d = rows.to(self.ids.device)
-        ids = self.ids[rows_d, :width]
-        pos = torch.arange(1, width, device=ids.device)[None]  # the position each target token sits at
-        mask = (pos < self._lengths[rows_d, None]) & (pos >= self._prompt_len[rows_d, None])
-        return ids[:, :-1], ids[:, 1:], mask
-
-
-def answer_loss(model, examples: Examples, rows: torch.Tensor):
-    inputs, targets, mask = examples.batch(rows)
-    logits = model(input_ids=inputs).logits.float()
-    loss = torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
-    ).view_as(targets)
-    return loss, (logits.argmax(-1) == targets) & mask, mask
-
-
-class EpochBatches:
-    """Row indices (CPU ``LongTensor[batch_size]``) of ``examples`` in epochs of seeded permutations; an epoch's
-    rest that does not fill a batch is carried into the next permutation. ``tokens`` counts the answer tokens
-    drawn so far. Called as ``batches(generator)`` by ``training.train``."""
-
-    def __init__(self, examples: Examples, batch_size: int):
-        self.examples, self.batch_size = examples, batch_size
-        self.order, self.cursor, self.tokens = None, 0, 0
-
-    def __call__(self, g: torch.Generator) -> torch.Tensor:
-        n = self.examples.n
-        if self.order is None:
-            self.order = torch.randperm(n, generator=g)
-        if self.cursor + self.batch_size > n:
-            self.order, self.cursor = torch.cat([self.order[self.cursor :], torch.randperm(n, generator=g)]), 0
-        rows = self.order[self.cursor : self.cursor + self.batch_size]
-        self.cursor += self.batch_size
-        self.tokens += int(self.examples.answer_len[rows].sum())
-        return rows
-
-
-def finetune(
-    model,
-    examples: Examples,
-    steps: int,
-    batch_size: int,
-    lr: float,
-    seed: int,
-    name: str = "",
-    heldout: Examples | None = None,
-    eval_batch_size: int = 256,
-    accelerator=None,
-) -> tuple[list[dict], int]:
-    """Answer-only training on ``examples`` (``training.train``; ``EpochBatches`` seeded ``seed + 2``; the loss is
-    the mean over the answer tokens of the batch); returns (log rows, answer tokens seen). ``accelerator``:
-    ``training.train``'s; each process takes a slice of the rows and its loss is the mean over its own answer
-    tokens, so the averaged gradient weights the processes' tokens equally (DDP's usual approximation)."""
-    device = next(model.parameters()).device
-    batches = EpochBatches(examples, batch_size)
-
-    def loss_fn(m, rows):
-        loss_tok, _, mask = answer_loss(m, examples, rows)
-        return (loss_tok * mask).sum() / mask.sum().clamp(min=1)
-
-    log = training.train(
-        model,
-        batches,
-        loss_fn,
-        steps=steps,
-        lr=lr,
-        seed=seed + 2,
-        fused=str(device).startswith("cuda"),
-        name=name,
-        fields={"phase": "finetune"},
-        counters=lambda: {"tokens": batches.tokens},
-        evaluate=(lambda m: {"heldout": answer_metrics(m, heldout, eval_batch_size)})
-        if heldout is not None and heldout.n
-        else None,
-        accelerator=accelerator,
-    )
-    return log.rows, batches.tokens
-
-
+# ----------------------------------------------------------------------------------------------- self-distillation
 @torch.no_grad()
-def answer_metrics(model, examples: Examples, batch_size: int = 256) -> dict:
-    """Teacher-forced answer-token loss (nats) and top-1 agreement with the answers (all rows)."""
-    model.eval()
-    if not examples.n:
-        return {"loss": None, "agree": None, "tokens": 0}
-    order = torch.argsort(examples.lengths)
-    total = correct = count = 0.0
-    for rows in order.split(batch_size):
-        loss, right, mask = answer_loss(model, examples, rows)
-        total += float((loss * mask).sum())
-        correct += float(right.sum())
-        count += float(mask.sum())
-    return {"loss": round(total / count, 4), "agree": round(correct / count, 4), "tokens": int(count)}
-
-
-@torch.no_grad()
-def generate_batched(
-    model,
-    prompts: list[list[int]],
-    temperature: float,
-    max_new_tokens: int,
-    batch_size: int,
-    seed: int,
-    eos_id: int = 2,
-    pad_id: int = 0,
-) -> list[list[int]]:
+def generate_batched(model, prompts: list[list[int]], temperature: float, max_new_tokens: int, batch_size: int,
+                     seed: int, eos_id: int = 2, pad_id: int = 0) -> list[list[int]]:  # fmt: skip
     """Continue every prompt with transformers' batched ``generate`` (left padding + attention mask).
 
     ``temperature`` 0 is greedy; otherwise samples ``softmax(logits / temperature)`` (no top-k / top-p), the
@@ -256,62 +243,118 @@ def generate_batched(
     return outputs
 
 
-def chrf(hypothesis: str, reference: str) -> float:
-    """Sentence chrF (n = 6, β = 2), 0..100: sacrebleu's, the one chrF of this repository."""
-    import sacrebleu
-
-    return float(sacrebleu.sentence_chrf(hypothesis, [reference.strip()]).score)
+def pad_id(tokenizer) -> int:
+    """The tokenizer's padding id (Vicuna has none: its unknown id, else 0)."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.unk_token_id or 0)
 
 
-@torch.no_grad()
-def target_quality(target, heldout, eval_idx, eval_prompts, eval_refs, greedy, tokenizer, cfg, device) -> dict:
-    """Reference loss with the right / shuffled sources, greedy exact match and chrF, per set."""
-    groups: dict[str, list[int]] = {}
-    for j, i in enumerate(eval_idx):
-        row = heldout["rows"][i]
-        groups.setdefault(f"{row['source']}-{row['lang']}-{row['direction']}", []).append(j)
-    detail, summary = {}, {}
-    for key, js in groups.items():
-        rng = random.Random(zlib.crc32(key.encode()))
-        perm = derangement(len(js), rng)
-        right = Examples([eval_prompts[j] for j in js], [eval_refs[j] for j in js], device)
-        # shuffled: each reference after another row's prompt (same language and direction)
-        wrong = Examples([eval_prompts[js[p]] for p in perm], [eval_refs[j] for j in js], device)
-        hyps = [tokenizer.decode([t for t in greedy[j] if t != tokenizer.eos_token_id]).strip() for j in js]
-        refs = [heldout["rows"][eval_idx[j]]["reference"].strip() for j in js]
-        m_right = answer_metrics(target, right, cfg["eval_batch_size"])
-        m_wrong = answer_metrics(target, wrong, cfg["eval_batch_size"])
-        detail[key] = {
-            "n": len(js),
-            "ref_loss": m_right["loss"],
-            "ref_loss_shuffled_source": m_wrong["loss"],
-            "ref_agree": m_right["agree"],
-            "exact_match": round(sum(h == r for h, r in zip(hyps, refs)) / len(js), 4),
-            "chrf": round(sum(chrf(h, r) for h, r in zip(hyps, refs)) / len(js), 2),
-            "chrf_shuffled_reference": round(sum(chrf(hyps[k], refs[p]) for k, p in enumerate(perm)) / len(js), 2),
+def answer_prompts(target, tokenizer, prompts: list[tuple], temperature: float, cfg: dict, seed: int) -> list[dict]:
+    """Self-distillation: the target answers every prompt at ``temperature`` (``generate_batched``, batches of
+    ``cfg["gen_batch_size"]``, at most ``cfg["max_new_tokens"]`` tokens, seeded ``seed``). ``prompts``:
+    ``(prompt ids, head, tail)``; each row is ``{**head, "temperature", **tail, "output", "stop", "output_ids"}``
+    (``head`` names it: id, language; ``tail`` holds the prompt), empty answers left out."""
+    eos = tokenizer.eos_token_id
+    outs = generate_batched(
+        target, [p[0] for p in prompts], float(temperature), cfg["max_new_tokens"], cfg["gen_batch_size"], seed,
+        eos_id=eos, pad_id=pad_id(tokenizer),
+    )  # fmt: skip
+    return [
+        {
+            **head,
+            "temperature": float(temperature),
+            **tail,
+            "output": tokenizer.decode([t for t in o if t != eos]),
+            "stop": "eos" if o[-1] == eos else "max_new_tokens",
+            "output_ids": o,
         }
-    for source in ("django", "sphinx"):
-        for direction in ("xx-en", "en-xx"):
-            keys = [k for k in detail if k.startswith(source + "-") and k.endswith(direction)]
-            if not keys:
-                continue
-            n = sum(detail[k]["n"] for k in keys)
-            for metric in ("ref_loss", "ref_loss_shuffled_source", "exact_match", "chrf", "chrf_shuffled_reference"):
-                vals = [(detail[k][metric], detail[k]["n"]) for k in keys if detail[k][metric] is not None]
-                if vals:
-                    summary[f"{source}_{direction}_{metric}"] = round(sum(v * w for v, w in vals) / n, 4)
-    print(json.dumps({"target_heldout": summary}), flush=True)
-    return {"detail": detail, "summary": summary}
+        for (_, head, tail), o in zip(prompts, outs)
+        if o
+    ]
 
 
-def derangement(n: int, rng: random.Random) -> list[int]:
-    """A permutation with no fixed point (the identity for n < 2)."""
-    if n < 2:
-        return list(range(n))
-    shift = rng.randrange(1, n)
-    order = list(range(n))
-    rng.shuffle(order)
-    perm = [0] * n
-    for k in range(n):  # rotate along a random cycle: no element maps to itself
-        perm[order[k]] = order[(k + shift) % n]
-    return perm
+def write_jsonl(rows: list[dict], path: pathlib.Path) -> None:
+    """One compact JSON object per line (UTF-8 text)."""
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def load_distilled(paths, langs, prompt_ids=None, max_length: int | None = None, pad: int = 0,
+                   shuffle: bool = False) -> dict[str, Conversations]:  # fmt: skip
+    """The distilled conversations of each language of ``langs`` in the JSON-lines files ``paths`` (``.gz`` read
+    as gzip), in file order: ``{lang: Conversations}``. A row's prompt is ``row["prompt_ids"]``, or
+    ``prompt_ids(row)`` (the tiny zoo's file names its prompts by id); each conversation is cut to ``max_length``
+    tokens; empty answers are left out. ``shuffle``: the order is one permutation seeded by the language (the
+    paper's budgets take their first N). Files are read one at a time into flat int32 tensors (millions of
+    conversations at paper scale)."""
+    parts = {lang: ([], [], []) for lang in langs}  # tokens, lengths, prompt lengths
+    for path in paths:
+        opener = gzip.open if str(path).endswith(".gz") else open
+        flat: dict[str, list[int]] = {lang: [] for lang in langs}
+        with opener(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                if row["lang"] not in parts or not row["output_ids"]:
+                    continue
+                prompt = row["prompt_ids"] if prompt_ids is None else prompt_ids(row)
+                seq = (prompt + row["output_ids"])[:max_length]
+                flat[row["lang"]] += seq
+                parts[row["lang"]][1].append(len(seq))
+                parts[row["lang"]][2].append(len(prompt) if max_length is None else min(len(prompt), max_length))
+        for lang in langs:
+            parts[lang][0].append(torch.tensor(flat[lang], dtype=torch.int32))
+    out = {}
+    for lang, (tokens, lengths, prompt_len) in parts.items():
+        offsets = torch.cat([torch.zeros(1, dtype=torch.long), torch.tensor(lengths, dtype=torch.long).cumsum(0)])
+        seed = zlib.crc32(lang.encode())
+        order = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(seed)) if shuffle else None
+        out[lang] = Conversations(torch.cat(tokens), offsets, torch.tensor(prompt_len, dtype=torch.long), pad, order)
+    return out
+
+
+def distilled_stats(distilled: dict[str, Conversations], eos_id: int = 2) -> dict:
+    """Per language: conversations, answer tokens and the share of answers that end with ``eos_id``."""
+    stats = {}
+    for lang, conv in distilled.items():
+        last = conv.tokens[conv.offsets[1:][conv.order] - 1] if conv.n else torch.zeros(0)
+        stats[lang] = {
+            "examples": conv.n,
+            "answer_tokens": int(conv.answer_len.sum()),
+            "eos_fraction": round(int((last == eos_id).sum()) / max(1, conv.n), 3),
+        }
+    return stats
+
+
+# ----------------------------------------------------------------------------------------------- finetuning
+def finetune(model, conversations: Conversations, *, steps: int, batch_size: int, lr: float, seed: int, name: str = "",
+             betas=(0.9, 0.95), weight_decay: float = 0.1, warmup: int | None = None, heldout: Conversations | None
+             = None, eval_batch_size: int = 256, accelerator=None) -> tuple[list[dict], int]:  # fmt: skip
+    """F / P-F: answer-only training of ``model`` on ``conversations`` (``training.train`` with
+    ``training.answer_loss``; ``EpochBatches`` seeded ``seed + 2``, ``seed`` the model's; AdamW ``lr``, ``betas``,
+    ``weight_decay``, ``warmup`` steps then cosine decay, clip 1); returns (log rows, answer tokens seen).
+    ``heldout``: ``answer_metrics`` at the evaluation rows. ``accelerator``: ``training.train``'s; each process
+    takes a slice of the batch and its loss is the mean over its own answer tokens, so the averaged gradient weights
+    the processes' tokens equally (DDP's usual approximation)."""
+    device = next(model.parameters()).device
+    order = EpochBatches(conversations, batch_size)
+    evaluate = None
+    if heldout is not None and heldout.n:
+        evaluate = lambda m: {"heldout": answer_metrics(m, heldout, eval_batch_size)}  # noqa: E731
+    log = training.train(
+        model,
+        lambda g: conversations.batch(order(g), device),
+        training.answer_loss,
+        steps=steps,
+        lr=lr,
+        seed=seed + 2,
+        warmup=warmup,
+        betas=betas,
+        weight_decay=weight_decay,
+        fused=str(device).startswith("cuda"),
+        name=name,
+        fields={"phase": "finetune"},
+        counters=lambda: {"tokens": order.tokens},
+        evaluate=evaluate,
+        accelerator=accelerator,
+    )
+    return log.rows, order.tokens

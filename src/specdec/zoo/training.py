@@ -253,16 +253,20 @@ def answer_loss(model, batch: dict, pixels: bool = True, answer_positions_only: 
 
     ``answer_positions_only``: the output head runs at the answer positions only (``model.model`` then
     ``model.lm_head``), as the tiny LLaVA zoo trains (``vlm.train``): the same loss in other float arithmetic (on
-    a CPU, with a tiny model and a 4096-entry vocabulary, the logits at every position were most of a step)."""
+    a CPU, with a tiny model and a 4096-entry vocabulary, the logits at every position were most of a step).
+
+    The inputs may leave out the last column (``input_ids`` ``[B, T - 1]``, ``labels`` ``[B, T]``): the last token
+    predicts nothing, so a causal model need not read it (the multilingual zoo's batches; the same loss, one
+    position less). Either way position ``t`` of the logits is scored against ``labels[:, t + 1]``."""
     names = ("input_ids", "attention_mask", "pixel_values") if pixels else ("input_ids", "attention_mask")
     inputs = {k: batch[k] for k in names if batch.get(k) is not None}
     labels = batch["labels"][:, 1:]
     if answer_positions_only:
         answer = labels != -100
-        hidden = model.model(**inputs).last_hidden_state[:, :-1]
+        hidden = model.model(**inputs).last_hidden_state[:, : labels.shape[1]]
         logits = model.lm_head(hidden[answer]).float()
         return torch.nn.functional.cross_entropy(logits, labels[answer], reduction="none").mean()
-    logits = model(**inputs).logits[:, :-1].float()
+    logits = model(**inputs).logits[:, : labels.shape[1]].float()
     return torch.nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100
     )
