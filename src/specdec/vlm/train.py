@@ -211,8 +211,7 @@ def train_model(
     model = LlavaForConditionalGeneration(llava_config(name, spec)).to(device)
 
     def loss_fn(m, rows):
-        loss_tok, _, mask = _token_losses(m, batch_inputs(train, images, rows))
-        return loss_tok[mask].mean()
+        return training.answer_loss(m, batch_inputs(train, images, rows), answer_positions_only=True)
 
     def heldout_losses(m):
         real = evaluate(m, heldout, images, per_scenario=False, rows=held_rows)["all"]["loss"]
