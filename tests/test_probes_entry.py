@@ -303,7 +303,7 @@ def nb(prefix: str) -> pathlib.Path:
         ("00_", {"profile": "papr"}, ValueError, "did you mean 'paper'"),
         ("90_", {"seed": 1}, ValueError, "unknown parameter"),
         ("01_", {"real_sizes": "yes"}, TypeError, "real_sizes must be bool"),
-        ("02_", {"repeats": 0}, ValueError, "repeats must be an integer >= 1"),
+        ("02_", {"runs": 0}, ValueError, "runs must be an integer >= 1"),
     ],
 )
 def test_notebook_parameters_are_checked(prefix, params, error, match):
