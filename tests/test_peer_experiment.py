@@ -66,3 +66,18 @@ def test_a_different_text_is_not_the_same_text():
     frame.loc[(frame.method == "hf_assisted") & (frame.prompt_id == "b") & (frame.run == 1), "output"] = "[1, 2, 4]"
     same, _ = peer.peer_verdicts(frame)
     assert same.estimate == pytest.approx(5 / 6) and same.status != HOLDS
+
+
+def test_the_scoreboard_judges_the_longest_one_thread_rows_and_keeps_gpu_rows():
+    import pandas as pd
+
+    from specdec import peer
+
+    cpu = pd.DataFrame(
+        dict(pair=["default", "default", "default", "xs"], max_new_tokens=[48, 64, 64, 64], threads=[1, 1, 2, 1])
+    )
+    assert peer.scoreboard_rows(cpu).index.tolist() == [1]
+    smoke = pd.DataFrame(dict(pair=["default"] * 2, max_new_tokens=[16, 16], threads=[1, 1]))
+    assert len(peer.scoreboard_rows(smoke)) == 2  # a smoke run's short decodes are still judged
+    gpu = pd.DataFrame(dict(pair=["default"] * 2, max_new_tokens=[64, 64], threads=[float("nan")] * 2))
+    assert len(peer.scoreboard_rows(gpu)) == 2  # no thread count on a GPU

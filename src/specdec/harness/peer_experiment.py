@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specdec import bench, peer
+from specdec import bench, peer, results
 from specdec.harness.experiment import Experiment, Method, Request, Setting, plain, speculative
 from specdec.harness.profile import Profile
 from specdec.zoo import tasks
@@ -135,7 +135,12 @@ def comparison(
         row=peer_row,
         lossless_column=None,  # marked when read (``Experiment.frame``)
         warm_up=warm_up,
-        provenance={**profile.provenance(), "device": device_name},
+        # the model ids in every row's provenance (a paper run's rows must name the paper's models)
+        provenance={
+            **profile.provenance(),
+            **results.model_provenance(target=target, draft=draft),
+            "device": device_name,
+        },
         desc="engine vs HF assisted",
     )
     exp.context = dict(target=target, draft=draft, tokenizer=tokenizer, prompts=prompts, device_name=device_name)
