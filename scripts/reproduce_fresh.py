@@ -47,10 +47,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def notebooks(only: str | None) -> list[pathlib.Path]:
-    import fnmatch
+    """The notebooks ``make reproduce`` runs, as ``run_notebooks.py --only`` selects them."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from run_notebooks import select_notebooks
 
-    found = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
-    return [nb for nb in found if not only or fnmatch.fnmatch(nb.name, f"*{only}*")]
+    return select_notebooks(ROOT / "notebooks", only)
 
 
 def run_one(nb: pathlib.Path, out: pathlib.Path) -> tuple[str, float]:

@@ -381,44 +381,49 @@ def one_thread(measure):
         torch.set_num_threads(threads)
 
 
+def _one_thread_row(eng: Engine, table: str, measure, desc: str, **settings) -> tuple[list[dict], dict]:
+    """The stored row of ``table`` under notebook 01 (e)'s one-thread key (``one_thread_key(eng, **settings)``),
+    measured by ``measure(prompts)`` at one thread if missing: ``(rows as records, the key)``."""
+
+    def run():
+        key, prompts = one_thread_key(eng, **settings)
+        store = eng.profile.store(table, list(key), base=None)
+        store.run([key], lambda **_: measure(prompts), desc=desc)
+        return store.frame(requested=True).to_dict("records"), key
+
+    return one_thread(run)
+
+
 def batched_throughput(
     eng: Engine, *, n_prompts: int = 16, batch_sizes=(1, 4, 8, 16), gamma: int = 5, repeats: int = 2
 ):
     """Notebook 01 (e): tokens/s of ``batching.generate_batch`` at each batch size and of ``engine.generate`` one
     prompt at a time, interleaved per round (table ``engine_batched_throughput``; ``speed.summarize_throughput``).
     Returns ``(summary, the key)``."""
-
-    def measure():
-        key, prompts = one_thread_key(eng, n_prompts=n_prompts, batch_sizes=batch_sizes, gamma=gamma, repeats=repeats)
-        store = eng.profile.store("engine_batched_throughput", list(key), base=None)
-        draft = eng.drafts[eng.pairs[0]]
-        store.run(
-            [key],
-            lambda **_: speed.batched_throughput(
-                eng.target, draft, prompts, batch_sizes, gamma=gamma, max_new_tokens=64, repeats=repeats
-            ),
-            desc="batched throughput",
-        )
-        return speed.summarize_throughput(store.frame(requested=True).to_dict("records")), key
-
-    return one_thread(measure)
+    draft = eng.drafts[eng.pairs[0]]
+    rows, key = _one_thread_row(
+        eng,
+        "engine_batched_throughput",
+        lambda prompts: speed.batched_throughput(
+            eng.target, draft, prompts, batch_sizes, gamma=gamma, max_new_tokens=64, repeats=repeats
+        ),
+        "batched throughput",
+        n_prompts=n_prompts, batch_sizes=batch_sizes, gamma=gamma, repeats=repeats,
+    )  # fmt: skip
+    return speed.summarize_throughput(rows), key
 
 
 def step_profile(eng: Engine, *, n_prompts: int = 16, batch_sizes=(1, 4, 8, 16), gamma: int = 5, repeats: int = 2):
     """Notebook 01 (e): one decode step of ``engine.generate`` split into its parts (``speed.step_profile``) on the
     first 3 prompts of ``batched_throughput``'s set, same key (table ``engine_step_profile``); ms per part."""
-
-    def measure():
-        key, prompts = one_thread_key(eng, n_prompts=n_prompts, batch_sizes=batch_sizes, gamma=gamma, repeats=repeats)
-        store = eng.profile.store("engine_step_profile", list(key), base=None)
-        draft = eng.drafts[eng.pairs[0]]
-        store.run(
-            [key],
-            lambda **_: speed.step_profile(
-                eng.target, draft, prompts[:3], gamma=gamma, max_new_tokens=64, repeats=repeats
-            ),
-            desc="step profile",
-        )
-        return speed.summarize_profile(store.frame(requested=True).to_dict("records"))
-
-    return one_thread(measure)
+    draft = eng.drafts[eng.pairs[0]]
+    rows, _ = _one_thread_row(
+        eng,
+        "engine_step_profile",
+        lambda prompts: speed.step_profile(
+            eng.target, draft, prompts[:3], gamma=gamma, max_new_tokens=64, repeats=repeats
+        ),
+        "step profile",
+        n_prompts=n_prompts, batch_sizes=batch_sizes, gamma=gamma, repeats=repeats,
+    )  # fmt: skip
+    return speed.summarize_profile(rows)
