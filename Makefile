@@ -120,8 +120,9 @@ reproduce-fresh: install
 # nbval runs the notebooks with results/ and figures/ redirected to empty folders (one per xdist worker, see
 # conftest.py), so every checked number is recomputed, not read back from the committed results, and must
 # match the committed outputs. -n 2 --dist loadscope: each notebook series (0x, 1x, 2x, 3x) on one worker, in order.
+# A cell takes at most 32 s on 2 quiet cores; one stuck for 900 s fails by name (nbval's default waits 2000 s).
 NBVAL = SPECDEC_OUTPUT_DIR=$(CURDIR)/.cache/nbval-output MPLBACKEND=agg $(VENV)/bin/python -m pytest \
-	-n $(WORKERS) --dist loadscope --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg \
+	-n $(WORKERS) --dist loadscope --nbval-lax --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout 900 \
 	--nbval-kernel-name $(KERNEL) --ignore-glob='notebooks/*.py' --ignore-glob='notebooks/*.failed.ipynb' \
 	--ignore-glob='notebooks/.*' --durations=10
 WORKERS ?= 2
