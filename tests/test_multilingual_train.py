@@ -221,3 +221,14 @@ def test_shipped_zoo_translates_and_sd_is_lossless():
             generate(target, ids, drafter, gamma=3, max_new_tokens=48).output_ids
             == autoregressive(target, ids, max_new_tokens=48).output_ids
         )
+
+
+def test_a_smoke_scale_run_has_a_fig4_grid_of_distinct_sets():
+    """``--steps-scale 0.0005`` distils 8 prompts per pair: 4 nested quarters would repeat a size (1, 1, 2, 8) and
+    ``Run.grid`` refused the CLI's own smoke run; the smoke settings keep 2 distinct sets."""
+    import math
+
+    cfg = recipe.tiny_settings(0.0005)
+    counts = [max(1, math.ceil(f * 8)) for f in recipe.subset_fractions(cfg)]
+    assert counts == sorted(set(counts)) and counts[-1] == 8
+    assert recipe.tiny_settings(1.0)["n_budgets"] == 4  # the shipped zoo's grid is unchanged

@@ -80,7 +80,11 @@ TRAIN = dict(
 )
 # CI smoke runs (``steps_scale < SMOKE_SCALE``) also use these smaller batches, windows and answers.
 SMOKE_SCALE = 0.01
-SMOKE = dict(batch_size=8, seq_len=128, ft_batch_size=16, eval_windows=8, max_new_tokens=16, gen_batch_size=64)
+# Fig. 4's grid shrinks to 2 nested sets: a smoke run distils a handful of prompts per pair (8 at --steps-scale
+# 0.0005), too few for 4 distinct quarters.
+SMOKE = dict(
+    batch_size=8, seq_len=128, ft_batch_size=16, eval_windows=8, max_new_tokens=16, gen_batch_size=64, n_budgets=2
+)
 
 # ----------------------------------------------------------------------------------------------- paper config
 DISTIL_DIR = "self-distillation"
