@@ -245,3 +245,27 @@ def test_a_batched_cell_stores_the_batch_one_rows(tmp_path, temperature):
     lines = [json.loads(line) for line in stores[4].provenance_path.read_text().splitlines()]
     assert sorted({(line.get("batch_size"), len(line["keys"])) for line in lines}) == [(1, 1), (4, 4)]
     assert all("batch_size" not in json.loads(line) for line in stores[1].provenance_path.read_text().splitlines())
+
+
+@needs_zoo
+def test_a_batched_greedy_row_unlike_plain_decoding_stops_the_cell(tmp_path, monkeypatch):
+    """The lossless check runs per row in a batch too: one token changed in one SD row of a batch raises."""
+    from specdec import batching
+
+    real = batching.generate_batch
+
+    def one_token_off(target, prompts, drafter=None, **kw):
+        out = real(target, prompts, drafter, **kw)
+        if drafter is not None:
+            out.rows[-1].output_ids[-1] += 1
+        return out
+
+    monkeypatch.setattr(batching, "generate_batch", one_token_off)
+    torch.set_num_threads(1)
+    store = ResultStore("tiny", "ml_main", mb.KEYS, root=tmp_path)
+    methods = {"ar": None, "sps-pf": "ml-draft-pf-de"}
+    prompts = mb.prompt_set(TINY, "django", "de", "en", 3, seed=2)
+    exp = mb.cell(store, TINY, TINY.load("ml-target"), "de-en", prompts, methods, source="django", gamma=3,
+                  temperature=0.0, seed=0, max_new_tokens=8, batch_size=3)  # fmt: skip
+    with pytest.raises(AssertionError, match="greedy sps-pf differs from plain decoding.*lossless SD is broken"):
+        exp.run()
