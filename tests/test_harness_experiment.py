@@ -168,10 +168,15 @@ def test_batched_path_gives_the_same_tokens(tmp_path, pair):
         return sd.decode_batch(requests, setting)
 
     methods = {"plain": hx.plain(target), "sd": hx.Method(sd.decode, sd.params, decode_batch=counting)}
-    batched = make(tmp_path / "batch", pair, methods, batch_size=3).run()
+    walltime = ("total_time", "tokens_per_second", "seconds_target")
+    batched = make(tmp_path / "batch", pair, methods, batch_size=3, walltime=walltime).run()
     assert sizes == [3]  # the three requests' SD runs in one batch, after every reference
     by_run = lambda f: f.set_index(["method", "row"]).output.sort_index()  # noqa: E731
     assert by_run(one).equals(by_run(batched)) and batched.lossless.all()
+    # a batched row's walltime columns are empty (they time one request decoded alone); its counts are kept
+    sd_rows = batched[batched.method == "sd"]
+    assert sd_rows[list(walltime)].isna().all().all() and (sd_rows.target_calls > 0).all()
+    assert batched[batched.method == "plain"][list(walltime)].notna().all().all()  # no decode_batch: decoded alone
 
 
 def test_recompute_and_check_find_a_stale_row(tmp_path, pair):

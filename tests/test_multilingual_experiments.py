@@ -212,3 +212,60 @@ def test_translatable_set_depends_on_the_target_output_only():
     assert got.translatable.tolist() == [True] * 3 + [False] * 9 and (got.chrf[:3] == 100).all()
     drafted = pd.concat([frame, frame.assign(method="sps-pf", text="other")])
     assert got.equals(mb.translatable_set(drafted, TINY))
+
+
+@needs_zoo
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_a_batched_cell_stores_the_batch_one_rows(tmp_path, temperature):
+    """A cell decoded 4 prompts at a time (``generate_batch``) stores the rows of the same cell decoded one prompt at
+    a time in every column but the walltime ones: the same tokens for every method, PLD included, greedy and sampled
+    (each prompt's own seed), so ``same_as_ar`` and the lossless assertion hold per row. The rows of a batch have
+    empty walltime columns and a provenance line naming the batch size; the fifth prompt, decoded alone, is timed."""
+    import json
+
+    torch.set_num_threads(1)
+    target = TINY.load("ml-target")
+    prompts = mb.prompt_set(TINY, "django", "de", "en", 5, seed=2)
+    frames, stores = {}, {}
+    for b in (1, 4):
+        stores[b] = ResultStore("tiny", "ml_main", mb.KEYS, root=tmp_path / f"b{b}")
+        exp = mb.cell(stores[b], TINY, target, "de-en", prompts, mb.table1_drafters("de-en"), source="django",
+                      gamma=3, temperature=temperature, seed=1, max_new_tokens=20, batch_size=b)  # fmt: skip
+        frames[b] = exp.run().sort_values(["method", "prompt"]).reset_index(drop=True)
+    one, batched = frames[1], frames[4]
+    assert len(one) == 5 * len(mt.METHODS) and list(one.columns) == list(batched.columns)
+    exact = [c for c in one.columns if c not in mb.WALLTIME]
+    pd.testing.assert_frame_equal(one[exact].astype(str), batched[exact].astype(str))
+    assert one.new_tokens.astype(int).sum() > 5 * len(mt.METHODS)  # the rows say something
+    if temperature == 0:
+        assert (batched.same_as_ar.astype(str) == "True").all()
+    alone = batched.prompt == prompts[-1]["id"]
+    assert batched.loc[~alone, list(mb.WALLTIME)].isna().all().all()
+    assert batched.loc[alone, list(mb.WALLTIME)].notna().all().all() and one[list(mb.WALLTIME)].notna().all().all()
+    lines = [json.loads(line) for line in stores[4].provenance_path.read_text().splitlines()]
+    assert sorted({(line.get("batch_size"), len(line["keys"])) for line in lines}) == [(1, 1), (4, 4)]
+    assert all("batch_size" not in json.loads(line) for line in stores[1].provenance_path.read_text().splitlines())
+
+
+@needs_zoo
+def test_a_batched_greedy_row_unlike_plain_decoding_stops_the_cell(tmp_path, monkeypatch):
+    """The lossless check runs per row in a batch too: one token changed in one SD row of a batch raises."""
+    from specdec import batching
+
+    real = batching.generate_batch
+
+    def one_token_off(target, prompts, drafter=None, **kw):
+        out = real(target, prompts, drafter, **kw)
+        if drafter is not None:
+            out.rows[-1].output_ids[-1] += 1
+        return out
+
+    monkeypatch.setattr(batching, "generate_batch", one_token_off)
+    torch.set_num_threads(1)
+    store = ResultStore("tiny", "ml_main", mb.KEYS, root=tmp_path)
+    methods = {"ar": None, "sps-pf": "ml-draft-pf-de"}
+    prompts = mb.prompt_set(TINY, "django", "de", "en", 3, seed=2)
+    exp = mb.cell(store, TINY, TINY.load("ml-target"), "de-en", prompts, methods, source="django", gamma=3,
+                  temperature=0.0, seed=0, max_new_tokens=8, batch_size=3)  # fmt: skip
+    with pytest.raises(AssertionError, match="greedy sps-pf differs from plain decoding.*lossless SD is broken"):
+        exp.run()

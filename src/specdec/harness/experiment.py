@@ -196,7 +196,10 @@ class Experiment:
     method_column: the key column that names the method (default ``method``). warm_up: called once before the
     first decode of a run (the first calls of a model pay one-time costs that would bias the first method).
     provenance: what ``store.provenance`` records with each append (device, dtype, model ids). batch_size > 1:
-    methods with ``decode_batch`` decode that many missing requests at once.
+    methods with ``decode_batch`` decode that many missing requests at once; each append's provenance line then names
+    its ``batch_size`` (1: decoded alone). walltime: the row columns that time one request decoded alone (seconds,
+    tokens/s): a row decoded in a batch of more than one stores them empty (its other columns are its batch-1 run's),
+    so a table of walltime reads only rows decoded alone.
     """
 
     def __init__(
@@ -215,6 +218,7 @@ class Experiment:
         warm_up: Callable[[], None] | None = None,
         provenance: Mapping[str, Any] | None = None,
         batch_size: int = 1,
+        walltime: Sequence[str] = (),
         desc: str = "",
     ):
         if reference is not None and reference not in methods:
@@ -232,6 +236,7 @@ class Experiment:
         self.warm_up = warm_up
         self.provenance = dict(provenance or {})
         self.batch_size = batch_size
+        self.walltime = tuple(walltime)
         self.desc = desc or store.table
         self._check_keys()
 
@@ -283,8 +288,11 @@ class Experiment:
         while todo:
             batch = self._next_batch(todo)
             todo = todo[len(batch) :]
+            if self.batch_size > 1:  # which rows were decoded together (their walltime columns are empty)
+                self.store.provenance["batch_size"] = len(batch)
             self.store.append(self._decode(batch))
             bar.update(len(batch))
+        self.store.provenance.pop("batch_size", None)
         bar.close()
         return self.frame(requested)
 
@@ -309,7 +317,10 @@ class Experiment:
             decoded = spec.decode_batch(requests, self.setting)
         else:
             decoded = [spec.decode(requests[0], self.setting.for_request(requests[0]))]
-        return [self._row(r, method, res) for r, res in zip(requests, decoded)]
+        rows = [self._row(r, method, res) for r, res in zip(requests, decoded)]
+        if len(batch) > 1:  # a row's walltime means its request decoded alone: a batch's share is not that
+            rows = [{**row, **dict.fromkeys(self.walltime)} for row in rows]
+        return rows
 
     def _row(self, request: Request, method: str, result: Decoded, reference=None) -> dict:
         """The stored row of one run: its key, ``row``'s columns, the method's own and the lossless mark.

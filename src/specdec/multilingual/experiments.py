@@ -13,6 +13,12 @@ is a notebook table: one ``Experiment`` per (pair, temperature, seed) whose requ
 with its own sampling seed, ``prompt_seed``) and whose methods run back to back per prompt. Block efficiency τ (new
 tokens per target call, the paper's "acceptance length") is hardware-independent and carries the findings; speed is
 reported as expected (``τ / (γ · T_q/T_p + 1)``) and measured (side-by-side walltime ratio), named with its device.
+
+Batched rows (``grid(batch_size=B)``, default 1): each method of a cell decodes its missing prompts ``B`` at a time
+(``batching.generate_batch``). Every deterministic column (``EXACT_COLUMNS``; ``same_as_ar`` checked per row) is the
+B = 1 row's; the ``WALLTIME`` columns, which time one prompt decoded alone, stay empty, and the append's provenance
+line names its ``batch_size``. What reads walltime (``measured_speedup``, the measured regime) skips empty cells, so
+it reads B = 1 rows only (``docs/reference/speed.md``, "Batched rows and walltime").
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import pandas as pd
 from specdec import bench, results, validate, zoo
 from specdec.drafters import PromptLookupDrafter
 from specdec.engine import generate
-from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite
+from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite, speculative
 from specdec.harness.profile import Profile
 from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import parallel
@@ -50,6 +56,8 @@ KEYS = [
     "pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "device", "prompt", "request", "method",
     "weights",
 ]  # fmt: skip
+# the columns that time one decode alone: empty in a row decoded in a batch (``cell``'s ``batch_size``)
+WALLTIME = ("total_time", "prefill_time", "draft_time", "tokens_per_second")
 GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
 TRAIN_COMMAND = "python -m specdec.multilingual.train --profile paper all --out $SPECDEC_ML_DRAFTERS"
 
@@ -292,18 +300,21 @@ def run_group(
 
 
 def cell(store, drafters: Drafters, target, pair: str, rows, methods: dict, *, source: str, gamma: int,
-         temperature: float, seed: int, max_new_tokens: int, warm_up=None) -> Experiment:  # fmt: skip
+         temperature: float, seed: int, max_new_tokens: int, warm_up=None,
+         batch_size: int = 1) -> Experiment:  # fmt: skip
     """One (pair, temperature, seed) of a grid: every method of ``methods`` (``{method: spec}``) on every prompt of
     ``rows``, back to back per prompt, plain decoding (``ar``) first: the reference whose tokens every other method's
     are compared with (``same_as_ar``; at T = 0 a difference stops the run: lossless SD is broken). Each prompt
-    samples with its own seed (``prompt_seed``)."""
+    samples with its own seed (``prompt_seed``). ``batch_size`` > 1: each method decodes the missing prompts that
+    many at a time (``batching.generate_batch``, plain decoding first): rows equal to their batch-1 runs in every
+    column but the ``WALLTIME`` ones, which stay empty (they time one decode alone; ``Experiment``'s ``walltime``)."""
     check_methods(methods)
-    setting = Setting(max_new_tokens, SamplingConfig(temperature=temperature), seed)
+    setting = Setting(max_new_tokens, SamplingConfig(temperature=temperature), seed, drafters.tokenizer.eos_token_id)
     reference_ids: dict = {}  # prompt id -> plain decoding's tokens, decoded in this run (or again, when stored)
 
     def method(name: str, spec) -> Method:
-        def decode_one(request: Request, setting: Setting):
-            return decode(drafters, target, spec, request.prompt_ids, gamma=gamma, setting=setting)
+        factory = None if spec is None else lambda request: drafters.make_drafter(spec)  # a fresh PLD per decode
+        on_engine = speculative(target, factory, gamma=gamma, batched=batch_size > 1)  # generate / generate_batch
 
         def row(request: Request, res) -> dict:
             if name == "ar":
@@ -320,18 +331,10 @@ def cell(store, drafters: Drafters, target, pair: str, rows, methods: dict, *, s
                 )
             return result_row(drafters, spec, res, ref, request.data)
 
-        return Method(decode=decode_one, params=dict(weights=drafters.weights_digest(spec)), row=row)
+        return Method(on_engine.decode, dict(weights=drafters.weights_digest(spec)), on_engine.decode_batch, row)
 
-    requests = [
-        Request(
-            r["id"],
-            r["ids"],
-            dict(prompt=r["id"], request=text_digest(r["prompt"])),
-            data=r,
-            seed=prompt_seed(seed, r["id"]),
-        )
-        for r in rows
-    ]
+    key = lambda r: dict(prompt=r["id"], request=text_digest(r["prompt"]))  # noqa: E731
+    requests = [Request(r["id"], r["ids"], key(r), data=r, seed=prompt_seed(seed, r["id"])) for r in rows]
     device = next(target.parameters()).device.type
     fixed = dict(pair=pair, source=source, gamma=gamma, max_new_tokens=max_new_tokens, temperature=temperature)
     return Experiment(
@@ -346,15 +349,18 @@ def cell(store, drafters: Drafters, target, pair: str, rows, methods: dict, *, s
         lossless_column=None,  # ``same_as_ar`` is the committed tables' column
         warm_up=warm_up,
         provenance=results.model_provenance(target=target),
+        batch_size=batch_size,
+        walltime=WALLTIME,
         desc=f"{pair} T={temperature:g} seed {seed}",
     )
 
 
 def grid(drafters: Drafters, store, prompts: dict, drafters_for, *, gamma: int, temperatures, seeds,
-         max_new_tokens: int, source: str = "django") -> Suite:  # fmt: skip
+         max_new_tokens: int, source: str = "django", batch_size: int = 1) -> Suite:  # fmt: skip
     """A notebook table: ``drafters_for(pair)`` (``{method: spec}``) on every prompt of ``prompts`` (``{pair: rows}``)
     at every temperature (T = 0 once, T > 0 for each seed), one ``cell`` each, on ``store`` (keys ``KEYS``).
-    ``context``: ``references`` (``{prompt id: reference}``) and ``target``."""
+    ``context``: ``references`` (``{prompt id: reference}``) and ``target``. ``batch_size``: how many missing prompts
+    a cell's method decodes at once (default 1: every new row timed alone; see the module's docstring)."""
     from specdec.multilingual.tables import references
 
     target = drafters.load("ml-target")
@@ -373,7 +379,8 @@ def grid(drafters: Drafters, store, prompts: dict, drafters_for, *, gamma: int, 
         for t in temperatures:
             for s in [GREEDY_SEED] if t == 0 else seeds:
                 suite.add(cell(store, drafters, target, pair, rows, drafters_for(pair), source=source, gamma=gamma,
-                               temperature=t, seed=s, max_new_tokens=max_new_tokens, warm_up=warm_up))  # fmt: skip
+                               temperature=t, seed=s, max_new_tokens=max_new_tokens, warm_up=warm_up,
+                               batch_size=batch_size))  # fmt: skip
     return suite
 
 
@@ -414,16 +421,8 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
 
 # The columns of a stored row that do not depend on the machine's speed (``recompute`` must give them back).
 EXACT_COLUMNS = [
-    "drafter",
-    "new_tokens",
-    "target_calls",
-    "block_efficiency",
-    "accepted",
-    "drafted",
-    "same_as_ar",
-    "chrf",
-    "text",
-]
+    "drafter", "new_tokens", "target_calls", "block_efficiency", "accepted", "drafted", "same_as_ar", "chrf", "text",
+]  # fmt: skip
 
 
 def store(profile, table: str) -> results.ResultStore:
