@@ -12,7 +12,9 @@ Conditions (``docs/papers/{multilingual,aasd,tabed}.md``, section *Proxy conditi
 - ``A5``: do the small LLaVA baselines read their image? τ with the request's image against an all-white image
   of the same size given to the draft only (the target always sees the real one), γ = 5, ≤ 48 new tokens;
   ``tabed-draft`` (TABED's M, known to read images) is the control. Decoded live (the ``real`` cells equal the
-  committed ``aasd_runs`` rows of the same requests; the script checks it).
+  committed ``aasd_runs`` rows of the same requests; the script checks it). Beside it each draft's held-out
+  answer loss on the TABED data file's held-out rows with real and with white images. ``aasd.findings.a5_validity``
+  reads these rows.
 - ``T1b``: do the TABED second turns rest on the target's own first answer? The target's greedy answer (≤ 128
   tokens) to the first turn of every second-turn request, decoded live (not read from the answer cache), against
   the first answer the rebuilt request carries (``tabed.data.own_first_answers``: share 1.0 by construction) and
@@ -117,8 +119,29 @@ def blank_like(images) -> list:
     return [Image.new("RGB", im.size, "white") for im in images]
 
 
+def heldout_image_losses(model, data_file: pathlib.Path = ROOT / ".cache" / "tabed_data.pt") -> dict[str, float]:
+    """A LLaVA draft's held-out answer loss (``aasd.recipe.heldout_answer_loss``) on the held-out rows of the TABED
+    data file (built if missing) with their images and with every image all white: ``{"real", "blank"}``."""
+    from specdec.aasd import recipe
+    from specdec.aasd.rows import file_rows
+    from specdec.vlm.data import build_data
+
+    if not data_file.exists():
+        data_file.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(build_data(), data_file)
+    data = torch.load(data_file, weights_only=True)
+    out = {}
+    for cond, blank in (("real", False), ("blank", True)):
+        rows = file_rows(data, "heldout", blank=blank)
+        out[cond] = recipe.heldout_answer_loss(
+            model, recipe.draft_batches(model, rows, {"kind": "llava"}, None), len(rows)
+        )
+    return out
+
+
 def aasd_image_use(n_per_task: int) -> list[dict]:
-    """τ of each LLaVA draft with the request's image and with a white one (the draft's pixels only)."""
+    """τ of each LLaVA draft with the request's image and with a white one (the draft's pixels only), and its
+    held-out answer loss with real and with white images."""
     from specdec.aasd import experiments as ab
     from specdec.cache import CachedLM
     from specdec.drafters import ModelDrafter
@@ -160,6 +183,8 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
         label = f"{draft_name} on {target_name}"
         for cond, values in taus.items():
             out.append(row("A5", f"tau ({cond} image)", label, float(np.mean(values)), len(values)))
+        for cond, loss in heldout_image_losses(drafter.model).items():
+            out.append(row("A5", f"heldout answer loss ({cond} image)", label, loss))
         diff = np.array(taus["real"]) - np.array(taus["blank"])
         out.append(row("A5", "tau real - blank", label, float(diff.mean()), len(diff)))
         out.append(row("A5", "share of requests where the image changes tau", label, float((diff != 0).mean())))

@@ -2,17 +2,22 @@
 
     python -m specdec.aasd.train all          # everything below, on the TABED data file (built if missing)
     python -m specdec.aasd.train target       # the second target only (``zoo_specs.SECOND_TARGET``)
-    python -m specdec.aasd.train baselines    # FT/DT-LLaMA (text-only Llama), FT/DT-LLaVA (small LLaVA)
+    python -m specdec.aasd.train baselines    # FT/DT-LLaMA (text-only Llama), FT/DT-LLaVA (small LLaVA): ft, then dt
+    python -m specdec.aasd.train ft           # the pretrained text draft, FT-LLaMA, FT-LLaVA
+    python -m specdec.aasd.train answers      # the targets' greedy answers to the training prompts (resumable)
+    python -m specdec.aasd.train dt           # the targets' answers, then DT-LLaMA / DT-LLaVA per target
     python -m specdec.aasd.train modules      # the AASD modules of both targets and the ablation modules
     python -m specdec.aasd.train paper --target llava-hf/llava-1.5-7b-hf   # paper scale (one GPU)
     accelerate launch --config_file configs/accelerate/ddp.yaml -m specdec.aasd.train paper --target ...
 
 Tiny (``zoo_specs.TINY``, into ``data/models``): the data are the TABED data file (``specdec.vlm.train data``; same
 rows, images and split as the TABED zoo). ``aasd-target-s``, a LLaVA target smaller than ``tabed-target``
-(``zoo_specs.TARGET_SPECS``), trains as the TABED zoo does (``vlm.train.train_all``). The baselines are fresh
-models of one size (``zoo_specs.BASELINE_TEXT``): ``aasd-ft-llava`` / ``aasd-ft-llama`` on the task answers,
-``aasd-dt-llava-<target>`` / ``aasd-dt-llama-<target>`` on the target's greedy answers to 120 training prompts; the
-text-only Llama sees every image as ``"\\n"`` (what TABED's text-only drafting row does at inference). The modules
+(``zoo_specs.TARGET_SPECS``), trains as the TABED zoo does (``vlm.train.train_all``). The baselines have one language
+model size (``zoo_specs.BASELINE_TEXT``) and train in the paper's order: ``aasd-pt-llama`` pretrained on the
+foundation corpus, ``aasd-ft-llama`` finetuned from it on the task answers, ``aasd-ft-llava`` (its language model
+from ``aasd-ft-llama``) on the image rows, ``aasd-dt-llava-<target>`` / ``aasd-dt-llama-<target>`` from the FT
+baselines on the target's greedy answers to 2,000 training prompts; the text-only Llama sees every image as
+``"\\n"`` (what TABED's text-only drafting row does at inference). The modules
 (``aasd-module-<target>[-<variant>]``) train on the task answers; ablation variants (tabed-target only): projector
 off, ``k = 1``, target cache off. Image KV off / text KV off are inference-time ablations of the main module
 (``specdec.aasd.tables.ABLATIONS``).
@@ -41,8 +46,8 @@ DATA_FILE = pathlib.Path(".cache/tabed_data.pt")
 
 
 def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TINY) -> dict:
-    """A step of the tiny zoo (``all``, ``target``, ``baselines``, ``modules``) on the TABED data file ``data``,
-    saved under ``out``; returns ``{name: folder}`` of the recipe's models."""
+    """A step of the tiny zoo (``all``, ``target``, ``baselines`` = ``ft`` then ``dt``, ``modules``, ``answers``)
+    on the TABED data file ``data``, saved under ``out``; returns ``{name: folder}`` of the recipe's models."""
     from specdec.vlm import train as vlm_train
 
     profile = Profile.load(SHIPPED)
@@ -51,8 +56,17 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
     saved = {}
     if step in ("all", "target"):
         vlm_train.train_all(data, [zoo_specs.SECOND_TARGET], out, specs=zoo_specs.TARGET_SPECS)
-    if step in ("all", "baselines"):
+    if step in ("all", "baselines", "ft"):
+        saved |= recipe.train_drafts(None, settings, "corpus", out)
         saved |= recipe.train_drafts(rows, settings, "task", out, heldout=heldout)
+    if step == "answers":
+        for target in settings["targets"]:
+            model = recipe.load_target(profile, target)[0]
+            path = recipe.answers_path(
+                out, target, recipe.target_version(profile, target), settings["distill"]["max_new_tokens"]
+            )
+            recipe.target_answers(model, rows, settings["distill"], path)
+    if step in ("all", "baselines", "dt"):
         for k, target in enumerate(settings["targets"]):
             saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, modules=False,
                                        target_index=k, heldout=heldout)  # fmt: skip
@@ -97,7 +111,12 @@ def paper(
 # ---------------------------------------------------------------------------------------------------- main
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("step", nargs="?", choices=["all", "target", "baselines", "modules", "paper"], default="all")
+    parser.add_argument(
+        "step",
+        nargs="?",
+        choices=["all", "target", "baselines", "ft", "answers", "dt", "modules", "paper"],
+        default="all",
+    )
     parser.add_argument("--data", type=pathlib.Path, default=DATA_FILE, help="the TABED data file (built if missing)")
     parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
     parser.add_argument("--threads", type=int, default=1)
