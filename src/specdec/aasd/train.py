@@ -120,6 +120,7 @@ def main(argv=None):
     parser.add_argument("--data", type=pathlib.Path, default=DATA_FILE, help="the TABED data file (built if missing)")
     parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--drafts", nargs="*", help="tiny baselines: only these (and those they start from)")
     group = parser.add_argument_group("paper (python -m specdec.aasd.train paper --target ID)")
     group.add_argument("--target", action="append", help="hub target (repeatable; default: aasd.targets)")
     group.add_argument("--profile", default="paper")
@@ -141,7 +142,21 @@ def main(argv=None):
 
         args.data.parent.mkdir(parents=True, exist_ok=True)
         torch.save(build_data(), args.data)
-    tiny(args.step, torch.load(args.data, weights_only=True), args.out)
+    tiny(args.step, torch.load(args.data, weights_only=True), args.out, only_drafts(zoo_specs.TINY, args.drafts))
+
+
+def only_drafts(settings: dict, names: list[str] | None) -> dict:
+    """``settings`` whose baselines are ``names`` and the baselines they start from (``None``: all), e.g. ``dt
+    --drafts DT-LLaMA`` beside a run still training FT-LLaVA; a draft trains as it does in the full run (its seed
+    and settings are its own)."""
+    if not names:
+        return settings
+    drafts, keep = settings["drafts"], set(names)
+    for name in names:  # what it starts from, and what that starts from
+        while name in drafts and drafts[name].get("init", drafts[name].get("language_model")) in drafts:
+            name = drafts[name].get("init", drafts[name].get("language_model"))
+            keep.add(name)
+    return {**settings, "drafts": {k: v for k, v in drafts.items() if k in keep}}
 
 
 def train_paper(args) -> None:
