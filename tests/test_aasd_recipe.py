@@ -169,3 +169,17 @@ if __name__ == "__main__":  # python tests/test_aasd_recipe.py OUT.json: the sli
 
     with tempfile.TemporaryDirectory() as tmp:
         pathlib.Path(sys.argv[1]).write_text(json.dumps(run_slice(pathlib.Path(tmp)), indent=1) + "\n")
+
+
+def test_the_baselines_start_from_the_baselines_they_name(tmp_path):
+    from specdec.aasd import recipe, zoo_specs
+    from specdec.aasd import train as aasd_train
+
+    drafts = zoo_specs.TINY["drafts"]
+    assert list(drafts)[:3] == ["PT-LLaMA", "FT-LLaMA", "FT-LLaVA"]  # each trains after what it starts from
+    assert recipe.resolve(drafts["DT-LLaVA"], zoo_specs.TINY, tmp_path)["init"] == str(tmp_path / "aasd-ft-llava")
+    assert recipe.resolve(drafts["FT-LLaVA"], zoo_specs.TINY, tmp_path)["language_model"] == str(
+        tmp_path / "aasd-ft-llama"
+    )
+    only = aasd_train.only_drafts(zoo_specs.TINY, ["DT-LLaMA"])["drafts"]
+    assert list(only) == ["PT-LLaMA", "FT-LLaMA", "DT-LLaMA"] and only["DT-LLaMA"] is drafts["DT-LLaMA"]
