@@ -12,7 +12,9 @@ Conditions (``docs/papers/{multilingual,aasd,tabed}.md``, section *Proxy conditi
 - ``A5``: do the small LLaVA baselines read their image? τ with the request's image against an all-white image
   of the same size given to the draft only (the target always sees the real one), γ = 5, ≤ 48 new tokens;
   ``tabed-draft`` (TABED's M, known to read images) is the control. Decoded live (the ``real`` cells equal the
-  committed ``aasd_runs`` rows of the same requests; the script checks it).
+  committed ``aasd_runs`` rows of the same requests; the script checks it). Beside it each draft's held-out
+  answer loss on the TABED data file's held-out rows with real and with white images. ``aasd.findings.a5_validity``
+  reads these rows.
 - ``T1b``: do the TABED second turns rest on the target's own first answer? The target's greedy answer (≤ 128
   tokens) to the first turn of every second-turn request, decoded live (not read from the answer cache), against
   the first answer the rebuilt request carries (``tabed.data.own_first_answers``: share 1.0 by construction) and
@@ -117,8 +119,29 @@ def blank_like(images) -> list:
     return [Image.new("RGB", im.size, "white") for im in images]
 
 
+def heldout_image_losses(model, data_file: pathlib.Path = ROOT / ".cache" / "tabed_data.pt") -> dict[str, float]:
+    """A LLaVA draft's held-out answer loss (``aasd.recipe.heldout_answer_loss``) on the held-out rows of the TABED
+    data file (built if missing) with their images and with every image all white: ``{"real", "blank"}``."""
+    from specdec.aasd import recipe
+    from specdec.aasd.rows import file_rows
+    from specdec.vlm.data import build_data
+
+    if not data_file.exists():
+        data_file.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(build_data(), data_file)
+    data = torch.load(data_file, weights_only=True)
+    out = {}
+    for cond, blank in (("real", False), ("blank", True)):
+        rows = file_rows(data, "heldout", blank=blank)
+        out[cond] = recipe.heldout_answer_loss(
+            model, recipe.draft_batches(model, rows, {"kind": "llava"}, None), len(rows)
+        )
+    return out
+
+
 def aasd_image_use(n_per_task: int) -> list[dict]:
-    """τ of each LLaVA draft with the request's image and with a white one (the draft's pixels only)."""
+    """τ of each LLaVA draft with the request's image and with a white one (the draft's pixels only), and its
+    held-out answer loss with real and with white images."""
     from specdec.aasd import experiments as ab
     from specdec.cache import CachedLM
     from specdec.drafters import ModelDrafter
@@ -127,9 +150,7 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
     from specdec.zoo import models
 
     requests = ab.load_requests(n_per_task)
-    committed = pd.read_csv(RESULTS / "aasd_runs.csv")
-    committed = committed[(committed.table == "table1") & (committed.gamma == 5)]
-    out = []
+    out, live = [], {}
     cells = [
         ("tabed-target", "FT-LLaVA"),
         ("tabed-target", "DT-LLaVA"),
@@ -145,7 +166,6 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
         else:
             drafter, _ = ab.make_drafter(draft_name, target_name, target, CachedLM(target), processor)
         taus: dict[str, list[float]] = {"real": [], "blank": []}
-        same = []
         for r in requests:
             ids, inputs = encode(processor, r["prompt"], r["images"])
             _, blank = encode(processor, r["prompt"], blank_like(r["images"]))
@@ -153,16 +173,28 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
                 res = generate(CachedLM(target), ids, drafter, gamma=5, max_new_tokens=48, eos_token_id=eos,
                                target_inputs=inputs, draft_inputs=draft_inputs)  # fmt: skip
                 taus[cond].append(res.block_efficiency)
-            stored = committed[(committed.target == target_name) & (committed.draft == draft_name)]
-            stored = stored[stored.row == r["id"]]
-            if len(stored):
-                same.append(abs(float(stored.block_efficiency.iloc[0]) - taus["real"][-1]) < 1e-4)  # stored: 6 digits
         label = f"{draft_name} on {target_name}"
+        live[label] = (target_name, draft_name, {r["id"]: tau for r, tau in zip(requests, taus["real"])})
         for cond, values in taus.items():
             out.append(row("A5", f"tau ({cond} image)", label, float(np.mean(values)), len(values)))
+        for cond, loss in heldout_image_losses(drafter.model).items():
+            out.append(row("A5", f"heldout answer loss ({cond} image)", label, loss))
         diff = np.array(taus["real"]) - np.array(taus["blank"])
         out.append(row("A5", "tau real - blank", label, float(diff.mean()), len(diff)))
         out.append(row("A5", "share of requests where the image changes tau", label, float((diff != 0).mean())))
+    return out + committed_equal(live)
+
+
+def committed_equal(live: dict) -> list[dict]:
+    """Per cell, the share of requests whose live real-image τ equals the committed ``aasd_runs`` row (Table 1,
+    γ = 5; stored with 6 digits), read after the measurement (the table may be filling meanwhile)."""
+    committed = pd.read_csv(RESULTS / "aasd_runs.csv")
+    committed = committed[(committed.table == "table1") & (committed.gamma == 5)]
+    out = []
+    for label, (target_name, draft_name, taus) in live.items():
+        stored = committed[(committed.target == target_name) & (committed.draft == draft_name)]
+        stored = stored[stored.row.isin(list(taus))].set_index("row").block_efficiency
+        same = [abs(float(stored[i]) - taus[i]) < 1e-4 for i in stored.index]
         if same:
             out.append(row("A5", "real-image tau equals committed row", label, float(np.mean(same)), len(same)))
     return out

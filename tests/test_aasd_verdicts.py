@@ -128,3 +128,40 @@ def test_findings_carry_validity_and_a4_is_judged():
     assert found["A4"].status != NOT_TESTABLE and found["A4"].validity == "partly" and "Pooled α" in found["A4"].detail
     assert "w/o prompt text KV" in found["A4"].detail
     assert found["A1-omega"].machine is not None
+
+
+def _a5_conditions(root, gain: float, share: float, real: float, blank: float):
+    """A ``<root>/tiny/proxy_conditions.csv`` with A5 rows: every LLaVA baseline cell at the given τ gain, share and
+    held-out losses, the control (tabed-draft) moving τ on 40 % of requests."""
+    cells = [f"{d} on {t}" for d in ("FT-LLaVA", "DT-LLaVA") for t in ("tabed-target", "aasd-target-s")]
+    rows = [("share of requests where the image changes tau", af.A5_CONTROL, 0.4)]
+    for cell in cells:
+        rows += [
+            ("tau real - blank", cell, gain),
+            ("share of requests where the image changes tau", cell, share),
+            ("heldout answer loss (real image)", cell, real),
+            ("heldout answer loss (blank image)", cell, blank),
+        ]
+    (root / "tiny").mkdir(parents=True)
+    frame = pd.DataFrame([dict(condition="A5", quantity=q, subset=s, value=v) for q, s, v in rows])
+    frame.to_csv(root / "tiny" / "proxy_conditions.csv", index=False)
+
+
+@pytest.mark.parametrize(
+    "gain,share,real,blank,level",
+    [
+        (0.2, 0.3, 1.0, 1.2, "partly"),  # reads: τ gain, share ≥ half the control's, lower loss with real images
+        (0.0, 0.0, 2.1, 2.1, "no"),  # ignores the image (the baselines before the rebuild)
+        (0.2, 0.1, 1.0, 1.2, "no"),  # moves τ on too few requests
+        (0.2, 0.3, 1.2, 1.2, "no"),  # held-out loss no lower with the real image
+    ],
+)
+def test_a5_validity_follows_the_measured_conditions(tmp_path, gain, share, real, blank, level):
+    _a5_conditions(tmp_path, gain, share, real, blank)
+    got, why = af.a5_validity(tmp_path)
+    assert got == level and why.startswith(f"{level}: ") and "proxy_conditions.csv" in why
+
+
+def test_a5_validity_of_the_committed_rows_names_the_measurement():
+    level, why = af.a5_validity()
+    assert level in ("partly", "no") and "tabed-draft" in why

@@ -7,10 +7,13 @@ scale is it with ``zoo_specs.paper_settings`` (``python -m specdec.aasd.train``)
 2. ``train_module``: the speculating module (``aasd.algorithm``) and its ablation variants, by Target-Draft
    Attention (``aasd.tda``) against the frozen target on prompt + answer (the data's answers or the target's);
    saved as ``aasd-module-<target>[-<variant>]``.
-3. ``finetune``: the baselines (``aasd.baselines``): a draft (a fresh model of given sizes, or a hub checkpoint:
-   ``new_draft``) trained on answers with the answer-token loss (``zoo.training.answer_loss``); a text-only
-   draft sees each image as ``"\\n"``. FT baselines on the data's answers, DT baselines on the target's
-   (sequence-level distillation, Kim & Rush 2016); saved as ``aasd-ft-<family>`` / ``aasd-dt-<family>-<target>``.
+3. ``finetune``: the baselines (``aasd.baselines``): a draft (a fresh model of given sizes, a hub checkpoint or
+   another baseline of the recipe: ``new_draft``) trained on answers with the answer-token loss
+   (``zoo.training.answer_loss``); a text-only draft sees each image as ``"\\n"``. In the paper's order
+   (Gagrani et al. 2024): a text draft pretrained on the foundation corpus (``pretrain_draft``, next-token loss,
+   the foundation drafts' recipe), FT baselines on the data's answers (a LLaVA's language model taken from the FT
+   text draft), DT baselines on the target's (sequence-level distillation, Kim & Rush 2016) starting from the FT
+   ones; saved as ``aasd-pt-<family>``, ``aasd-ft-<family>`` / ``aasd-dt-<family>-<target>``.
 
 Every model trains through the one loop (``zoo.training.train``: AdamW, warm-up + cosine, clipping), under
 ``accelerate`` when given an accelerator (the main process alone distils and saves).
@@ -180,10 +183,12 @@ def train_modules(target, target_name: str, rows: Rows, settings: dict, variants
 
 # ---------------------------------------------------------------------------------------------- baselines
 def new_draft(draft: dict, seed: int, device, files: dict | None = None, spec: dict | None = None):
-    """``(model, tokenizer, save)`` of a baseline before training: a hub checkpoint (``draft["init"]``, at the
-    revision ``spec`` pins, float32) with its ``freeze`` parts frozen, or a fresh model of the sizes
+    """``(model, tokenizer, save)`` of a baseline before training: a checkpoint (``draft["init"]``: a hub id at the
+    revision ``spec`` pins, or a folder; float32) with its ``freeze`` parts frozen, or a fresh model of the sizes
     ``draft["new"]`` (initialisation seeded ``seed``; a LLaVA is saved with the data's processor ``files``, a text
-    Llama with the foundation tokenizer). ``save(model, folder)`` writes float16 weights and those files."""
+    Llama with the foundation tokenizer), a fresh LLaVA's language model then replaced by the text draft in the
+    folder ``draft["language_model"]`` when given. ``save(model, folder)`` writes float16 weights and those
+    files."""
     from transformers import AutoTokenizer, LlamaForCausalLM, LlavaForConditionalGeneration
 
     from specdec.vlm import train as vlm_train
@@ -199,6 +204,8 @@ def new_draft(draft: dict, seed: int, device, files: dict | None = None, spec: d
     elif llava:
         model = LlavaForConditionalGeneration(vlm_train.llava_config("", draft["new"])).to(device)
         tokenizer = None
+        if "language_model" in draft:
+            take_language_model(model, draft["language_model"])
 
         def save(model, path):  # float16 weights, generation config and the data's processor files
             vlm_train.save_model(model, {"processor_files": files}, path)
@@ -211,6 +218,16 @@ def new_draft(draft: dict, seed: int, device, files: dict | None = None, spec: d
         if any(part in param_name for part in draft.get("freeze", ())):  # DDP refuses its last layer, unused)
             param.requires_grad_(False)
     return model, tokenizer, save
+
+
+def take_language_model(llava, folder) -> None:
+    """Put the text Llama saved in ``folder`` (same sizes and vocabulary) into ``llava`` as its language model:
+    decoder and output head (tied to the embedding); the vision tower and projector keep their fresh weights."""
+    text = models.load(folder, kind="causal_lm", with_tokenizer=False, dtype=torch.float32)[0]
+    device = next(llava.parameters()).device
+    llava.get_decoder().load_state_dict(text.model.state_dict())
+    llava.lm_head.load_state_dict(text.lm_head.state_dict())
+    llava.to(device)
 
 
 def _save_with(model, path: pathlib.Path, files) -> None:
@@ -259,15 +276,17 @@ def train_draft(name: str, draft: dict, rows: Rows, settings: dict, out: pathlib
     saved as ``out/<name>`` with ``training_log.json`` by the main process."""
     model, tokenizer, save = new_draft(draft, seed, device, rows.files, spec)
     sparse = draft.get("answer_positions_only", False)
-    log = finetune(model, draft_batches(model, rows, draft, tokenizer), len(rows), settings["finetune"], seed=seed,
-                   name=name, answer_positions_only=sparse, accelerator=accelerator)  # fmt: skip
+    cfg = {**settings["finetune"], **draft.get("finetune", {})}
+    log = finetune(model, draft_batches(model, rows, draft, tokenizer), len(rows), cfg, seed=seed, name=name,
+                   answer_positions_only=sparse, accelerator=accelerator)  # fmt: skip
     if accelerator is not None:
         model = accelerator.unwrap_model(model)
     summary = {
         "model": name,
-        "init": draft.get("init", "new"),
+        "init": pathlib.Path(draft["init"]).name if "init" in draft else "new",
+        **({"language_model": pathlib.Path(draft["language_model"]).name} if "language_model" in draft else {}),
         "parameters": sum(p.numel() for p in model.parameters()),
-        **settings["finetune"],
+        **cfg,
         "seed": seed,
         "device": device_name(device),
         "seconds": round(log.seconds, 1),
@@ -284,18 +303,54 @@ def train_draft(name: str, draft: dict, rows: Rows, settings: dict, out: pathlib
     return folder
 
 
-def train_drafts(rows: Rows, settings: dict, answers: str, out: pathlib.Path, *, target: str | None = None,
+def pretrain_draft(name: str, draft: dict, out: pathlib.Path, *, seed: int, device="cpu") -> pathlib.Path:
+    """A text draft pretrained from scratch on the foundation corpus (``zoo.training.train_model``: next-token
+    loss on windows of prose, code and translation, the foundation drafts' recipe) for ``draft["pretrain"]``
+    (``steps``, ``batch_size``, ``seq_len``, ``lr``); saved as ``out/<name>`` with the foundation tokenizer and
+    ``training_log.json``."""
+    from transformers import AutoTokenizer
+
+    from specdec.zoo import corpus as corpus_lib
+
+    cfg = draft["pretrain"]
+    tokenizer = AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
+    docs = corpus_lib.build_corpus()
+    streams = {split: training.token_streams(docs, tokenizer, split) for split in ("train", "heldout")}
+    model, log = training.train_model(name, streams["train"], streams["heldout"], steps=cfg["steps"],
+                                      batch_size=cfg["batch_size"], seq_len=cfg["seq_len"], lr=cfg["lr"], seed=seed,
+                                      device=device, config=draft["new"])  # fmt: skip
+    summary = {"model": name, "init": "new", "corpus": "foundation", **cfg, "seed": seed, "device": device_name(device),
+               "seconds": log[-1]["seconds"], "heldout_loss": log[-1]["heldout_loss"]}  # fmt: skip
+    folder = out / name
+    _save_with(model, folder, tokenizer)
+    (folder / "training_log.json").write_text(json.dumps({"summary": summary, "log": log}) + "\n")
+    print(json.dumps(summary), flush=True)
+    return folder
+
+
+def resolve(draft: dict, settings: dict, out: pathlib.Path) -> dict:
+    """``draft`` with an ``init`` / ``language_model`` that names another baseline of ``settings["drafts"]`` (one
+    trained before it, on the data or the corpus) replaced by that baseline's folder under ``out``."""
+    named = ("init", "language_model")
+    return {k: str(out / draft_name(v)) if k in named and v in settings["drafts"] else v for k, v in draft.items()}
+
+
+def train_drafts(rows: Rows | None, settings: dict, answers: str, out: pathlib.Path, *, target: str | None = None,
                  target_index: int = 0, device="cpu", heldout=None, spec=None, accelerator=None) -> dict:  # fmt: skip
-    """Every baseline of ``settings["drafts"]`` trained on ``answers`` (``"task"``: once, on the data's answers;
-    ``"target"``: on ``target``'s, its seed moved by ``target_seed_step * target_index``); ``{name: folder}``."""
+    """Every baseline of ``settings["drafts"]`` trained on ``answers``, in the order listed (``"corpus"``: once,
+    ``pretrain_draft``; ``"task"``: once, on the data's answers; ``"target"``: on ``target``'s, its seed moved by
+    ``target_seed_step * target_index``); ``{name: folder}``."""
     saved = {}
     for draft_id, draft in settings["drafts"].items():
         if draft["answers"] != answers:
             continue
         name = draft_name(draft_id, target if answers == "target" else None)
         seed = draft["seed"] + settings["target_seed_step"] * target_index
-        folder = train_draft(name, draft, rows, settings, out, seed=seed, device=device, heldout=heldout, spec=spec,
-                             accelerator=accelerator)  # fmt: skip
+        if answers == "corpus":
+            saved[name] = pretrain_draft(name, draft, out, seed=seed, device=device)
+            continue
+        folder = train_draft(name, resolve(draft, settings, out), rows, settings, out, seed=seed, device=device,
+                             heldout=heldout, spec=spec, accelerator=accelerator)  # fmt: skip
         if is_main(accelerator):
             saved[name] = folder
     return saved

@@ -2,17 +2,22 @@
 
     python -m specdec.aasd.train all          # everything below, on the TABED data file (built if missing)
     python -m specdec.aasd.train target       # the second target only (``zoo_specs.SECOND_TARGET``)
-    python -m specdec.aasd.train baselines    # FT/DT-LLaMA (text-only Llama), FT/DT-LLaVA (small LLaVA)
+    python -m specdec.aasd.train baselines    # FT/DT-LLaMA (text-only Llama), FT/DT-LLaVA (small LLaVA): ft, then dt
+    python -m specdec.aasd.train ft           # the pretrained text draft, FT-LLaMA, FT-LLaVA
+    python -m specdec.aasd.train answers      # the targets' greedy answers to the training prompts (resumable)
+    python -m specdec.aasd.train dt           # the targets' answers, then DT-LLaMA / DT-LLaVA per target
     python -m specdec.aasd.train modules      # the AASD modules of both targets and the ablation modules
     python -m specdec.aasd.train paper --target llava-hf/llava-1.5-7b-hf   # paper scale (one GPU)
     accelerate launch --config_file configs/accelerate/ddp.yaml -m specdec.aasd.train paper --target ...
 
 Tiny (``zoo_specs.TINY``, into ``data/models``): the data are the TABED data file (``specdec.vlm.train data``; same
 rows, images and split as the TABED zoo). ``aasd-target-s``, a LLaVA target smaller than ``tabed-target``
-(``zoo_specs.TARGET_SPECS``), trains as the TABED zoo does (``vlm.train.train_all``). The baselines are fresh
-models of one size (``zoo_specs.BASELINE_TEXT``): ``aasd-ft-llava`` / ``aasd-ft-llama`` on the task answers,
-``aasd-dt-llava-<target>`` / ``aasd-dt-llama-<target>`` on the target's greedy answers to 120 training prompts; the
-text-only Llama sees every image as ``"\\n"`` (what TABED's text-only drafting row does at inference). The modules
+(``zoo_specs.TARGET_SPECS``), trains as the TABED zoo does (``vlm.train.train_all``). The baselines have one language
+model size (``zoo_specs.BASELINE_TEXT``) and train in the paper's order: ``aasd-pt-llama`` pretrained on the
+foundation corpus, ``aasd-ft-llama`` finetuned from it on the task answers, ``aasd-ft-llava`` (its language model
+from ``aasd-ft-llama``) on the image rows, ``aasd-dt-llava-<target>`` / ``aasd-dt-llama-<target>`` from the FT
+baselines on the target's greedy answers to 2,000 training prompts; the text-only Llama sees every image as
+``"\\n"`` (what TABED's text-only drafting row does at inference). The modules
 (``aasd-module-<target>[-<variant>]``) train on the task answers; ablation variants (tabed-target only): projector
 off, ``k = 1``, target cache off. Image KV off / text KV off are inference-time ablations of the main module
 (``specdec.aasd.tables.ABLATIONS``).
@@ -41,8 +46,8 @@ DATA_FILE = pathlib.Path(".cache/tabed_data.pt")
 
 
 def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TINY) -> dict:
-    """A step of the tiny zoo (``all``, ``target``, ``baselines``, ``modules``) on the TABED data file ``data``,
-    saved under ``out``; returns ``{name: folder}`` of the recipe's models."""
+    """A step of the tiny zoo (``all``, ``target``, ``baselines`` = ``ft`` then ``dt``, ``modules``, ``answers``)
+    on the TABED data file ``data``, saved under ``out``; returns ``{name: folder}`` of the recipe's models."""
     from specdec.vlm import train as vlm_train
 
     profile = Profile.load(SHIPPED)
@@ -51,8 +56,17 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
     saved = {}
     if step in ("all", "target"):
         vlm_train.train_all(data, [zoo_specs.SECOND_TARGET], out, specs=zoo_specs.TARGET_SPECS)
-    if step in ("all", "baselines"):
+    if step in ("all", "baselines", "ft"):
+        saved |= recipe.train_drafts(None, settings, "corpus", out)
         saved |= recipe.train_drafts(rows, settings, "task", out, heldout=heldout)
+    if step == "answers":
+        for target in settings["targets"]:
+            model = recipe.load_target(profile, target)[0]
+            path = recipe.answers_path(
+                out, target, recipe.target_version(profile, target), settings["distill"]["max_new_tokens"]
+            )
+            recipe.target_answers(model, rows, settings["distill"], path)
+    if step in ("all", "baselines", "dt"):
         for k, target in enumerate(settings["targets"]):
             saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, modules=False,
                                        target_index=k, heldout=heldout)  # fmt: skip
@@ -97,10 +111,16 @@ def paper(
 # ---------------------------------------------------------------------------------------------------- main
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("step", nargs="?", choices=["all", "target", "baselines", "modules", "paper"], default="all")
+    parser.add_argument(
+        "step",
+        nargs="?",
+        choices=["all", "target", "baselines", "ft", "answers", "dt", "modules", "paper"],
+        default="all",
+    )
     parser.add_argument("--data", type=pathlib.Path, default=DATA_FILE, help="the TABED data file (built if missing)")
     parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--drafts", nargs="*", help="tiny baselines: only these (and those they start from)")
     group = parser.add_argument_group("paper (python -m specdec.aasd.train paper --target ID)")
     group.add_argument("--target", action="append", help="hub target (repeatable; default: aasd.targets)")
     group.add_argument("--profile", default="paper")
@@ -122,7 +142,21 @@ def main(argv=None):
 
         args.data.parent.mkdir(parents=True, exist_ok=True)
         torch.save(build_data(), args.data)
-    tiny(args.step, torch.load(args.data, weights_only=True), args.out)
+    tiny(args.step, torch.load(args.data, weights_only=True), args.out, only_drafts(zoo_specs.TINY, args.drafts))
+
+
+def only_drafts(settings: dict, names: list[str] | None) -> dict:
+    """``settings`` whose baselines are ``names`` and the baselines they start from (``None``: all), e.g. ``dt
+    --drafts DT-LLaMA`` beside a run still training FT-LLaVA; a draft trains as it does in the full run (its seed
+    and settings are its own)."""
+    if not names:
+        return settings
+    drafts, keep = settings["drafts"], set(names)
+    for name in names:  # what it starts from, and what that starts from
+        while name in drafts and drafts[name].get("init", drafts[name].get("language_model")) in drafts:
+            name = drafts[name].get("init", drafts[name].get("language_model"))
+            keep.add(name)
+    return {**settings, "drafts": {k: v for k, v in drafts.items() if k in keep}}
 
 
 def train_paper(args) -> None:

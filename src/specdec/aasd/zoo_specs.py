@@ -15,11 +15,13 @@ The shape (``recipe.py`` reads it):
   answers) or ``"target"`` (the target's greedy answers, ``distill``);
 - ``distill``: ``rows`` (how many training prompts the target answers, a seeded draw; ``None``: all) and
   ``max_new_tokens``;
-- ``drafts``: the baselines the recipe trains, ``{draft name: kind ("text" / "llava"), answers, seed, and
-  either new (the sizes of a fresh model) or init (a hub checkpoint), optional freeze (parameter-name parts
-  kept frozen), answer_positions_only (``zoo.training.answer_loss``'s output head only at the answer
-  positions)}``; a draft trained on the target's answers is trained once per target, its seed moved by
-  ``target_seed_step`` times the target's index;
+- ``drafts``: the baselines the recipe trains, in training order, ``{draft name: kind ("text" / "llava"),
+  answers ("corpus": pretrained on the foundation corpus for ``pretrain``; "task"; "target"), seed, and either
+  new (the sizes of a fresh model; a LLaVA's language model optionally taken from the text draft named
+  ``language_model``) or init (a hub checkpoint, or another draft of this dict trained before it), optional
+  freeze (parameter-name parts kept frozen), answer_positions_only (``zoo.training.answer_loss``'s output head
+  only at the answer positions), finetune (this draft's overrides of ``finetune``)}``; a draft trained on the
+  target's answers is trained once per target, its seed moved by ``target_seed_step`` times the target's index;
 - ``finetune``: the baselines' training (``steps``, ``batch_size``, ``lr``, ``weight_decay``).
 """
 
@@ -59,6 +61,13 @@ BASELINE_TEXT = dict(
     hidden_size=48, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4
 )
 BASELINE_LLAVA = dict(text=BASELINE_TEXT, vision=VISION, max_images=5)  # shaped like a vlm.train.TABED_ZOO entry
+# The baselines in the paper's order (Gagrani et al. 2024, as AASD's Sec. 4 cites it): a small LLaMA pretrained on
+# a general corpus (the foundation drafts' recipe: 900 steps x 32 windows x 128 tokens, prose / code / translation
+# 0.45 / 0.35 / 0.20, lr 3e-3), finetuned on the task answers in text-only form (FT-LLaMA); FT-LLaVA is FT-LLaMA's
+# language model with a fresh CLIP tower and projector, trained on the image rows for tabed-draft's budget; each DT
+# baseline is its FT baseline further trained on the target's greedy answers to 2,000 training prompts.
+BASELINE_PRETRAIN = dict(steps=900, batch_size=32, seq_len=128, lr=3e-3)
+BASELINE_LLAVA_TRAIN = dict(steps=1500, batch_size=64, lr=2e-3, weight_decay=0.3)  # vlm.train.TABED_ZOO["tabed-draft"]
 
 TINY: dict = dict(
     targets={"tabed-target": ALL_VARIANTS, SECOND_TARGET: ("",)},
@@ -76,14 +85,23 @@ TINY: dict = dict(
         depths=(0, 1, 2, 3, 4),
         max_positions=384,
     ),  # fmt: skip
-    distill=dict(rows=120, max_new_tokens=64),  # 120 training prompts per target (CPU-affordable)
+    distill=dict(rows=2000, max_new_tokens=64),  # a seeded 10 % of the 20,000 training prompts per target
     drafts={
-        # answer_positions_only: the LLaVA baselines were trained as the tiny LLaVA zoo trains (vlm.train), with
-        # the output head at the answer positions only: the same loss, other float arithmetic, so it stays theirs
-        "FT-LLaVA": dict(kind="llava", new=BASELINE_LLAVA, answers="task", seed=30, answer_positions_only=True),
-        "FT-LLaMA": dict(kind="text", new=BASELINE_TEXT, answers="task", seed=31),
-        "DT-LLaVA": dict(kind="llava", new=BASELINE_LLAVA, answers="target", seed=32, answer_positions_only=True),
-        "DT-LLaMA": dict(kind="text", new=BASELINE_TEXT, answers="target", seed=33),
+        # answer_positions_only: the LLaVA baselines train as the tiny LLaVA zoo trains (vlm.train), with the
+        # output head at the answer positions only (the same loss in other float arithmetic)
+        "PT-LLaMA": dict(kind="text", new=BASELINE_TEXT, answers="corpus", seed=31, pretrain=BASELINE_PRETRAIN),
+        "FT-LLaMA": dict(kind="text", init="PT-LLaMA", answers="task", seed=31),
+        "FT-LLaVA": dict(
+            kind="llava",
+            new=BASELINE_LLAVA,
+            language_model="FT-LLaMA",
+            answers="task",
+            seed=30,
+            answer_positions_only=True,
+            finetune=BASELINE_LLAVA_TRAIN,
+        ),  # fmt: skip
+        "DT-LLaVA": dict(kind="llava", init="FT-LLaVA", answers="target", seed=32, answer_positions_only=True),
+        "DT-LLaMA": dict(kind="text", init="FT-LLaMA", answers="target", seed=33),
     },
     target_seed_step=2,  # DT seeds of the second target: 34, 35
     finetune=dict(steps=200, batch_size=32, lr=2e-3, weight_decay=0.1),
