@@ -89,6 +89,9 @@ def tiny_parser() -> argparse.ArgumentParser:
         default=[],
         help="drafters: finetune training seeds k > 0 of the named drafters into --out/seed<k> (0: the shipped zoo)",
     )
+    parser.add_argument(
+        "--no-eval", action="store_true", help="drafters with --train-seed: skip the held-out scores (weights only)"
+    )
     return parser
 
 
@@ -117,6 +120,7 @@ def tiny_main(argv=None):
             ft_budget=args.ft_budget,
             train_seeds=args.train_seed,
             out_dir=args.out if args.train_seed else None,
+            evaluate=not args.no_eval,
         )
     if args.step in ("train", "all"):
         data = torch.load(data_path, weights_only=True)

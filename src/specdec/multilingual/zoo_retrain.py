@@ -46,25 +46,30 @@ def retrain_drafters(
     prompts_per_set: int | None = None,
     train_seeds: Sequence[int] = (),
     out_dir: pathlib.Path | None = None,
+    evaluate: bool = True,
     **overrides,
 ) -> list[dict]:
     """The ``drafters`` step: retrain the drafters ``only`` on a saved target (``models_dir/ml-target``) and its saved
     distillation (``distilled``) with the generic drafter saved in ``models_dir``, exactly as ``train_all`` would
     after its distillation; rewrite ``summary_dir``'s ``ml_training.csv`` (rows of the models kept are carried
     over) and ``ml_run.json`` (with a ``retrained`` entry: names, device, seconds). ``train_seeds`` (each > 0): the
-    drafters of those training seeds instead, saved in ``out_dir/seed<k>`` (``seed_rows``)."""
+    drafters of those training seeds instead, saved in ``out_dir/seed<k>`` (``seed_rows``); ``evaluate`` False
+    (training seeds only) skips the held-out X→En scores, which change no weight (``tests/test_committed_results.py``
+    retrains a seed's drafter this way)."""
     from specdec.zoo.models import load
 
     if train_seeds and (out_dir is None or pathlib.Path(out_dir).resolve() == pathlib.Path(models_dir).resolve()):
         raise ValueError("training seeds > 0 need their own --out folder: the shipped zoo is seed 0")
+    if not evaluate and not train_seeds:
+        raise ValueError("only training seeds > 0 may skip the evaluation: ml_training.csv keeps every score")
     if any(k <= 0 for k in train_seeds):
         raise ValueError(f"training seeds must be > 0 (0 is the shipped zoo), got {list(train_seeds)}")
     run = start_run(data, models_dir, device, steps_scale, None, prompts_per_set, tokenizer_dir, overrides)
     t_run = time.perf_counter()
-    target = load(models_dir / TARGET, with_tokenizer=False)[0].float().to(device)
-    eval_idx, eval_prompts, greedy = heldout_greedy(run, data, target)
     distil_stats = read_distillation(run, data, distilled)
-    drafter_eval_sets(run, data, eval_idx, eval_prompts, greedy)
+    if evaluate:  # the held-out X→En sets every drafter is scored on (the target's greedy answers: minutes)
+        target = load(models_dir / TARGET, with_tokenizer=False)[0].float().to(device)
+        drafter_eval_sets(run, data, *heldout_greedy(run, data, target))
     generic = load(models_dir / GENERIC, with_tokenizer=False)[0].float().to(device)
     grid = (
         [budget_name(k, len(s)) for s in run.grid(BUDGET_LANG) for k in ("f", "pf")] if BUDGET_LANG in run.langs else []
