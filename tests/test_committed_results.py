@@ -30,6 +30,7 @@ from specdec import results
 from specdec.cos import experiments as cx
 from specdec.cos import tables as ct
 from specdec.multilingual import experiments as mb
+from specdec.multilingual import seeds as ms
 from specdec.tabed import data as td
 from specdec.tabed import experiments as tb
 from specdec.zoo import ROOT
@@ -233,3 +234,56 @@ def test_a_sample_of_committed_multilingual_rows_recomputes_exactly_at_another_v
     sample = pd.concat(samples.values())
     fresh = recompute_elsewhere("specdec.multilingual.experiments", keys)
     assert results.stale_rows(sample, fresh, mb.KEYS, mb.EXACT_COLUMNS) == []
+
+
+# ------------------------------------------------------------------ training seeds of Fig. 4's grid (issue 26)
+# Their weights are not committed (``specdec.multilingual.seeds``): the rows are checked against a drafter retrained
+# here. ``ml-draft-f-de-b44`` (7 steps) of seeds 1 and 2 was trained under torch's portable kernels and MKL's
+# CPU-independent path at one thread, so any machine retrains it bit for bit (``tests/test_multilingual_recipe.py``).
+PORTABLE = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+CHEAPEST = "ml-draft-f-de-b44"
+
+
+def test_the_training_seed_rows_are_greedy_lossless_and_cover_every_prompt_per_seed():
+    seeds, seed0 = _committed_ml(ms.SEEDS_TABLE), _committed_ml("ml_tokens")
+    assert set(seeds.train_seed) == {"1", "2"} and set(seeds.temperature.astype(float)) == {0.0}
+    assert set(seeds.method) == set(seed0.method) - {"sps-generic"}  # P is shared by every seed: not repeated
+    assert (seeds[seeds.method != "ar"].same_as_ar == "True").all()
+    every = set(seed0.prompt)
+    assert all(p == every for p in seeds.groupby(["train_seed", "method"]).prompt.agg(set))
+    assert not seeds.duplicated(ms.SEED_KEYS).any()
+    drafted = seeds[seeds.method != "ar"]  # another seed is another drafter: no weights digest of seed 0's
+    assert not set(drafted.weights) & set(seed0.weights)
+    assert drafted.groupby("method").weights.nunique().eq(2).all()
+
+
+def test_a_training_seeds_rows_recompute_from_its_drafter_retrained_here(tmp_path, monkeypatch):
+    summary = tmp_path / "summary"
+    summary.mkdir()
+    (summary / "ml_training.csv").write_bytes((ROOT / "data" / "multilingual" / "ml_training.csv").read_bytes())
+    command = [sys.executable, "-m", "specdec.multilingual.train", "drafters", "--device", "cpu", "--no-eval"]
+    command += ["--train-seed", "1", "2", "--only", CHEAPEST, "--out", str(tmp_path), "--summary-dir", str(summary)]
+    env = {**os.environ, **PORTABLE, "TQDM_DISABLE": "1"}
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    committed = _committed_ml(ms.SEEDS_TABLE)
+    cheapest = committed[committed.method == CHEAPEST]
+    sample = results.stratified_sample(cheapest, ["train_seed"], n=3, seed=0)
+    monkeypatch.setenv("SPECDEC_SEED_MODELS", str(tmp_path))  # the retrained drafters (the weights key must match)
+    fresh = recompute_elsewhere(
+        "specdec.multilingual.experiments", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records")
+    )
+    assert results.stale_rows(sample, fresh, ms.SEED_KEYS, mb.EXACT_COLUMNS) == []
+
+
+def test_a_sample_of_training_seed_rows_recomputes_where_the_seeds_are_trained():
+    committed = _committed_ml(ms.SEEDS_TABLE)
+    sample = results.stratified_sample(committed[committed.method != "ar"], ["train_seed", "method"], n=1, seed=0)
+    for k in sorted(set(sample.train_seed)):
+        grid = ms.SeedDrafters("tiny", int(k)).budget_grid("de")
+        if not ms.available(int(k), grid):
+            pytest.skip(f"the drafters of training seed {k} are not on this machine (not committed)")
+    fresh = recompute_elsewhere(
+        "specdec.multilingual.experiments", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records")
+    )
+    assert results.stale_rows(sample, fresh, ms.SEED_KEYS, mb.EXACT_COLUMNS) == []

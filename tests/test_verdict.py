@@ -1,9 +1,21 @@
 """The shared rule for findings: an interval decides, a point estimate does not."""
 
+from dataclasses import replace
+
 import numpy as np
+import pandas as pd
 import pytest
 
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, Verdict, bootstrap_ci, decide, paired_difference
+from specdec.verdict import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    Verdict,
+    bootstrap_ci,
+    decide,
+    paired_difference,
+    pooled_over_seeds,
+)
 
 
 @pytest.mark.parametrize(
@@ -99,3 +111,51 @@ def test_verdicts_on_the_standin_hub_are_labelled_not_testable(tmp_path, monkeyp
     config.write_text("{}")  # a real cache: another profile's verdict passes unjudged
     (row,) = verdict.judge_all([holds], {}, strict=False)
     assert row.status == verdict.HOLDS
+
+
+def _mean_gain(frame: pd.DataFrame) -> Verdict:
+    """A claim "the gain is > 0" on a runs frame (one row per prompt and seed): mean gain per prompt, bootstrapped
+    over prompts (a prompt's seeds stay together)."""
+    per_prompt = frame.groupby("prompt").gain.mean()
+    est, low, high = bootstrap_ci(list(per_prompt), np.mean)
+    return Verdict("G", "gain > 0", est, low, high, len(per_prompt), decide(low, high))
+
+
+def _seed_frames(means: dict[int, float], n: int = 60, sd: float = 0.3) -> dict[int, pd.DataFrame]:
+    """Per seed, ``n`` prompts whose gains have mean exactly ``means[seed]`` (noise of mean 0, a fixed shuffle)."""
+    half = np.random.default_rng(7).normal(0, sd, n // 2)
+    noise = np.concatenate([half, -half])
+    return {
+        k: pd.DataFrame({"prompt": range(n), "train_seed": k, "gain": m + np.random.default_rng(k).permutation(noise)})
+        for k, m in means.items()
+    }
+
+
+@pytest.mark.parametrize(
+    "means,expected",
+    [
+        ({0: 0.5, 1: 0.4, 2: 0.6}, HOLDS),  # every seed and the pool agree
+        ({0: -0.5, 1: -0.4, 2: -0.6}, FAILS),  # the claim is reversed by every seed and the pool
+        ({0: 0.8, 1: 0.7, 2: -0.1}, INCONCLUSIVE),  # the pool holds, one seed's estimate reverses it
+        ({0: 0.01, 1: -0.01, 2: 0.0}, INCONCLUSIVE),  # the pool itself straddles 0
+    ],
+)
+def test_pooled_over_seeds_holds_only_if_no_seed_reverses_the_pool(means, expected):
+    frames = _seed_frames(means)
+    seeds = {k: _mean_gain(f) for k, f in frames.items()}
+    pooled = _mean_gain(pd.concat(frames.values()))
+    v = pooled_over_seeds(pooled, seeds)
+    assert v.status == expected
+    assert (v.estimate, v.low, v.high, v.n) == (pooled.estimate, pooled.low, pooled.high, pooled.n)
+    assert all(f"seed {k}: {s.estimate:.3f}" in v.detail for k, s in seeds.items())
+    if means[2] == -0.1:  # the pool alone holds: the reversing seed decides
+        assert pooled.status == HOLDS and seeds[2].estimate < 0 and "Seed(s) 2 reverse" in v.detail
+
+
+def test_pooled_over_seeds_takes_the_findings_own_rule():
+    band = lambda low, high: HOLDS if -1 < low and high < 1 else FAILS if low >= 1 or high <= -1 else INCONCLUSIVE  # noqa: E731
+    pooled = Verdict("L", "|bend| < 1", 0.5, 0.2, 0.8, 30, HOLDS)
+    inside = Verdict("L", "|bend| < 1", 0.6, -0.5, 1.6, 30, INCONCLUSIVE)
+    outside = replace(inside, estimate=1.2)
+    assert pooled_over_seeds(pooled, {0: inside, 1: inside}, band).status == HOLDS
+    assert pooled_over_seeds(pooled, {0: inside, 1: outside}, band).status == INCONCLUSIVE

@@ -168,6 +168,27 @@ def decide(low: float, high: float, threshold: float = 0.0, greater: bool = True
     return HOLDS if high < threshold else FAILS if low >= threshold else INCONCLUSIVE
 
 
+def pooled_over_seeds(pooled: Verdict, seeds: dict, rule: Callable[[float, float], str] | None = None, *,
+                      threshold: float = 0.0, greater: bool = True) -> Verdict:  # fmt: skip
+    """A finding over training seeds (issue 26): ``pooled`` is its verdict on every seed's rows together, ``seeds``
+    ``{seed label: verdict on that seed's rows alone}``. The pooled status stands only if no seed's point estimate
+    reverses it, i.e. ``rule(estimate, estimate)`` (the finding's own decision, default ``decide`` at ``threshold``
+    / ``greater``) gives the opposite status (``FAILS`` for a pooled ``HOLDS`` and vice versa); otherwise the
+    finding is ``INCONCLUSIVE``, as it is when the pooled verdict is. The pooled estimate and interval are kept; the
+    detail lists every seed's estimate, interval and status."""
+    rule = rule or (lambda low, high: decide(low, high, threshold, greater))
+    opposite = {HOLDS: FAILS, FAILS: HOLDS}.get(pooled.status)
+    reversing = [k for k, v in seeds.items() if opposite and rule(v.estimate, v.estimate) == opposite]
+    status = INCONCLUSIVE if reversing or opposite is None else pooled.status
+    per_seed = "; ".join(
+        f"seed {k}: {v.estimate:.3f} [{v.low:.3f}, {v.high:.3f}] {v.status}" for k, v in seeds.items()
+    )  # fmt: skip
+    note = f" Training seeds ({len(seeds)}, pooled {pooled.status}): {per_seed}."
+    if reversing:
+        note += f" Seed(s) {', '.join(map(str, reversing))} reverse the pooled verdict: inconclusive."
+    return replace(pooled, status=status, detail=(pooled.detail + note).strip())
+
+
 def bootstrap_ci(
     units: Sequence, statistic: Callable[[Sequence], float], *, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:

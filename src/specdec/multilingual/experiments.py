@@ -90,7 +90,9 @@ class Drafters:
     tiny: the shipped ``ml-*`` zoo on the CPU (float32). paper: ``ml-target`` is the target of ``paper.yaml``'s
     ``multilingual`` pair (Vicuna-7B v1.3), ``ml-draft-generic`` its draft (vicuna-68m), and every other ``ml-*``
     drafter a ``save_pretrained`` directory of that name in ``drafters_dir()`` (F / P-F drafters trained for the
-    Vicuna tokenizer; none is published), on the profile's device and dtype."""
+    Vicuna tokenizer; none is published), on the profile's device and dtype. Training seeds > 0: ``seeds``."""
+
+    train_seed = 0  # the shipped zoo's (``seeds.SeedDrafters``: another training seed of the finetuned drafters)
 
     def __init__(self, profile):
         self.profile = Profile.load(profile)
@@ -118,7 +120,7 @@ class Drafters:
         if name not in self._models:
             source = self.source(name)
             if self.profile.shipped:  # the zoo as saved (float32) on the CPU
-                self._models[name] = load(name, with_tokenizer=False)[0]
+                self._models[name] = load(source, with_tokenizer=False)[0]
             else:
                 revision = revision_of(self.profile.spec, source)
                 device, dtype = self.profile.device, self.profile.dtype
@@ -337,6 +339,8 @@ def cell(store, drafters: Drafters, target, pair: str, rows, methods: dict, *, s
     requests = [Request(r["id"], r["ids"], key(r), data=r, seed=prompt_seed(seed, r["id"])) for r in rows]
     device = next(target.parameters()).device.type
     fixed = dict(pair=pair, source=source, gamma=gamma, max_new_tokens=max_new_tokens, temperature=temperature)
+    if drafters.train_seed:  # a training seed's rows (``seeds_store``): seed 0's keep their meaning without it
+        fixed["train_seed"] = drafters.train_seed
     return Experiment(
         store,
         requests,
@@ -392,14 +396,18 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
     (``prompt_seed``); plain decoding runs first, so ``same_as_ar`` is recomputed too, unless the key says
     ``plain_first=False`` (a grid without an ``ar`` method, as notebook 32's: its rows' ``same_as_ar`` is empty).
     The tests run this in a subprocess with another CPU vector width and demand the committed rows back (every
-    column but the walltime ones)."""
+    column but the walltime ones). A key with ``train_seed`` k > 0 decodes with that seed's drafters."""
     import torch
 
+    from specdec.multilingual.seeds import SeedDrafters
+
     torch.set_num_threads(1)
-    drafters = Drafters(profile)
-    target = drafters.load("ml-target")
+    by_seed = {0: Drafters(profile)}
+    target = by_seed[0].load("ml-target")
     prompts, out = {}, []
     for key in keys:
+        train_seed = int(key.get("train_seed") or 0)
+        drafters = by_seed[train_seed] = by_seed.get(train_seed) or SeedDrafters(profile, train_seed)
         pair, source = str(key["pair"]), str(key["source"])
         if (pair, source) not in prompts:
             prompts[pair, source] = {r["id"]: r for r in prompt_set(drafters, source, *pair.split("-"), None)}
@@ -415,7 +423,8 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
         rows = run_group(drafters, target, methods, prompt, seed=prompt_seed(int(key["seed"]), prompt["id"]), **point)
         # the weights and text of today: a committed row of other weights or another text does not match it
         today = {"weights": drafters.weights_digest(spec), "request": text_digest(prompt["prompt"])}
-        out.append({**{k: key[k] for k in KEYS if k not in today}, **today, **rows[-1]})
+        seeded = {"train_seed": train_seed} if "train_seed" in key else {}
+        out.append({**{k: key[k] for k in KEYS if k not in today}, **today, **seeded, **rows[-1]})
     return pd.DataFrame(out)
 
 

@@ -25,7 +25,8 @@ from specdec.multilingual.drafter_verdicts import (
     table7_verdicts,
 )
 from specdec.multilingual.experiments import Drafters, translatable_set
-from specdec.multilingual.scaling_verdicts import m2_verdicts, m3_verdict, m4_verdicts
+from specdec.multilingual.scaling_verdicts import m2_over_seeds, m3_verdict, m4_verdicts
+from specdec.multilingual.seeds import seed_frames
 from specdec.multilingual.tables import paper_value
 from specdec.results import RESULTS
 from specdec.verdict import Verdict, judge_all, sanity, validity
@@ -124,7 +125,8 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     for t in (0.0, 1.0):
         out += in_two_regimes(m1_verdicts, main, t, machine=machine_label(main, small_c, device))
         out.append(m1_tau_verdict(main, t))
-    out += m2_verdicts(read("ml_tokens"), drafters.budget_grid("de"))
+    grid = drafters.budget_grid("de")  # M2 per training seed and pooled (seeds > 0: ``ml_tokens_seeds``)
+    out += m2_over_seeds(seed_frames(read("ml_tokens"), root, grid.model), grid)
     out.append(m3_verdict(read("ml_ood", 24)))
     size = read("ml_size")
     for t in (0.0, 1.0):

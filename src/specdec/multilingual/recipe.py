@@ -150,9 +150,14 @@ def paper_settings(smoke: bool = False, **overrides) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------- models
-def model_seed(name: str) -> int:
-    """A fixed seed per model name (stable across runs and machines)."""
-    return zlib.crc32(name.encode()) % 100_000
+def model_seed(name: str, train_seed: int = 0) -> int:
+    """A fixed seed per model name (stable across runs and machines). ``train_seed`` k > 0 is the k-th other training
+    seed of the same model (issue 26's training randomness: the initialisation of an F drafter and the data order
+    of every finetune); 0 is the seed the shipped zoo was trained with."""
+    if train_seed < 0:
+        raise ValueError(f"train_seed must be >= 0, got {train_seed}")
+    key = name if train_seed == 0 else f"{name}#train_seed={train_seed}"
+    return zlib.crc32(key.encode()) % 100_000
 
 
 def new_model(size: dict, seed: int, device):

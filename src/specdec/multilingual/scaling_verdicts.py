@@ -2,6 +2,7 @@
 intervals over prompts (``pooled``): notebooks 31-33.
 
 - ``m2_verdicts``: M2, τ rises log-linearly with the finetune tokens (slope > 0, R² reported; ``loglinear_fit``);
+  ``m2_over_seeds``: the same per training seed and pooled over seeds (issue 26);
 - ``m3_verdict``: M3, input-language match keeps more τ than output-language match (the OOD heatmap,
   ``ood_matrix``);
 - ``m4_verdicts``: M4, the larger drafter is slower despite a similar τ.
@@ -10,13 +11,14 @@ intervals over prompts (``pooled``): notebooks 31-33.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from specdec.multilingual.pooled import geo_verdict, log_speed, pooled_tau, tau_arrays
 from specdec.multilingual.tables import paper_value
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, MEASURED, Verdict, bootstrap_rows, decide
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, MEASURED, Verdict, bootstrap_rows, decide, pooled_over_seeds
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -107,6 +109,21 @@ def m2_verdicts(frame: pd.DataFrame, grid: pd.DataFrame) -> list[Verdict]:
 
 
 LINEAR_BEND = 1.0  # M2-linear: the slope may change across the budget range by less than its own mean size
+
+
+def m2_over_seeds(frames: dict, grid: pd.DataFrame) -> list[Verdict]:
+    """M2 and M2-linear over training seeds (issue 26): ``m2_verdicts`` on each seed's rows alone (``frames``: ``{train
+    seed: rows}``, ``seeds.seed_frames``) and on all of them pooled (a prompt's seeds summed into one τ per budget,
+    resampled together), combined by ``verdict.pooled_over_seeds`` with each verdict's own rule: the finding holds
+    only if it holds pooled and no seed's estimate reverses it. One seed: its own verdicts with the seed noted."""
+    per_seed = {k: {v.name: v for v in m2_verdicts(f, grid)} for k, f in sorted(frames.items())}
+    pooled = m2_verdicts(pd.concat(list(frames.values()), ignore_index=True), grid)
+    out = []
+    for v in pooled:
+        rule = (lambda lo, hi: within(lo, hi, LINEAR_BEND)) if v.name.startswith("M2-linear") else None
+        seeds = {k: verdicts[v.name] for k, verdicts in per_seed.items()}
+        out.append(pooled_over_seeds(replace(v, claim=f"{v.claim}; pooled over training seeds"), seeds, rule))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ M3

@@ -82,6 +82,16 @@ def tiny_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--only", nargs="*", default=None, help="drafters: the names to retrain (default: P-F, grid, large)"
     )
+    parser.add_argument(
+        "--train-seed",
+        type=int,
+        nargs="*",
+        default=[],
+        help="drafters: finetune training seeds k > 0 of the named drafters into --out/seed<k> (0: the shipped zoo)",
+    )
+    parser.add_argument(
+        "--no-eval", action="store_true", help="drafters with --train-seed: skip the held-out scores (weights only)"
+    )
     return parser
 
 
@@ -102,12 +112,15 @@ def tiny_main(argv=None):
     if args.step == "drafters":
         return retrain_drafters(
             build_data(),
-            args.out or zoo.MODELS,
+            zoo.MODELS if args.train_seed else args.out or zoo.MODELS,
             args.distilled,
             args.summary_dir,
             args.only,
             device=args.device,
             ft_budget=args.ft_budget,
+            train_seeds=args.train_seed,
+            out_dir=args.out if args.train_seed else None,
+            evaluate=not args.no_eval,
         )
     if args.step in ("train", "all"):
         data = torch.load(data_path, weights_only=True)

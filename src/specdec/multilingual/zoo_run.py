@@ -47,7 +47,8 @@ c. Drafters (~0.37 M parameters, size of ``zoo.TINY_ZOO["tiny-draft-s"]``, same 
 A finetune budget counts answer tokens seen (``</s>`` included): steps = budget / (batch x mean answer
 length of the pair's distilled data). ``--steps-scale`` multiplies every step count and budget and (below 1)
 the number of prompts per set; below ``recipe.SMOKE_SCALE`` (0.01) it also shrinks batches, windows and answer
-lengths (``recipe.SMOKE``): CI smoke runs. All seeds are fixed (a CRC of the model name). Weights are
+lengths (``recipe.SMOKE``): CI smoke runs. All seeds are fixed (a CRC of the model name; ``drafters --train-seed
+k`` finetunes other seeds of the same drafters, ``zoo_retrain``). Weights are
 saved as float16 with a float32 config (``specdec.zoo.training.save_half``) together with the tokenizer and a
 ``training_log.json``; the output directory also gets ``ml_training.csv`` (one row per model),
 ``ml_distilled.jsonl`` and ``ml_run.json`` (configuration, phase timings, sizes).
@@ -118,6 +119,7 @@ class Run:
     phases: dict[str, float] = field(default_factory=dict)
     distilled: dict[str, Conversations] = field(default_factory=dict)  # lang -> distilled X→En conversations
     drafter_eval: dict[str, Conversations] = field(default_factory=dict)  # "<source>-<lang>" -> held-out X→En
+    train_seed: int = 0  # finetunes: ``model_seed(name, train_seed)`` (0: the shipped zoo's seeds)
 
     def scale(self, n: int) -> int:
         return max(1, int(n * self.steps_scale))
@@ -328,17 +330,19 @@ def finetuned_drafter(run: Run, name: str, lang: str, recipe_name: str, subset: 
     ``run.distilled[lang]``; a copy of ``init``, or from scratch) for the passes of a main drafter (``main_steps``
     scaled by the subset's share of the answer tokens), saved as ``name``. ``origin``: ``init_name``,
     ``init_steps``, ``init_seconds``, ``init_log`` (the pretraining of ``init``), ``size`` (from scratch),
-    ``aliases`` (further names of the same model: summary rows only, ``same_as`` = ``name``)."""
+    ``aliases`` (further names of the same model: summary rows only, ``same_as`` = ``name``). ``run.train_seed``
+    picks the seed of the initialisation (from scratch) and of the data order (``model_seed(name, train_seed)``);
+    a copied ``init`` is the same for every training seed."""
     cfg = run.cfg
     t0 = time.perf_counter()
-    size = SIZES[origin.get("size", "draft")]
-    model = copy.deepcopy(init) if init is not None else new_model(size, model_seed(name), run.device)
+    size, seed = SIZES[origin.get("size", "draft")], model_seed(name, run.train_seed)
+    model = copy.deepcopy(init) if init is not None else new_model(size, seed, run.device)
     conv = run.distilled[lang]
     distinct = int(conv.answer_len[subset].sum())
     steps = max(1, round(run.main_steps(lang) * distinct / max(1, int(conv.answer_len.sum()))))
     examples = conv.select(subset)
     log, seen = recipe.finetune(
-        model, examples, steps=steps, batch_size=cfg["ft_batch_size"], lr=cfg["ft_lr"], seed=model_seed(name),
+        model, examples, steps=steps, batch_size=cfg["ft_batch_size"], lr=cfg["ft_lr"], seed=seed,
         name=name, heldout=run.drafter_eval.get(f"django-{lang}"), eval_batch_size=cfg["eval_batch_size"],
     )  # fmt: skip
     seconds = time.perf_counter() - t0
@@ -356,6 +360,7 @@ def finetuned_drafter(run: Run, name: str, lang: str, recipe_name: str, subset: 
         "finetune_examples": examples.n,
         "ft_batch_size": cfg["ft_batch_size"],
         "ft_lr": cfg["ft_lr"],
+        **({"train_seed": run.train_seed} if run.train_seed else {}),
         "seconds": round(origin.get("init_seconds", 0.0) + seconds, 1),
         "heldout_general": run.general_losses(model),
         "heldout_xx_en": run.drafter_metrics(model),
