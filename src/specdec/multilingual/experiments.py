@@ -14,11 +14,8 @@ with its own sampling seed, ``prompt_seed``) and whose methods run back to back 
 tokens per target call, the paper's "acceptance length") is hardware-independent and carries the findings; speed is
 reported as expected (``τ / (γ · T_q/T_p + 1)``) and measured (side-by-side walltime ratio), named with its device.
 
-Batched rows (``grid(batch_size=B)``, default 1): each method of a cell decodes its missing prompts ``B`` at a time
-(``batching.generate_batch``). Every deterministic column (``EXACT_COLUMNS``; ``same_as_ar`` checked per row) is the
-B = 1 row's; the ``WALLTIME`` columns, which time one prompt decoded alone, stay empty, and the append's provenance
-line names its ``batch_size``. What reads walltime (``measured_speedup``, the measured regime) skips empty cells, so
-it reads B = 1 rows only (``docs/reference/speed.md``, "Batched rows and walltime").
+``grid(batch_size=B)`` decodes a cell's missing prompts B at a time (``batching.generate_batch``): the B = 1 rows'
+deterministic columns, empty ``WALLTIME`` columns (``docs/reference/speed.md``, "Batched rows and walltime").
 """
 
 from __future__ import annotations
@@ -48,10 +45,9 @@ from specdec.zoo.models import weights_digest as combine_weights
 from specdec.zoo.tasks import encode, text_digest
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
-# every parameter that changes a row, the device included (rows carry walltimes)
-# and ``weights``, a digest of the target's and the method's drafter's weights (``Drafters.weights_digest``): a
-# retrained model never reuses the rows of the one it replaces; ``request``, the ``text_digest`` of the prompt's
-# text: a prompt id that names another text (a new prompt template) is computed again
+# every parameter that changes a row, the device included (rows carry walltimes), ``weights`` (the target's and the
+# drafter's, ``Drafters.weights_digest``: a retrained model never reuses old rows) and ``request`` (the prompt text's
+# ``text_digest``: a prompt id that names another text is computed again)
 KEYS = [
     "pair", "source", "gamma", "max_new_tokens", "temperature", "seed", "device", "prompt", "request", "method",
     "weights",
@@ -203,12 +199,9 @@ class Drafters:
 def prompt_set(
     drafters: Drafters, source: str, src: str, tgt: str, n: int | None, *, max_prompt_tokens: int = 96, seed: int = 0
 ) -> list[dict]:
-    """``n`` held-out translation prompts ``src`` → ``tgt`` (seeded sample, prompts ≤ ``max_prompt_tokens``);
-    ``n=None``: every held-out pair of the direction (of at most ``max_prompt_tokens``), in file order.
-
-    Each row is ``parallel.direction_prompt`` plus ``ids`` (``LongTensor[L]``: ``<s>`` + prompt ids). A profile whose
-    data come from the hub loads the paper's WMT / IWSLT sets instead (``load_paper_prompts``; ``None``: the whole
-    set)."""
+    """``n`` held-out translation prompts ``src`` → ``tgt`` (seeded sample, prompts ≤ ``max_prompt_tokens``; ``None``:
+    all, in file order): ``parallel.direction_prompt`` rows plus ``ids`` (``LongTensor[L]``: ``<s>`` + prompt ids). A
+    profile whose data come from the hub loads the paper's WMT / IWSLT sets (``load_paper_prompts``)."""
     if n is not None:
         n = validate.integer("n", n, minimum=1, hint="prompts per direction; None = every held-out pair")
     validate.choice("source", source, parallel.SOURCES)
