@@ -270,9 +270,7 @@ def test_a_training_seeds_rows_recompute_from_its_drafter_retrained_here(tmp_pat
     cheapest = committed[committed.method == CHEAPEST]
     sample = results.stratified_sample(cheapest, ["train_seed"], n=3, seed=0)
     monkeypatch.setenv("SPECDEC_SEED_MODELS", str(tmp_path))  # the retrained drafters (the weights key must match)
-    fresh = recompute_elsewhere(
-        "specdec.multilingual.experiments", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records")
-    )
+    fresh = recompute_elsewhere("specdec.multilingual.seeds", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records"))
     assert results.stale_rows(sample, fresh, ms.SEED_KEYS, mb.EXACT_COLUMNS) == []
 
 
@@ -283,7 +281,5 @@ def test_a_sample_of_training_seed_rows_recomputes_where_the_seeds_are_trained()
         grid = ms.SeedDrafters("tiny", int(k)).budget_grid("de")
         if not ms.available(int(k), grid):
             pytest.skip(f"the drafters of training seed {k} are not on this machine (not committed)")
-    fresh = recompute_elsewhere(
-        "specdec.multilingual.experiments", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records")
-    )
+    fresh = recompute_elsewhere("specdec.multilingual.seeds", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records"))
     assert results.stale_rows(sample, fresh, ms.SEED_KEYS, mb.EXACT_COLUMNS) == []

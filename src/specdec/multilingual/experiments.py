@@ -381,7 +381,7 @@ def grid(drafters: Drafters, store, prompts: dict, drafters_for, *, gamma: int, 
     return suite
 
 
-def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
+def recompute(keys: list[dict], *, profile="tiny", seed_drafters=None) -> pd.DataFrame:
     """Decode the stored rows of ``keys`` (rows of ``KEYS`` plus ``drafter``, the method's spec as stored: a zoo
     name, ``pld`` or empty for plain decoding; ``weights`` may be left out) again and return the fresh rows
     (``KEYS`` + ``result_row``'s columns; ``weights`` that of the models as they are now) in the order of ``keys``.
@@ -389,10 +389,9 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
     (``prompt_seed``); plain decoding runs first, so ``same_as_ar`` is recomputed too, unless the key says
     ``plain_first=False`` (a grid without an ``ar`` method, as notebook 32's: its rows' ``same_as_ar`` is empty).
     The tests run this in a subprocess with another CPU vector width and demand the committed rows back (every
-    column but the walltime ones). A key with ``train_seed`` k > 0 decodes with that seed's drafters."""
+    column but the walltime ones). A key with ``train_seed`` k > 0 decodes with ``seed_drafters(profile, k)``
+    (``seeds.recompute`` passes that seed's drafters)."""
     import torch
-
-    from specdec.multilingual.seeds import SeedDrafters
 
     torch.set_num_threads(1)
     by_seed = {0: Drafters(profile)}
@@ -400,7 +399,9 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
     prompts, out = {}, []
     for key in keys:
         train_seed = int(key.get("train_seed") or 0)
-        drafters = by_seed[train_seed] = by_seed.get(train_seed) or SeedDrafters(profile, train_seed)
+        if train_seed not in by_seed and seed_drafters is None:
+            raise ValueError(f"a row of training seed {train_seed}: use specdec.multilingual.seeds.recompute")
+        drafters = by_seed[train_seed] = by_seed.get(train_seed) or seed_drafters(profile, train_seed)
         pair, source = str(key["pair"]), str(key["source"])
         if (pair, source) not in prompts:
             prompts[pair, source] = {r["id"]: r for r in prompt_set(drafters, source, *pair.split("-"), None)}

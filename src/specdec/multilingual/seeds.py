@@ -19,6 +19,7 @@ import pandas as pd
 from specdec import zoo
 from specdec.harness.profile import Profile
 from specdec.hub import ModelNotAvailableError
+from specdec.multilingual import experiments
 from specdec.multilingual.experiments import KEYS, Drafters
 
 # where the seeds' drafters are (gitignored); SPECDEC_SEED_MODELS: another folder (the tests retrain into one)
@@ -89,7 +90,7 @@ def seed_runs(profile, train_seed: int, prompts: dict, *, gamma: int, max_new_to
     prompt, and the seed's grid drafters) on ``prompts`` (``{pair: rows}``), and whether they were decoded here.
     With the seed's weights on this machine: ``experiments.grid`` on ``seeds_store`` (stored rows are read, missing
     ones decoded; a row of other weights is not reused); without them: the stored rows of the seed as committed."""
-    from specdec.multilingual import experiments, tables
+    from specdec.multilingual import tables
 
     drafters = SeedDrafters(profile, train_seed)
     grid = drafters.budget_grid(lang)
@@ -107,3 +108,9 @@ def seed_runs(profile, train_seed: int, prompts: dict, *, gamma: int, max_new_to
             raise ModelNotAvailableError(f"no rows and no weights of training seed {train_seed}: {SEED_TRAIN_COMMAND}")
         frame = frame[frame.train_seed.astype(int) == train_seed]
     return tables.select(frame, prompts, gamma, [0.0], [0], max_new_tokens), decoded
+
+
+def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
+    """``experiments.recompute`` of ``keys`` whose ``train_seed`` > 0 rows decode with that seed's ``SeedDrafters``
+    (the tests run it in a subprocess at another CPU vector width, as they run ``experiments.recompute``)."""
+    return experiments.recompute(keys, profile=profile, seed_drafters=SeedDrafters)

@@ -42,16 +42,13 @@ c. Drafters (~0.37 M parameters, size of ``zoo.TINY_ZOO["tiny-draft-s"]``, same 
    Every drafter is evaluated on the held-out X→En prompts of every language (source A held-out and source B):
    teacher-forced answer-token loss and top-1 agreement with the target's greedy answer (``metrics``).
 
-**Drafters step** (``drafters``): ``specdec.multilingual.zoo_retrain``.
-
 A finetune budget counts answer tokens seen (``</s>`` included): steps = budget / (batch x mean answer
 length of the pair's distilled data). ``--steps-scale`` multiplies every step count and budget and (below 1)
 the number of prompts per set; below ``recipe.SMOKE_SCALE`` (0.01) it also shrinks batches, windows and answer
-lengths (``recipe.SMOKE``): CI smoke runs. All seeds are fixed (a CRC of the model name; ``drafters --train-seed
-k`` finetunes other seeds of the same drafters, ``zoo_retrain``). Weights are
-saved as float16 with a float32 config (``specdec.zoo.training.save_half``) together with the tokenizer and a
-``training_log.json``; the output directory also gets ``ml_training.csv`` (one row per model),
-``ml_distilled.jsonl`` and ``ml_run.json`` (configuration, phase timings, sizes).
+lengths (``recipe.SMOKE``): CI smoke runs. Seeds are a CRC of the model name (the ``drafters`` step,
+``zoo_retrain``, retrains named drafters, ``--train-seed k`` at other seeds). Weights: float16, float32 config
+(``zoo.training.save_half``), with the tokenizer and a ``training_log.json``; the output directory also gets
+``ml_training.csv`` (one row per model), ``ml_distilled.jsonl`` and ``ml_run.json`` (configuration, timings, sizes).
 """
 
 from __future__ import annotations
@@ -331,8 +328,7 @@ def finetuned_drafter(run: Run, name: str, lang: str, recipe_name: str, subset: 
     scaled by the subset's share of the answer tokens), saved as ``name``. ``origin``: ``init_name``,
     ``init_steps``, ``init_seconds``, ``init_log`` (the pretraining of ``init``), ``size`` (from scratch),
     ``aliases`` (further names of the same model: summary rows only, ``same_as`` = ``name``). ``run.train_seed``
-    picks the seed of the initialisation (from scratch) and of the data order (``model_seed(name, train_seed)``);
-    a copied ``init`` is the same for every training seed."""
+    seeds the initialisation from scratch and the data order (``model_seed``); a copied ``init`` is shared."""
     cfg = run.cfg
     t0 = time.perf_counter()
     size, seed = SIZES[origin.get("size", "draft")], model_seed(name, run.train_seed)
