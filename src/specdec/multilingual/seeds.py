@@ -114,3 +114,9 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
     """``experiments.recompute`` of ``keys`` whose ``train_seed`` > 0 rows decode with that seed's ``SeedDrafters``
     (the tests run it in a subprocess at another CPU vector width, as they run ``experiments.recompute``)."""
     return experiments.recompute(keys, profile=profile, seed_drafters=SeedDrafters)
+
+
+def trained_seeds(profile) -> tuple[int, ...]:
+    """The training seeds > 0 that have rows under ``profile``: 1 and 2 for the shipped tiny zoo, none elsewhere
+    (the paper profile's drafters are one training run each)."""
+    return (1, 2) if Profile.load(profile).shipped else ()
