@@ -451,8 +451,9 @@ def main(argv=None):
     parser.add_argument("--executor", choices=["serial", "ray"], help="shard the grid (specdec.sharding)")
     parser.add_argument("--shards", type=int, default=2, help="with --executor: shards (e.g. one per GPU)")
     parser.add_argument("--results", type=pathlib.Path, help="results root to keep (default: a temporary one)")
+    parser.add_argument("--tasks", nargs="+", default=["humaneval", "gsm8k", "mmlu", "cnndm"], help="part of the grid")
     args = parser.parse_args(argv)
-    tasks = ["humaneval", "gsm8k", "mmlu", "cnndm"]
+    tasks = args.tasks
     if args.dump_rows:
         load = lambda t: cos_tasks.load_task(t, args.n_prompts, profile=args.profile)  # noqa: E731
         rows = {t: [{k: r[k] for k in ("id", "prompt", "reference")} for r in load(t)] for t in tasks}
