@@ -97,16 +97,25 @@ def multilingual_losses() -> list[dict]:
 
 # ----------------------------------------------------------------------------------------------------- AASD
 def aasd_projector() -> list[dict]:
-    module = json.loads((ROOT / "data" / "models" / "aasd-module-tabed-target" / "config.json").read_text())["module"]
+    """A2 on notebook 41's target (``aasd.experiments.ablation_target``): its visual positions, its module's k, the
+    target's held-out answer loss with real and white images (``training_log.json``), and τ of the ablations."""
+    from specdec.aasd.experiments import ablation_target
+    from specdec.aasd.zoo_specs import module_name
+
+    target = ablation_target("tiny")
+    module = json.loads((ROOT / "data" / "models" / module_name(target) / "config.json").read_text())["module"]
+    heldout = json.loads((ROOT / "data" / "models" / target / "training_log.json").read_text())["summary"]["heldout"]
     n, k = module["image_tokens"], module["projector_k"]
     out = [
-        row("A2", "visual positions per image", "tabed-target", n, None, 576),
-        row("A2", "projected positions per image (k)", "aasd-module-tabed-target", k, None, 64),
-        row("A2", "compression ratio", "aasd-module-tabed-target", n / k, None, 576 / 64),
+        row("A2", "visual positions per image", target, n, None, 576),
+        row("A2", "projected positions per image (k)", module_name(target), k, None, 64),
+        row("A2", "compression ratio", module_name(target), n / k, None, 576 / 64),
+        row("A2", "target heldout loss (real image)", target, heldout["in_distribution"]["loss"]),
+        row("A2", "target heldout loss (blank image)", target, heldout["in_distribution"]["loss_blank_images"]),
     ]
     runs = pd.read_csv(RESULTS / "aasd_runs.csv")
     for gamma in (3, 5):
-        abl = runs[(runs.table == "ablations") & (runs.gamma == gamma)]
+        abl = runs[(runs.table == "ablations") & (runs.gamma == gamma) & (runs.target == target)]
         tau = abl.groupby("draft").block_efficiency.mean()
         for draft in ("AASD", "AASD w/o image KV", "AASD w/o projector"):
             out.append(row("A2", f"tau (gamma {gamma})", draft, tau[draft], int((abl.draft == draft).sum())))

@@ -46,8 +46,8 @@ RUN_TABLES = {
     "engine (notebooks 00-02)": ["engine_speed_rows", "peer_hf_assisted", "quickstart"],
     "TABED": ["tabed_runs"],
     "CoS": ["cos_main", "cos_sweeps", "cos_theory", "cos_main_gpu"],
-    "Multilingual": ["ml_main", "ml_tokens", "ml_ood", "ml_size", "ml_generalization"],
-    "AASD": ["aasd_runs"],
+    "Multilingual": ["ml_main", "ml_tokens", "ml_tokens_seeds", "ml_ood", "ml_size", "ml_generalization"],
+    "AASD": ["aasd_runs", "aasd_runs_seeds"],
 }
 
 

@@ -255,7 +255,8 @@ def test_runs_are_keyed_by_the_weights_of_target_and_draft(tmp_path, monkeypatch
     module = tmp_path / "aasd-module-tabed-target"
     module.mkdir()
     (module / "module.safetensors").write_bytes(b"retrained")
-    monkeypatch.setattr(ab, "module_name", lambda target, variant: str(module))  # a retrained module, same target
+    # a retrained module, same target
+    monkeypatch.setattr(ab, "module_name", lambda target, variant, train_seed=0: str(module))
     assert ab.weights_of("AASD", "tabed-target") != w["AASD"] and ab.weights_of("AR", "tabed-target") == w["AR"]
 
 

@@ -165,3 +165,64 @@ def test_a5_validity_follows_the_measured_conditions(tmp_path, gain, share, real
 def test_a5_validity_of_the_committed_rows_names_the_measurement():
     level, why = af.a5_validity()
     assert level in ("partly", "no") and "tabed-draft" in why
+
+
+@pytest.mark.parametrize(
+    "positions,ratio,real,blank,level",
+    [
+        (64, 64 / 7, 0.07, 1.07, "partly"),  # the rebuilt proxy: 64 positions at 9.1:1, the target reads its images
+        (16, 4.0, 0.07, 0.84, "no"),  # the shipped 16-position proxy
+        (64, 64 / 7, 1.07, 1.07, "no"),  # a target that ignores its images
+    ],
+)
+def test_a2_validity_follows_the_measured_conditions(tmp_path, positions, ratio, real, blank, level):
+    rows = [
+        ("visual positions per image", positions),
+        ("compression ratio", ratio),
+        ("target heldout loss (real image)", real),
+        ("target heldout loss (blank image)", blank),
+    ]
+    (tmp_path / "tiny").mkdir(parents=True)
+    pd.DataFrame([dict(condition="A2", quantity=q, subset="t", value=v) for q, v in rows]).to_csv(
+        tmp_path / "tiny" / "proxy_conditions.csv", index=False
+    )
+    got, why = af.a2_validity(tmp_path)
+    assert got == level and "proxy_conditions.csv" in why
+
+
+def _seeded(taus_by_seed: dict, noise=0.05):
+    """``(stored, seeded)`` runs of the ablations table: seed 0's in ``stored`` (with plain decoding), the other
+    seeds' module rows in ``seeded`` (keyed ``train_seed``), each seed's AASD and w/o-projector τ as given."""
+    stored = frame({"AR": 1.0, **taus_by_seed[0]}, noise=noise).assign(table="ablations", request=lambda f: f.row)
+    seeded = [
+        frame(taus, noise=noise, seed=k).assign(table="ablations", request=lambda f: f.row, train_seed=k)
+        for k, taus in taus_by_seed.items()
+        if k
+    ]
+    return stored, pd.concat(seeded, ignore_index=True)
+
+
+@pytest.mark.parametrize(
+    "second_seed, expected",
+    [(3.0, HOLDS), (1.9, INCONCLUSIVE)],
+    ids=["no seed reverses", "a seed reverses"],
+)
+def test_a_module_finding_holds_over_seeds_only_if_no_seed_reverses_it(second_seed, expected):
+    from specdec.aasd import seeds
+
+    taus = {0: {"AASD": 3.0, "AASD w/o projector": 2.0}, 1: {"AASD": 3.1, "AASD w/o projector": 2.0},
+            2: {"AASD": second_seed, "AASD w/o projector": 2.0}}  # fmt: skip
+    stored, seeded = _seeded(taus)
+    frames = seeds.seed_frames(stored, seeded, "ablations")
+    assert sorted(frames) == [0, 1, 2] and (frames[2].draft == "AR").sum() == (stored.draft == "AR").sum()
+    v = af.over_seeds(lambda f: [af.verdict_a2(f)], frames)[0]
+    assert v.status == expected and "Training seeds (3" in v.detail and "pooled over training seeds" in v.claim
+    pooled = seeds.pooled_frame(frames)
+    assert af.paired_part(pooled, "AASD", "AASD w/o projector", "tau")[3] == 12  # a request's seeds: one unit
+
+
+def test_aasd_findings_read_the_committed_seed_runs():
+    found = {v.name: v for v in af.findings_from_results("tiny")}
+    for name in ("A1-tau", "A2", "A3", "A4"):
+        assert "Training seeds (3" in found[name].detail, name
+    assert "Training seeds" not in found["A5"].detail

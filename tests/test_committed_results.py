@@ -154,6 +154,32 @@ def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_wi
     assert results.stale_rows(sample, fresh, ab.KEY, ab.EXACT_COLUMNS, {"block_efficiency": 1e-6}) == []
 
 
+def test_a_sample_of_the_aasd_seed_runs_recomputes_exactly_at_another_vector_width():
+    """The modules' runs of training seeds 1 and 2 (``specdec.aasd.seeds``; their weights are committed): every
+    run lossless, every module method on every request of its seed-0 table, and one seeded random run of every
+    (seed, table, target, draft) decodes again to the same tokens."""
+    from specdec.aasd import seeds
+
+    committed = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs_seeds.csv", dtype=str)
+    assert set(committed.train_seed) == {"1", "2"} and (committed.lossless == "True").all()
+    seed0 = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs.csv", dtype=str)
+    for (k, table, target, draft, gamma), rows in committed.groupby(
+        ["train_seed", "table", "target", "draft", "gamma"]
+    ):
+        same = seed0[
+            (seed0.table == table) & (seed0.target == target) & (seed0.draft == draft) & (seed0.gamma == gamma)
+        ]
+        assert set(rows.row) == set(same.row), (k, table, target, draft, gamma)
+        if draft != "AR":  # another seed's module: other weights than seed 0's
+            assert not set(rows.weights) & set(same.weights), (k, draft)
+    sample = results.stratified_sample(
+        committed[committed.draft != "AR"], ["train_seed", "table", "target", "draft"], n=1, seed=0
+    )
+    fresh = recompute_elsewhere("specdec.aasd.seeds", sample[seeds.SEED_KEY].to_dict("records"))
+    exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
+    assert results.stale_rows(sample, fresh, seeds.SEED_KEY, exact, {"block_efficiency": 1e-6}) == []
+
+
 COS_TABLES = ("cos_main", "cos_sweeps", "cos_theory")
 COS_KEY = cx.ROW_KEY
 

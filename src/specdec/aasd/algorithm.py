@@ -115,13 +115,15 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 class KVProjector(nn.Module):
     """Eq. (3): ``K*_I = W_K K_I``, ``V*_I = W_V V_I`` per image, ``W_K, W_V ∈ R^{k×n}`` (n image positions -> k).
 
-    Initialised as ``k`` block averages of ``n / k`` consecutive positions (a pooled start), then learned."""
+    Initialised as ``k`` block averages of consecutive positions, as even as ``n`` allows (64 -> 7: one block of 10,
+    six of 9), then learned."""
 
     def __init__(self, n: int, k: int):
         super().__init__()
         init = torch.zeros(k, n)
-        for row, chunk in enumerate(torch.arange(n).chunk(k)):
-            init[row, chunk] = 1.0 / len(chunk)
+        for row, chunk in enumerate(torch.arange(n).tensor_split(k)):
+            if len(chunk):  # k > n (a stand-in model's few positions): the rows past n start at zero
+                init[row, chunk] = 1.0 / len(chunk)
         self.w_k = nn.Parameter(init.clone())
         self.w_v = nn.Parameter(init.clone())
         self.n, self.k = n, k

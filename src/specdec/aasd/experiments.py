@@ -89,15 +89,18 @@ def profile_targets(profile) -> list[str]:
 
 
 # ----------------------------------------------------------------------------------------------- models
-def draft_source(name: str, target_name: str, profile="tiny") -> tuple[str | pathlib.Path, str | None]:
+def draft_source(
+    name: str, target_name: str, profile="tiny", train_seed: int = 0
+) -> tuple[str | pathlib.Path, str | None]:
     """``(folder or hub id, revision)`` of a draft name's weights (``make_drafter`` loads from there): a module
-    folder (``AASD*``), the shipped zoo's baseline, or otherwise the paper-scale zoo's distilled baseline or the
-    public draft of ``aasd.drafts`` at its pinned revision."""
+    folder (``AASD*``; ``train_seed`` k > 0: the module trained with the k-th other seed), the shipped zoo's
+    baseline, or otherwise the paper-scale zoo's distilled baseline or the public draft of ``aasd.drafts`` at its
+    pinned revision."""
     validate.choice("AASD draft", name, [*MAIN_DRAFTS, *ABLATIONS])
     profile = Profile.load(profile)
     zoo_dir = zoo.MODELS if profile.shipped else zoo_specs.zoo_dir()
     if name.startswith("AASD"):
-        return zoo_dir / module_name(target_name, ABLATIONS[name][0]), None
+        return zoo_dir / module_name(target_name, ABLATIONS[name][0], train_seed), None
     if profile.shipped:
         return draft_name(name, target_name if name.startswith("DT") else None), None
     draft = profile.spec["aasd"]["drafts"][name]
@@ -106,21 +109,21 @@ def draft_source(name: str, target_name: str, profile="tiny") -> tuple[str | pat
     return zoo_dir / draft_name(name, target_name), None
 
 
-def weights_of(draft: str, target_name: str, profile="tiny") -> str:
+def weights_of(draft: str, target_name: str, profile="tiny", train_seed: int = 0) -> str:
     """The ``weights`` key of a run: ``zoo.models.weights_digest`` of the target's and (but for ``AR``) the draft's
     ``weights_identity``."""
     profile = Profile.load(profile)
     parts = [models.weights_identity(*profile.model_source(target_name))]
     if draft != "AR":
-        parts.append(models.weights_identity(*draft_source(draft, target_name, profile)))
+        parts.append(models.weights_identity(*draft_source(draft, target_name, profile, train_seed)))
     return models.weights_digest(*parts)
 
 
-def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, profile="tiny"):
+def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, profile="tiny", train_seed: int = 0):
     """``(drafter, uses_images)`` for a draft name of ``MAIN_DRAFTS`` or ``ABLATIONS``: the shipped zoo's, or the
     paper-scale zoo (``zoo_specs.zoo_dir()``) and the public drafts of ``aasd.drafts``, on the target's device."""
     profile = Profile.load(profile)
-    source, revision = draft_source(name, target_name, profile)
+    source, revision = draft_source(name, target_name, profile, train_seed)
     if name.startswith("AASD"):
         if not (source / "module.safetensors").exists():
             raise zoo_specs.missing(source, f"AASD module ({name})", target_name)
@@ -218,25 +221,29 @@ def requests_of(rows: Sequence[dict], processor, target) -> list[Request]:
 
 
 def experiment(store, profile, table: str, target_name: str, rows, drafts, gammas, max_new_tokens: int,
-               loaded=None) -> Experiment:  # fmt: skip
+               loaded=None, train_seed: int | None = None) -> Experiment:  # fmt: skip
     """One target of a notebook ``table``: plain decoding (``AR``) and every draft at every γ on every request of
-    ``rows`` (``load_requests``), one stored row each. ``loaded``: ``(target, processor)``, else ``load_target``."""
+    ``rows`` (``load_requests``), one stored row each. ``loaded``: ``(target, processor)``, else ``load_target``.
+    ``train_seed`` (the seed store of ``aasd.seeds``): the modules of that training seed, stored in a ``train_seed``
+    column."""
+    seed = train_seed or 0
     profile = Profile.load(profile)
     target, processor = loaded or load_target(target_name, profile)
     device = next(target.parameters()).device.type
 
     def maker(draft):
-        return lambda lm: make_drafter(draft, target_name, target, lm, processor, profile)
+        return lambda lm: make_drafter(draft, target_name, target, lm, processor, profile, seed)
 
     methods = {"AR": method(target, None, 0, weights_of("AR", target_name, profile), None)}
     for draft in drafts:
-        weights = weights_of(draft, target_name, profile)
+        weights = weights_of(draft, target_name, profile, seed)
         methods |= {f"{draft} γ={g}": method(target, draft, g, weights, maker(draft)) for g in gammas}
     return Experiment(
         store,
         requests_of(rows, processor, target),
         methods,
-        fixed=dict(table=table, target=target_name, max_new_tokens=max_new_tokens, device=device),
+        fixed=dict(table=table, target=target_name, max_new_tokens=max_new_tokens, device=device)
+        | ({} if train_seed is None else {"train_seed": train_seed}),
         setting=Setting(max_new_tokens, eos_token_id=processor.tokenizer.eos_token_id),
         reference="AR",
         row=result_row,
@@ -274,19 +281,25 @@ def table1(profile, *, targets=(), drafts=MAIN_DRAFTS, gammas=(3, 5), n_per_task
     return suite(profile, "table1", targets, drafts, gammas, n_per_task, max_new_tokens, seed)
 
 
+def ablation_target(profile) -> str:
+    """Notebook 41's target: on the shipped zoo A2's ``aasd-target-p8`` (64 visual positions per image, a projector
+    at the paper's ratio: docs/papers/aasd.md, Proxy conditions), else the profile's first target."""
+    return zoo_specs.P8_TARGET if Profile.load(profile).shipped else profile_targets(profile)[0]
+
+
 def ablations(profile, *, target: str = "", drafts=tuple(ABLATIONS), gammas=(3, 5), n_per_task: int = 63,
               max_new_tokens: int = 48, seed: int = 0) -> Suite:  # fmt: skip
-    """Table 2, the k sweep and Figs. 3-4 (notebook 41): the module's ablations on one target (``""``: the
-    profile's first)."""
-    target = target or profile_targets(profile)[0]
+    """Table 2, the k sweep and Figs. 3-4 (notebook 41): the module's ablations on one target (``""``:
+    ``ablation_target``)."""
+    target = target or ablation_target(profile)
     return suite(profile, "ablations", [target], drafts, gammas, n_per_task, max_new_tokens, seed)
 
 
 def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
     """Decode the stored runs of ``keys`` (rows of ``KEY`` columns) again (with their plain-decoding references,
     which ``lossless`` compares with) and return the fresh rows, under today's weights and request digests
-    (``Experiment.recompute``), in the order of ``keys``. The tests run this at another CPU vector width and
-    demand the committed rows back."""
+    (``Experiment.recompute``), in the order of ``keys``; a key with ``train_seed`` (``aasd.seeds``) decodes with
+    that seed's modules. The tests run this at another CPU vector width and demand the committed rows back."""
     import tempfile
 
     profile = Profile.load(profile)
@@ -296,19 +309,22 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
     requests = {r["id"]: r for r in load_requests(per * max(len(parts) for parts in TASKS.values()), profile=profile)}
     groups: dict[tuple, list[int]] = {}
     for i, key in enumerate(keys):
-        groups.setdefault((key["table"], key["target"], int(key["max_new_tokens"])), []).append(i)
+        seed = None if key.get("train_seed") in (None, "") else int(key["train_seed"])
+        groups.setdefault((key["table"], key["target"], int(key["max_new_tokens"]), seed), []).append(i)
     fresh: dict[int, dict] = {}
     loaded: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
-        scratch = results.ResultStore(profile.name, "recomputed", KEY, root=pathlib.Path(tmp))
-        for (table, target, max_new_tokens), where in groups.items():
+        for (table, target, max_new_tokens, seed), where in groups.items():
+            key = KEY if seed is None else [*KEY, "train_seed"]
+            scratch = results.ResultStore(profile.name, f"recomputed-{len(fresh)}", key, root=pathlib.Path(tmp))
             group = [keys[i] for i in where]
             rows = list({k["row"]: requests[k["row"]] for k in group}.values())
             drafts = list(dict.fromkeys(k["draft"] for k in group if k["draft"] != "AR"))
             gammas = sorted({int(k["gamma"]) for k in group if k["draft"] != "AR"})
             if target not in loaded:
                 loaded[target] = load_target(target, profile)
-            exp = experiment(scratch, profile, table, target, rows, drafts, gammas, max_new_tokens, loaded[target])
+            exp = experiment(scratch, profile, table, target, rows, drafts, gammas, max_new_tokens, loaded[target],
+                             train_seed=seed)  # fmt: skip
             for i, row in zip(where, exp.recompute(group).to_dict("records")):
                 fresh[i] = row
     return pd.DataFrame([fresh[i] for i in range(len(keys))])

@@ -32,7 +32,7 @@ from specdec.aasd.algorithm import SpeculatingModule, config_for, save_module
 from specdec.aasd.baselines import NEWLINE
 from specdec.aasd.rows import Rows, pick_rows, text_only_batch
 from specdec.aasd.tda import TDAObjective, tda_loss
-from specdec.aasd.zoo_specs import draft_name, module_name
+from specdec.aasd.zoo_specs import SEED_STEP, draft_name, module_name
 from specdec.cache import CachedLM
 from specdec.engine import generate
 from specdec.zoo import models, training
@@ -165,17 +165,20 @@ def module_heldout_loss(module, target, heldout: Rows, cfg: dict, n_rows: int = 
 
 
 def train_modules(target, target_name: str, rows: Rows, settings: dict, variants, out: pathlib.Path, info: dict,
-                  heldout: Rows | None = None, accelerator=None) -> dict:  # fmt: skip
+                  heldout: Rows | None = None, accelerator=None, train_seed: int = 0) -> dict:  # fmt: skip
     """The module variants ``variants`` (``""``: the main one) of one target, saved under ``out`` with ``info``
-    (target, revision, profile); returns ``{name: folder}``."""
+    (target, revision, profile); ``train_seed`` k > 0: with the module's seed moved by ``SEED_STEP * k``, saved as
+    ``module_name(.., train_seed=k)``. Returns ``{name: folder}``."""
     saved = {}
+    cfg = {**settings["module"], "seed": settings["module"].get("seed", 0) + SEED_STEP * train_seed}
     for variant in variants:
-        name = module_name(target_name, variant)
-        module, summary = train_module(target, rows, settings["module"], settings["variants"].get(variant, {}),
-                                       name=name, heldout=heldout, accelerator=accelerator)  # fmt: skip
+        name = module_name(target_name, variant, train_seed)
+        module, summary = train_module(target, rows, cfg, settings["variants"].get(variant, {}), name=name,
+                                       heldout=heldout, accelerator=accelerator)  # fmt: skip
         if is_main(accelerator):
             log = summary.pop("log")
-            save_module(module, out / name, {**info, "variant": variant or "main", "training": summary, "log": log})
+            meta = {**info, "variant": variant or "main", "train_seed": train_seed, "training": summary, "log": log}
+            save_module(module, out / name, meta)
             print(json.dumps(summary), flush=True)
             saved[name] = out / name
     return saved
@@ -367,7 +370,8 @@ def load_target(profile, name: str, accelerator=None):
 
 
 def run_target(profile, target_name: str, settings: dict, make_rows, out: pathlib.Path, *, modules=True,
-               drafts=True, target_index: int = 0, heldout: dict | None = None, accelerator=None) -> dict:  # fmt: skip
+               drafts=True, target_index: int = 0, heldout: dict | None = None, accelerator=None,
+               train_seed: int = 0) -> dict:  # fmt: skip
     """The recipe for one target of ``profile`` (a ``harness.profile.Profile``): its answers to the training
     prompts ``make_rows(target, processor)`` when something trains on them, its ``modules`` (the variants
     ``settings["targets"]`` names) and its distilled baselines (``drafts``); ``heldout``: ``{label: Rows}`` the
@@ -390,7 +394,7 @@ def run_target(profile, target_name: str, settings: dict, make_rows, out: pathli
         info = {"target": target_name, "revision": revision, "profile": profile.name,
                 "answers": path.name if on_answers else "task"}  # fmt: skip
         saved |= train_modules(target, target_name, module_rows, settings, settings["targets"][target_name], out,
-                               info, (heldout or {}).get(""), accelerator)  # fmt: skip
+                               info, (heldout or {}).get(""), accelerator, train_seed)  # fmt: skip
     if drafts and answered is not None:
         saved |= train_drafts(answered, settings, "target", out, target=target_name, target_index=target_index,
                               device=device, heldout=heldout, spec=profile.spec, accelerator=accelerator)  # fmt: skip

@@ -95,7 +95,7 @@ def file_rows(data: dict, split: str = "train", blank: bool = False) -> Rows:
         pad_id=0,
         eos_id=2,
         image_token_id=IMAGE_TOKEN_ID,
-        image_tokens=IMAGE_TOKENS,
+        image_tokens=int(data.get("image_tokens", IMAGE_TOKENS)),  # 64 in a ``vlm.data.with_patch_size(.., 8)`` file
         files=data["processor_files"],
     )
 

@@ -7,6 +7,8 @@
     python -m specdec.aasd.train answers      # the targets' greedy answers to the training prompts (resumable)
     python -m specdec.aasd.train dt           # the targets' answers, then DT-LLaMA / DT-LLaVA per target
     python -m specdec.aasd.train modules      # the AASD modules of both targets and the ablation modules
+    python -m specdec.aasd.train p8 --device cuda   # A2's 64-position target and its modules (p8-target, p8-modules)
+    python -m specdec.aasd.train seeds        # the modules with training seeds 1 and 2 (``zoo_specs.TRAIN_SEEDS``)
     python -m specdec.aasd.train paper --target llava-hf/llava-1.5-7b-hf   # paper scale (one GPU)
     accelerate launch --config_file configs/accelerate/ddp.yaml -m specdec.aasd.train paper --target ...
 
@@ -43,13 +45,20 @@ from specdec.aasd.rows import file_rows, request_rows, training_requests
 from specdec.harness.profile import SHIPPED, Profile
 
 DATA_FILE = pathlib.Path(".cache/tabed_data.pt")
+STEPS = ("all", "target", "baselines", "ft", "answers", "dt", "modules", "p8", "p8-target", "p8-modules", "seeds")
+STEPS += ("paper",)
 
 
-def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TINY) -> dict:
-    """A step of the tiny zoo (``all``, ``target``, ``baselines`` = ``ft`` then ``dt``, ``modules``, ``answers``)
-    on the TABED data file ``data``, saved under ``out``; returns ``{name: folder}`` of the recipe's models."""
+def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TINY, device: str = "cpu") -> dict:
+    """A step of the tiny zoo (``all``, ``target``, ``baselines`` = ``ft`` then ``dt``, ``modules``, ``answers``,
+    ``p8`` = ``p8-target`` then ``p8-modules``) on the TABED data file ``data``, saved under ``out``; returns
+    ``{name: folder}`` of the recipe's models."""
     from specdec.vlm import train as vlm_train
 
+    if step.startswith("p8"):
+        return p8(step, data, out, device)
+    if step == "seeds":
+        return seeds(data, out, device)
     profile = Profile.load(SHIPPED)
     rows = file_rows(data, "train")
     heldout = {"": file_rows(data, "heldout"), "_blank_images": file_rows(data, "heldout", blank=True)}
@@ -74,6 +83,40 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
         for k, target in enumerate(settings["targets"]):
             saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, drafts=False,
                                        target_index=k, heldout=heldout)  # fmt: skip
+    return saved
+
+
+def p8(step: str, data: dict, out: pathlib.Path, device: str = "cpu") -> dict:
+    """A2's target ``aasd-target-p8`` (64 visual positions per image) and its modules (``zoo_specs.P8``), on the
+    TABED data file widened to 8-px patches (``vlm.data.with_patch_size``)."""
+    from specdec.vlm import train as vlm_train
+    from specdec.vlm.data import with_patch_size
+
+    wide = with_patch_size(data, zoo_specs.P8_PATCH)
+    if step in ("p8", "p8-target"):
+        vlm_train.train_all(wide, [zoo_specs.P8_TARGET], out, device=device, specs=zoo_specs.TARGET_SPECS)
+    saved = {zoo_specs.P8_TARGET: out / zoo_specs.P8_TARGET}
+    if step in ("p8", "p8-modules"):
+        heldout = {"": file_rows(wide, "heldout")}
+        saved |= recipe.run_target(Profile.load(SHIPPED, device), zoo_specs.P8_TARGET, zoo_specs.P8,
+                                   lambda *_: file_rows(wide, "train"), out, drafts=False, heldout=heldout)  # fmt: skip
+    return saved
+
+
+def seeds(data: dict, out: pathlib.Path, device: str = "cpu", train_seeds=zoo_specs.TRAIN_SEEDS) -> dict:
+    """The modules again with each training seed of ``train_seeds``: the main module of every target of
+    ``zoo_specs.TINY`` (Table 1) and every variant of the ablation target's (``zoo_specs.P8``: Table 2, Figs. 3-4)."""
+    from specdec.vlm.data import with_patch_size
+
+    profile, saved = Profile.load(SHIPPED, device), {}
+    wide = with_patch_size(data, zoo_specs.P8_PATCH)
+    narrow = {**zoo_specs.TINY, "targets": {t: ("",) for t in zoo_specs.TINY["targets"]}}
+    for k in train_seeds:
+        for settings, file in ((narrow, data), (zoo_specs.P8, wide)):
+            for target in settings["targets"]:
+                rows = file_rows(file, "train")
+                saved |= recipe.run_target(profile, target, settings, lambda *_, r=rows: r, out, drafts=False,
+                                           heldout={"": file_rows(file, "heldout")}, train_seed=k)  # fmt: skip
     return saved
 
 
@@ -114,7 +157,7 @@ def main(argv=None):
     parser.add_argument(
         "step",
         nargs="?",
-        choices=["all", "target", "baselines", "ft", "answers", "dt", "modules", "paper"],
+        choices=STEPS,
         default="all",
     )
     parser.add_argument("--data", type=pathlib.Path, default=DATA_FILE, help="the TABED data file (built if missing)")
@@ -142,7 +185,8 @@ def main(argv=None):
 
         args.data.parent.mkdir(parents=True, exist_ok=True)
         torch.save(build_data(), args.data)
-    tiny(args.step, torch.load(args.data, weights_only=True), args.out, only_drafts(zoo_specs.TINY, args.drafts))
+    data = torch.load(args.data, weights_only=True)
+    tiny(args.step, data, args.out, only_drafts(zoo_specs.TINY, args.drafts), device=args.device or "cpu")
 
 
 def only_drafts(settings: dict, names: list[str] | None) -> dict:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import pathlib
 
-from specdec import hub
+from specdec import hub, zoo
 from specdec.vlm.train import TABED_TRAIN, VISION
 
 # The second target ("LLaVA-7B" to tabed-target's "13B"): a smaller text model on the same data file, trained by
@@ -47,6 +47,15 @@ TARGET_SPECS: dict[str, dict] = {
         train=dict(TABED_TRAIN, steps=350, batch_size=32),
     ),
 }
+# A2's target (docs/papers/aasd.md, "Proxy conditions"): tabed-target's recipe with 8-px patches, i.e. 64 visual
+# positions per image (LLaVA-1.5: 576), on the TABED data file widened by ``vlm.data.with_patch_size``; its modules
+# keep k = 7 (64 / 7 = 9.1, the paper's 576 / 64 = 9). Notebook 41 runs on it; Table 1 stays on the 16-position pair.
+P8_TARGET = "aasd-target-p8"
+P8_PATCH = 8
+TARGET_SPECS[P8_TARGET] = dict(
+    text=zoo.TINY_ZOO["tiny-target"], vision=dict(VISION, patch_size=P8_PATCH), max_images=5, seed=0,
+    train=dict(TABED_TRAIN, steps=3000),
+)  # fmt: skip
 TARGETS = ("tabed-target", SECOND_TARGET)
 # ablation variants of the module (tiny: trained on tabed-target): name suffix -> module settings. The tiny "own"
 # module keeps its projector (it reads no image slot, so the projector gets no gradient and stays as initialised).
@@ -108,6 +117,15 @@ TINY: dict = dict(
 )
 
 
+# Training randomness (issue 26): the modules retrain in seconds to minutes, so each trains with two more seeds. Seed
+# k moves the module's seeds (initialisation, batch order, sampled positions) by SEED_STEP * k; the targets, the data
+# and every other setting stay. TRAIN_SEEDS trains the main module of every target and the ablation target's variants.
+SEED_STEP = 1000
+TRAIN_SEEDS = (1, 2)
+# the modules of A2's target: the same settings and variants as tabed-target's, at the paper's compression ratio
+P8 = dict(TINY, targets={P8_TARGET: ALL_VARIANTS}, module=dict(TINY["module"], projector_k=7), drafts={})
+
+
 def paper_settings(spec: dict, variants=ALL_VARIANTS) -> dict:
     """The recipe's settings for the hub targets of a profile's ``aasd`` section (``spec``: the profile's yaml):
     modules and distilled baselines on the target's own answers to every training prompt; the distilled baselines
@@ -131,9 +149,14 @@ def paper_settings(spec: dict, variants=ALL_VARIANTS) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------- names
-def module_name(target: str, variant: str = "") -> str:
-    """The zoo folder of a target's module (``target``: a zoo name or a hub id)."""
-    return f"aasd-module-{target.split('/')[-1]}" + (f"-{variant}" if variant else "")
+def module_name(target: str, variant: str = "", train_seed: int = 0) -> str:
+    """The zoo folder of a target's module (``target``: a zoo name or a hub id); ``train_seed`` k > 0: the same
+    module trained with the k-th other seed (``-seed<k>``)."""
+    return (
+        f"aasd-module-{target.split('/')[-1]}"
+        + (f"-{variant}" if variant else "")
+        + (f"-seed{train_seed}" if train_seed else "")
+    )
 
 
 def draft_name(draft: str, target: str | None = None) -> str:

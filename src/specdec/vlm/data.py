@@ -238,3 +238,42 @@ def caption_split(tokenizer, image_ids: list[int], captions: list[str]) -> dict:
         "scenario": ["caption"] * len(image_ids),
         "turn": torch.ones(len(image_ids), dtype=torch.int8),
     }
+
+
+def with_patch_size(data: dict, patch_size: int) -> dict:
+    """``data`` (a data file of ``build_data``) for a vision tower with ``patch_size``-pixel patches: the same rows,
+    images and split, each image's run of ``data["image_tokens"]`` image tokens widened to ``(image_size //
+    patch_size) ** 2`` and the saved processor's ``patch_size`` set, so that encoding a prompt with the saved
+    processor gives the rows' ids. The caption splits are left out (no captioner trains at another patch size)."""
+    old = int(data.get("image_tokens", IMAGE_TOKENS))
+    new = (int(data["image_size"]) // patch_size) ** 2
+    if new < old or new % old:
+        raise ValueError(f"patch size {patch_size} gives {new} positions per image, not a multiple of {old}")
+
+    def widen(split: dict) -> dict:
+        offsets, flat = split["offsets"].tolist(), split["input_ids"].long()
+        ids, out_offsets, prompt_len = [], [0], []
+        for i in range(len(offsets) - 1):
+            row = flat[offsets[i] : offsets[i + 1]]
+            is_image = row == IMAGE_TOKEN_ID
+            if int(is_image.sum()) % old:
+                raise ValueError(f"row {i}: {int(is_image.sum())} image tokens, not a whole number of images")
+            # each image token of the old run stands for new // old of the new one; the runs stay contiguous
+            repeats = torch.where(is_image, new // old, 1)
+            wide = torch.repeat_interleave(row, repeats)
+            prompt_len.append(int(repeats[: int(split["prompt_len"][i])].sum()))
+            ids.append(wide)
+            out_offsets.append(out_offsets[-1] + len(wide))
+        return {
+            **split,
+            "input_ids": torch.cat(ids).to(split["input_ids"].dtype),
+            "offsets": torch.tensor(out_offsets),
+            "prompt_len": torch.tensor(prompt_len, dtype=split["prompt_len"].dtype),
+        }
+
+    config = json.loads(data["processor_files"]["processor_config.json"])
+    config["patch_size"] = patch_size
+    files = {**data["processor_files"], "processor_config.json": json.dumps(config, indent=2, sort_keys=True) + "\n"}
+    out = {k: v for k, v in data.items() if not k.startswith("caption_")}
+    return {**out, "train": widen(data["train"]), "heldout": widen(data["heldout"]), "image_tokens": new,
+            "processor_files": files}  # fmt: skip

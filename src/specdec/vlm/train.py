@@ -51,7 +51,6 @@ from specdec.vlm.batches import Images, Split, batch_inputs, in_distribution, sp
 from specdec.vlm.data import (
     DATA,
     IMAGE_TOKEN_ID,
-    IMAGE_TOKENS,
     build_data,
 )
 from specdec.zoo import training
@@ -108,7 +107,7 @@ def llava_config(name: str, spec: dict | None = None):
         vision_config=vision,
         text_config=text,
         image_token_id=IMAGE_TOKEN_ID,
-        image_seq_length=IMAGE_TOKENS,
+        image_seq_length=(vision.image_size // vision.patch_size) ** 2,  # IMAGE_TOKENS at the zoo's 16-px patches
         projector_hidden_act="gelu",
         vision_feature_layer=-1,
         vision_feature_select_strategy="default",
