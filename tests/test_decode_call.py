@@ -53,10 +53,11 @@ def test_generate_is_the_same_with_and_without_the_fast_call(random_pair, sampli
     assert results[0] == results[1]
 
 
-def test_a_hooked_model_is_called_through_its_forward():
+@pytest.mark.parametrize("hooked", ["model", "base model"])
+def test_a_hooked_model_is_called_through_its_forward(hooked):
     model = random_llama(64, 32, 1, seed=5)
     calls = []
-    handle = model.register_forward_hook(lambda *_: calls.append(1))
+    handle = (model if hooked == "model" else model.model).register_forward_hook(lambda *_: calls.append(1))
     try:
         lm = CachedLM(model)
         assert lm.fast  # the path exists, but the hook must see every call

@@ -43,15 +43,13 @@ def fast_path(model) -> bool:
 
 
 def hooked(model) -> bool:
-    """Whether forward hooks watch ``model`` (its own or global ones): then it must be called, not bypassed."""
+    """Whether forward hooks watch ``model`` or its base model (the two modules ``decode_logits`` does not call), or
+    global ones: then it must be called, not bypassed. Hooks on the layers and heads fire either way."""
     from torch.nn.modules import module as nn_module
 
-    return bool(
-        model._forward_hooks
-        or model._forward_pre_hooks
-        or nn_module._global_forward_hooks
-        or nn_module._global_forward_pre_hooks
-    )
+    if nn_module._global_forward_hooks or nn_module._global_forward_pre_hooks:
+        return True
+    return any(m._forward_hooks or m._forward_pre_hooks for m in (model, model.model))
 
 
 def decode_logits(model, ids: torch.Tensor, cache) -> torch.Tensor:
