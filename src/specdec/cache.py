@@ -13,6 +13,8 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
+from specdec import decode_call
+
 
 @runtime_checkable
 class TargetLM(Protocol):
@@ -75,6 +77,7 @@ class CachedLM(_ModelCache):
         super().__init__(model)
         self.tokens_fed = 0  # token positions sent through the model (padding excluded)
         self.calls = 0
+        self.fast = decode_call.fast_path(model)  # once: the class and config checks cost more than a tiny call
 
     @torch.no_grad()
     def prefill(self, prompt_rows: list[torch.Tensor], row_features=None, **model_inputs) -> None:
@@ -164,6 +167,9 @@ class CachedLM(_ModelCache):
     def _forward(self, ids: torch.Tensor, positions_from: int, **model_inputs) -> torch.Tensor:
         k = ids.shape[1]
         self.calls += 1
+        if self.fast and not self.padded and not model_inputs and not decode_call.hooked(self.model):
+            with torch.inference_mode():  # see below
+                return decode_call.decode_logits(self.model, ids, self.cache).float()
         kwargs = dict(past_key_values=self.cache, use_cache=True, **model_inputs)
         if "inputs_embeds" not in kwargs:
             kwargs["input_ids"] = ids

@@ -111,7 +111,7 @@ class _Clock:
     """Seconds per named part of a decode, counted only once decoding started (prefill excluded)."""
 
     def __init__(self, device):
-        self.device, self.decoding, self.parts, self._open = device, False, {}, {}
+        self.device, self.decoding, self.parts = device, False, {}
 
     def now(self):
         return engine.now(self.device)
@@ -119,12 +119,6 @@ class _Clock:
     def add(self, part, seconds):
         if self.decoding:
             self.parts[part] = self.parts.get(part, 0.0) + seconds
-
-    def hook(self, model, part):
-        """Forward hooks that time every call of ``model`` (a transformers module) as ``part``."""
-        pre = model.register_forward_pre_hook(lambda *_: self._open.__setitem__(part, self.now()))
-        post = model.register_forward_hook(lambda *_: self.add(part, self.now() - self._open[part]))
-        return pre, post
 
     def timed(self, part, fn, *args):
         self.decoding = True
@@ -135,21 +129,36 @@ class _Clock:
 
 
 class _TimedLM(CachedLM):
-    def __init__(self, model, clock):
+    """A ``CachedLM`` whose calls are timed: ``forward`` names the model's forward calls (timed around
+    ``_forward``, not with module hooks: a hooked model leaves ``decode_call``'s fast path, so hooks would time
+    another path than the engine's)."""
+
+    def __init__(self, model, clock, forward="target forward", call="target call"):
         super().__init__(model)
-        self.clock = clock
+        self.clock, self.forward_part, self.call_part = clock, forward, call
 
     def extend(self, sequence):
-        return self.clock.timed("target call", super().extend, sequence)
+        if self.call_part is None:  # the drafter's calls: inside its timed ``propose``
+            return super().extend(sequence)
+        return self.clock.timed(self.call_part, super().extend, sequence)
 
     def rollback(self, sequence):
         return self.clock.timed("rollback", super().rollback, sequence)
+
+    def _forward(self, ids, positions_from, **model_inputs):
+        if not self.clock.decoding:  # the prefill
+            return super()._forward(ids, positions_from, **model_inputs)
+        t0 = self.clock.now()
+        logits = super()._forward(ids, positions_from, **model_inputs)
+        self.clock.add(self.forward_part, self.clock.now() - t0)
+        return logits
 
 
 class _TimedDrafter(ModelDrafter):
     def __init__(self, model, clock):
         super().__init__(model)
         self.clock = clock
+        self.lm = _TimedLM(model, clock, forward="draft forwards", call=None)
 
     def propose(self, generated, gamma, sampling, generator=None):
         return self.clock.timed("drafting", super().propose, generated, gamma, sampling, generator)
@@ -173,24 +182,17 @@ def step_profile(target, draft, prompts, *, gamma: int = 5, max_new_tokens: int 
             parts, steps, tokens, decode = {}, 0, 0, 0.0
             for prompt in prompts:
                 clock = _Clock(device)
-                hooks = clock.hook(target, "target forward") + (
-                    clock.hook(draft, "draft forwards") if method == "speculative" else ()
-                )
                 verifier = functools.partial(clock.timed, "verify", engine.default_verifier)
                 drafter = _TimedDrafter(draft, clock) if method == "speculative" else None
-                try:
-                    res = engine.generate(
-                        _TimedLM(target, clock),
-                        prompt,
-                        drafter,
-                        gamma=gamma,
-                        max_new_tokens=max_new_tokens,
-                        eos_token_id=[],
-                        verifier=verifier,
-                    )
-                finally:
-                    for h in hooks:
-                        h.remove()
+                res = engine.generate(
+                    _TimedLM(target, clock),
+                    prompt,
+                    drafter,
+                    gamma=gamma,
+                    max_new_tokens=max_new_tokens,
+                    eos_token_id=[],
+                    verifier=verifier,
+                )
                 for k, v in clock.parts.items():
                     parts[k] = parts.get(k, 0.0) + v
                 steps, tokens = steps + res.target_calls, tokens + res.new_tokens
