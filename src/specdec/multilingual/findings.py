@@ -24,7 +24,8 @@ from specdec.multilingual.drafter_verdicts import (
     table3_verdict,
     table7_verdicts,
 )
-from specdec.multilingual.experiments import Drafters, translatable_set
+from specdec.multilingual.drafters import Drafters
+from specdec.multilingual.experiments import translatable_set
 from specdec.multilingual.scaling_verdicts import m2_over_seeds, m3_verdict, m4_verdicts
 from specdec.multilingual.seeds import seed_frames
 from specdec.multilingual.tables import paper_value

@@ -9,7 +9,7 @@ Every setting and hub id comes from ``paper.yaml`` (``multilingual.recipe``, wit
     accelerate launch --config_file configs/accelerate/ddp.yaml scripts/train_accelerate.py multilingual-paper \\
         all --out DRAFTERS                                                          # the same on every GPU
 
-``DRAFTERS`` defaults to ``experiments.drafters_dir()`` (``$SPECDEC_ML_DRAFTERS``, else
+``DRAFTERS`` defaults to ``drafters.drafters_dir()`` (``$SPECDEC_ML_DRAFTERS``, else
 ``$HF_HOME/specdec-ml-drafters``): the folder notebooks 30-34 read under ``profile=paper``.
 
 1. **Self-distillation** (``distil``): for each pair X → En, the first ``prompts_per_pair`` rows of the pair's
@@ -36,7 +36,7 @@ Every setting and hub id comes from ``paper.yaml`` (``multilingual.recipe``, wit
    Each drafter is written with ``save_pretrained`` (weights, config, the target's tokenizer and
    ``training_log.json``) into ``<out>/<name>``; a drafter already there is kept (a rerun resumes), and
    ``<out>/ml_training.csv`` lists every drafter (what
-   ``experiments.Drafters.training_summary()`` reads under the paper profile).
+   ``drafters.Drafters.training_summary()`` reads under the paper profile).
 
 ``--smoke`` replaces the sizes with ``recipe.PAPER_SMOKE`` (a few prompts, a few tokens, one epoch):
 ``scripts/paper_smoke.py`` runs the whole recipe that way on the stand-in hub before notebooks 30-34.
@@ -296,14 +296,12 @@ def run(step: str, out, *, langs=None, device=None, dtype=None, smoke=False, lar
 
 def main(argv=None, accelerator=None) -> int:
     """The paper driver's command line (``python -m specdec.multilingual.train --profile paper``, module docstring)."""
-    from specdec.multilingual.experiments import drafters_dir
+    from specdec.multilingual.drafters import drafters_dir
 
     ap = argparse.ArgumentParser(prog="python -m specdec.multilingual.train --profile paper", description=__doc__)
     ap.formatter_class = argparse.RawDescriptionHelpFormatter
     ap.add_argument("step", nargs="?", choices=["distil", "finetune", "all"], default="all")
-    ap.add_argument(
-        "--out", type=pathlib.Path, default=None, help="drafters folder (default: experiments.drafters_dir())"
-    )
+    ap.add_argument("--out", type=pathlib.Path, default=None, help="drafters folder (default: drafters.drafters_dir())")
     ap.add_argument("--langs", nargs="*", default=None, help="pairs X->En (default: every pair of train_sets)")
     ap.add_argument("--device", default=None, help="default: paper.yaml's (cuda)")
     ap.add_argument("--dtype", default=None, help="the target's dtype for distillation (default: paper.yaml's)")
