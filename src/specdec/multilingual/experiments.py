@@ -7,9 +7,10 @@ Methods (``tables.METHODS``) all decode with the same target, so at T = 0 they m
 - ``sps-f`` / ``sps-pf``: SpS with the pair's finetune-only (F) / pretrain-and-finetune (P-F) drafter,
 - ``pld``: prompt lookup decoding (n-gram copy from the context, no model).
 
-``Drafters(profile)`` says which model each ``ml-*`` zoo name stands for under a profile (tiny: the shipped zoo;
-paper: Vicuna-7B v1.3, vicuna-68m and the drafters the paper-scale recipe trained) and loads each once. ``grid``
-is a notebook table: one ``Experiment`` per (pair, temperature, seed) whose requests are the pair's prompts (each
+One function per notebook table, each ``f(Profile, ...) -> Table`` whose ``run()`` gives the table's rows:
+``table1`` (notebooks 30 and 34), ``tokens`` (31), ``ood`` (32), ``size`` (33); ``sweep`` binds the ``ml-*`` names
+to the profile (``drafters.Drafters``), draws the prompts (``drafters.prompt_set``) and builds the ``grid``. ``grid``
+is the table's cells: one ``Experiment`` per (pair, temperature, seed) whose requests are the pair's prompts (each
 with its own sampling seed, ``prompt_seed``) and whose methods run back to back per prompt. Block efficiency τ (new
 tokens per target call, the paper's "acceptance length") is hardware-independent and carries the findings; speed is
 reported as expected (``τ / (γ · T_q/T_p + 1)``) and measured (side-by-side walltime ratio), named with its device.
