@@ -1,5 +1,6 @@
 """Splice generated text into marked blocks of Markdown files: the one helper behind every number the README and
-``docs/`` show from results (``update_readme_scoreboard.py``, ``update_readme_numbers.py``).
+``docs/`` show from results (``update_readme_scoreboard.py``, ``update_readme_numbers.py``,
+``update_docs_tables.py``).
 
 A block is the text between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->``; everything outside it is left
 alone, so the prose around a generated table is written by hand and the table never is.

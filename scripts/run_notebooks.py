@@ -47,7 +47,15 @@ import yaml
 from papermill.exceptions import PapermillExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
-IN_PLACE_PROFILE = "tiny"
+
+
+def in_place(profile) -> bool:
+    """Whether ``profile``'s notebooks run in place (``notebooks/``), on the CPU and without a hub check: the profile
+    that ships its models and data (``specdec.harness.profile.ships``); any other writes to
+    ``results/<profile>/notebooks/``."""
+    from specdec.harness.profile import ships
+
+    return ships(profile)
 
 
 def parse_value(text: str):
@@ -111,7 +119,7 @@ def build_parameters(args: argparse.Namespace) -> dict:
             sys.exit(f"{args.parameters_file}: expected a YAML mapping of parameters")
         params.update(loaded)
     params.update((key, parse_value(value)) for key, value in args.parameter)
-    if params["profile"] != IN_PLACE_PROFILE and "device" not in params:
+    if not in_place(params["profile"]) and "device" not in params:
         params["device"] = profile_device(params["profile"])
     return params
 
@@ -148,7 +156,7 @@ def hub_check(profile: str) -> str | None:
     """Why an offline run of ``profile`` cannot start (the model and dataset ids its yaml names that ``$HF_HOME``
     lacks, with the fixes), or None when every one is there (or the profile is the tiny one, which ships its own)."""
     path = ROOT / "data" / "profiles" / f"{profile}.yaml"
-    if profile == IN_PLACE_PROFILE or not path.exists():
+    if in_place(profile) or not path.exists():
         return None
     from specdec import hub
 
@@ -324,7 +332,7 @@ def execute(nb_path: Path, out_path: Path, params: dict, kernel: str, cwd: Path,
         status = f"FAILED: {type(exc).__name__}: {exc}"
     if status == "ok":
         strip_run_metadata(partial, kernel, display_name, keep_default_parameters=out_path != nb_path)
-        if params.get("profile", IN_PLACE_PROFILE) != IN_PLACE_PROFILE and hub_standins():
+        if "profile" in params and not in_place(params["profile"]) and hub_standins():
             executed = nbformat.read(partial, as_version=4)
             executed.cells.insert(0, nbformat.v4.new_markdown_cell(STANDIN_BANNER, id="standin-banner"))
             nbformat.write(executed, partial)
@@ -401,7 +409,7 @@ def main(argv=None) -> int:
         return 2
 
     out_dir = args.output_dir
-    if out_dir is None and profile != IN_PLACE_PROFILE:
+    if out_dir is None and not in_place(profile):
         out_dir = ROOT / "results" / str(profile) / "notebooks"
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -36,9 +36,10 @@ def script(name: str):
     return module
 
 
-scoreboard, numbers, build_docs = (
+scoreboard, numbers, docs_tables, build_docs = (
     script("update_readme_scoreboard"),
     script("update_readme_numbers"),
+    script("update_docs_tables"),
     script("build_docs"),
 )
 README = ROOT / "README.md"
@@ -89,6 +90,15 @@ def test_measured_times_are_what_measurements_csv_gives():
     full = generated_blocks.block_of(numbers.FULL_PAGE.read_text(), "numbers")
     for target, row in numbers.latest().items():
         assert f"| `{target.replace('-', ' ', 1)}` | {numbers.minutes(row['seconds'])} |" in full, fix
+
+
+def test_paper_page_tables_are_what_the_results_give():
+    """The paper pages' tables from result rows (M2 over training seeds, the A5 proxy condition) are generated from
+    the committed rows: a changed row without ``make reproduce`` (or a hand edit) fails here."""
+    for (page, name), make in docs_tables.BLOCKS.items():
+        assert generated_blocks.block_of(page.read_text(), name) == make().strip(), (
+            f"{page.name} ({name}) is stale: run .venv/bin/python scripts/update_docs_tables.py"
+        )
 
 
 def test_readme_is_a_front_door():

@@ -219,12 +219,16 @@ def test_accelerate_launch_two_processes_runs_the_recipe(hf_home, tmp_path):
 
 
 def test_paper_smoke_trains_the_drafters_before_every_notebook_that_reads_them():
-    """Every notebook that binds the ml-* names (``experiments.Drafters``) is in paper_smoke's ML_NOTEBOOKS, so the
-    recipe has written the drafters it loads; the smoke runs the recipe, not stand-in weights."""
+    """Every notebook that binds the ml-* names (a ``multilingual.experiments`` table) is in paper_smoke's
+    ML_NOTEBOOKS, so the recipe has written the drafters it loads; the smoke runs the recipe, not stand-in weights."""
     spec = importlib.util.spec_from_file_location("paper_smoke", zoo.ROOT / "scripts" / "paper_smoke.py")
     smoke = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(smoke)
-    readers = {nb.name[:3] for nb in (zoo.ROOT / "notebooks").glob("[0-9]*.ipynb") if "Drafters(" in nb.read_text()}
+    readers = {
+        nb.name[:3]
+        for nb in (zoo.ROOT / "notebooks").glob("[0-9]*.ipynb")
+        if "from specdec.multilingual import" in nb.read_text()
+    }
     assert readers and readers <= set(smoke.ML_NOTEBOOKS)
     assert not hasattr(standin_module(), "write_ml_drafters")  # no random stand-in drafters any more
 

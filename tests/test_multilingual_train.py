@@ -8,8 +8,8 @@ import torch
 
 from specdec import zoo
 from specdec.engine import autoregressive, generate
+from specdec.multilingual import algorithm, metrics, parallel, recipe, zoo_retrain, zoo_run
 from specdec.multilingual import data as mldata
-from specdec.multilingual import metrics, parallel, recipe, zoo_retrain, zoo_run
 
 LANGS = list(parallel.LANGUAGES)
 # A minimal run: a few documents and pairs, a few steps with small batches (CPU, seconds).
@@ -201,7 +201,7 @@ def test_batched_greedy_generate_matches_the_engine(trained):
     rows = [parallel.translation_prompt(r, "xx-en") for r in parallel.pairs("django", "ja", "heldout")[:4]]
     prompts = [_prompt_ids(tok, r).tolist() for r in rows]
     assert len({len(p) for p in prompts}) > 1  # the batch needs padding
-    batched = recipe.generate_batched(target, prompts, 0.0, 12, batch_size=4, seed=0)
+    batched = algorithm.generate_batched(target, prompts, 0.0, 12, batch_size=4, seed=0)
     for p, b in zip(prompts, batched):
         assert autoregressive(target, torch.tensor(p), max_new_tokens=12, eos_token_id=2).output_ids == b
 

@@ -14,6 +14,7 @@ import torch
 from specdec import notebook_params, results
 from specdec.aasd import experiments as aasd_experiments
 from specdec.cos import algorithm as cos_algorithm
+from specdec.multilingual import drafters as ml_drafters
 from specdec.multilingual import experiments as ml_experiments
 from specdec.multilingual import tables as ml_tables
 from specdec.results import ResultStore
@@ -49,8 +50,8 @@ def test_paired_bootstrap_of_one_item_and_of_equal_samples():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: ml_experiments.drafter_name("sps-ff", "de"), ValueError, r"unknown multilingual method 'sps-ff'"),
-        (lambda: ml_experiments.drafter_name("SpS-F", "de"), ValueError, "choose one of"),
+        (lambda: ml_drafters.drafter_name("sps-ff", "de"), ValueError, r"unknown multilingual method 'sps-ff'"),
+        (lambda: ml_drafters.drafter_name("SpS-F", "de"), ValueError, "choose one of"),
         (
             lambda: ml_experiments.prompt_set(ml_experiments.Drafters("tiny"), "django", "de", "en", 0),
             ValueError,

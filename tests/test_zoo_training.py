@@ -27,7 +27,7 @@ import torch
 
 from specdec import zoo
 from specdec.cos import train as cos_train
-from specdec.multilingual import recipe
+from specdec.multilingual import algorithm, recipe
 from specdec.multilingual.batches import Conversations
 from specdec.vlm import batches
 from specdec.vlm import data as td
@@ -109,8 +109,10 @@ def test_multilingual_pretrain_and_finetune():
     train = _streams(["prose", "code", "translation", "instruct"], 4)
     heldout = _streams(["prose", "code", "translation"], 5)
     name = "ml-draft-pretrained"
-    base = recipe.new_model(recipe.SIZES["draft"], recipe.model_seed(name), "cpu")
-    log = recipe.pretrain(base, train, MULTILINGUAL_MIX, STEPS, 4, 32, 3e-3, recipe.model_seed(name), name, heldout, 2)
+    base = algorithm.new_model(recipe.SIZES["draft"], recipe.model_seed(name), "cpu")
+    log = algorithm.pretrain(
+        base, train, MULTILINGUAL_MIX, STEPS, 4, 32, 3e-3, recipe.model_seed(name), name, heldout, 2
+    )
     _check(f"ml_pretrain:{name}", base, log)
     assert log[0]["phase"] == "pretrain" and set(log[-1]["heldout_loss"]) == {"prose", "code", "translation"}
 
@@ -129,10 +131,10 @@ def test_multilingual_pretrain_and_finetune():
         model = (
             copy.deepcopy(init)
             if init is not None
-            else recipe.new_model(recipe.SIZES["draft"], recipe.model_seed(name), "cpu")
+            else algorithm.new_model(recipe.SIZES["draft"], recipe.model_seed(name), "cpu")
         )
         seed = recipe.model_seed(name)
-        log, tokens = recipe.finetune(
+        log, tokens = algorithm.finetune(
             model, ex, steps=STEPS, batch_size=8, lr=2e-3, seed=seed, name=name, heldout=held, eval_batch_size=16
         )
         _check(f"ml_finetune:{name}", model, log)

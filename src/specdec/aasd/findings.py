@@ -297,6 +297,30 @@ def a5_measured(root=None) -> pd.DataFrame:
     return frame.reindex(columns=A5_QUANTITIES)  # a quantity not measured: NaN, which fails the condition
 
 
+def a5_table(root=None) -> pd.DataFrame:
+    """The A5 measurement as a table, one row per draft on a target (the LLaVA baselines, then the control): ``draft``,
+    ``target``, τ with the request's image and with a white one, the share of requests whose τ moves, and the
+    held-out answer loss with real and with white images (``<root>/tiny/proxy_conditions.csv``, A5 rows)."""
+    path = pathlib.Path(root or results.COMMITTED) / "tiny" / "proxy_conditions.csv"
+    rows = pd.read_csv(path)
+    m = rows[rows.condition == "A5"].pivot_table(index="subset", columns="quantity", values="value", aggfunc="first")
+    order = sorted(m.index.drop(A5_CONTROL), key=lambda s: (s.split(" on ")[1] != "tabed-target", s[:2] != "FT", s))
+    order.append(A5_CONTROL)
+    m = m.reindex(order)
+    draft, target = zip(*(s.split(" on ") for s in m.index))
+    return pd.DataFrame(
+        {
+            "draft": draft,
+            "target": target,
+            "tau real": m["tau (real image)"].to_numpy(),
+            "tau white": m["tau (blank image)"].to_numpy(),
+            "share moved": m["share of requests where the image changes tau"].to_numpy(),
+            "loss real": m["heldout answer loss (real image)"].to_numpy(),
+            "loss white": m["heldout answer loss (blank image)"].to_numpy(),
+        }
+    )
+
+
 def a5_validity(root=None) -> tuple[str, str]:
     """A5's proxy validity, from the measurement (``a5_measured``): ``partly`` (the tiny proxies) when every LLaVA
     baseline reads its image by the condition above, else ``no``, with the measured numbers either way."""
@@ -345,8 +369,8 @@ VALIDITY = {
         "partly",
         _TINY,
         "only the prompt's text positions are hidden (image and generated tokens' KV kept), as Fig. 4 ablates the"
-        " prefill's text KV, at inference from the module trained with both; a tiny prompt has more text than image"
-        " positions (one image of 16, 21-142 text, mean 37), LLaVA-1.5's 576 per image outweigh its text, so the text"
-        " KV carries a larger share of the context here",
+        " prefill's text KV, at inference from the module trained with both; a tiny prompt has about as many text as"
+        " image positions (one image of 64 on aasd-target-p8, 21-142 text, mean 37), LLaVA-1.5's 576 per image"
+        " outweigh its text, so the text KV carries a larger share of the context here",
     ),
 }

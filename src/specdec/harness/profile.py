@@ -27,6 +27,12 @@ from specdec.zoo import models
 SHIPPED = "tiny"  # the profile whose models and data ship with the repository
 
 
+def ships(name: str) -> bool:
+    """Whether the profile called ``name`` ships its models and data with the repository (``Profile.shipped``,
+    answered from the name alone: the notebook runner asks before any yaml is read)."""
+    return str(name) == SHIPPED
+
+
 @dataclass(frozen=True)
 class Profile:
     """One profile, loaded. ``spec``: its yaml as a dict (pairs, CoS sets, datasets, revisions, notebook
@@ -56,7 +62,7 @@ class Profile:
     @property
     def shipped(self) -> bool:
         """Whether its models and data ship with the repository (no network, no hub cache, CPU minutes)."""
-        return self.name == SHIPPED
+        return ships(self.name)
 
     @property
     def strict(self) -> bool:

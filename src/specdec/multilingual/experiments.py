@@ -7,9 +7,10 @@ Methods (``tables.METHODS``) all decode with the same target, so at T = 0 they m
 - ``sps-f`` / ``sps-pf``: SpS with the pair's finetune-only (F) / pretrain-and-finetune (P-F) drafter,
 - ``pld``: prompt lookup decoding (n-gram copy from the context, no model).
 
-``Drafters(profile)`` says which model each ``ml-*`` zoo name stands for under a profile (tiny: the shipped zoo;
-paper: Vicuna-7B v1.3, vicuna-68m and the drafters the paper-scale recipe trained) and loads each once. ``grid``
-is a notebook table: one ``Experiment`` per (pair, temperature, seed) whose requests are the pair's prompts (each
+One function per notebook table, each ``f(Profile, ...) -> Table`` whose ``run()`` gives the table's rows:
+``table1`` (notebooks 30 and 34), ``tokens`` (31), ``ood`` (32), ``size`` (33); ``sweep`` binds the ``ml-*`` names
+to the profile (``drafters.Drafters``), draws the prompts (``drafters.prompt_set``) and builds the ``grid``. ``grid``
+is the table's cells: one ``Experiment`` per (pair, temperature, seed) whose requests are the pair's prompts (each
 with its own sampling seed, ``prompt_seed``) and whose methods run back to back per prompt. Block efficiency τ (new
 tokens per target call, the paper's "acceptance length") is hardware-independent and carries the findings; speed is
 reported as expected (``τ / (γ · T_q/T_p + 1)``) and measured (side-by-side walltime ratio), named with its device.
@@ -20,29 +21,22 @@ deterministic columns, empty ``WALLTIME`` columns (``docs/reference/speed.md``, 
 
 from __future__ import annotations
 
-import functools
-import os
-import pathlib
 import random
 import zlib
 
 import numpy as np
 import pandas as pd
 
-from specdec import bench, results, validate, zoo
-from specdec.drafters import PromptLookupDrafter
+from specdec import bench, results
 from specdec.engine import generate
 from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite, speculative
 from specdec.harness.profile import Profile
-from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import parallel
-from specdec.multilingual.hubdata import load_paper_prompts
+from specdec.multilingual.drafters import Drafters, prompt_set, table1_drafters
 from specdec.multilingual.metrics import chrf
 from specdec.multilingual.tables import METHODS
 from specdec.sampling import SamplingConfig
-from specdec.zoo.models import load, load_tokenizer, revision_of, weights_identity
-from specdec.zoo.models import weights_digest as combine_weights
-from specdec.zoo.tasks import encode, text_digest
+from specdec.zoo.tasks import text_digest
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
 # every parameter that changes a row, the device included (rows carry walltimes), ``weights`` (the target's and the
@@ -55,169 +49,6 @@ KEYS = [
 # the columns that time one decode alone: empty in a row decoded in a batch (``cell``'s ``batch_size``)
 WALLTIME = ("total_time", "prefill_time", "draft_time", "tokens_per_second")
 GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
-TRAIN_COMMAND = "python -m specdec.multilingual.train --profile paper all --out $SPECDEC_ML_DRAFTERS"
-
-
-def drafter_name(method: str, lang: str) -> str | None:
-    """The zoo model behind a method for a pair X → En (``None`` for ``ar`` and ``pld``)."""
-    validate.choice("multilingual method", method, METHODS)
-    return {"sps-generic": "ml-draft-generic", "sps-f": f"ml-draft-f-{lang}", "sps-pf": f"ml-draft-pf-{lang}"}.get(
-        method
-    )
-
-
-def table1_drafters(pair: str) -> dict:
-    """``{method: spec}`` of Table 1 for a pair ``"x-en"``: plain decoding first, then every SD method."""
-    x = pair.split("-")[0]
-    return {m: ("pld" if m == "pld" else drafter_name(m, x)) for m in METHODS}
-
-
-def drafters_dir() -> pathlib.Path:
-    """Where the paper profile looks for its trained ``ml-*`` drafters: ``$SPECDEC_ML_DRAFTERS``, else
-    ``$HF_HOME/specdec-ml-drafters``."""
-    default = pathlib.Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser() / "specdec-ml-drafters"
-    return pathlib.Path(os.environ.get("SPECDEC_ML_DRAFTERS", default))
-
-
-class Drafters:
-    """The ``ml-*`` zoo names of a profile: which model each stands for, each loaded once (drafters are shared by many
-    cells), the target's tokenizer and the ``weights`` key of every method.
-
-    tiny: the shipped ``ml-*`` zoo on the CPU (float32). paper: ``ml-target`` is the target of ``paper.yaml``'s
-    ``multilingual`` pair (Vicuna-7B v1.3), ``ml-draft-generic`` its draft (vicuna-68m), and every other ``ml-*``
-    drafter a ``save_pretrained`` directory of that name in ``drafters_dir()`` (F / P-F drafters trained for the
-    Vicuna tokenizer; none is published), on the profile's device and dtype. Training seeds > 0: ``seeds``."""
-
-    train_seed = 0  # the shipped zoo's (``seeds.SeedDrafters``: another training seed of the finetuned drafters)
-
-    def __init__(self, profile):
-        self.profile = Profile.load(profile)
-        self._models: dict = {}
-        self._digests: dict = {}
-
-    def source(self, name: str) -> str:
-        """The id or directory a zoo name stands for."""
-        if self.profile.shipped:
-            return name
-        pair = self.profile.spec["pairs"]["multilingual"]
-        if name in ("ml-target", "ml-draft-generic"):
-            return pair["target" if name == "ml-target" else "draft"]
-        path = drafters_dir() / name
-        if not (path / "config.json").exists():
-            raise ModelNotAvailableError(
-                f"paper profile: no drafter {name!r} at {path}. The F / P-F drafters are trained per language pair "
-                f"by the paper-scale recipe ({TRAIN_COMMAND}, README 'Paper profile'), which saves them there; or set "
-                "SPECDEC_ML_DRAFTERS to the folder that holds them."
-            )
-        return str(path)
-
-    def load(self, name: str):
-        """The model a zoo name stands for, in eval mode, loaded once."""
-        if name not in self._models:
-            source = self.source(name)
-            if self.profile.shipped:  # the zoo as saved (float32) on the CPU
-                self._models[name] = load(source, with_tokenizer=False)[0]
-            else:
-                revision = revision_of(self.profile.spec, source)
-                device, dtype = self.profile.device, self.profile.dtype
-                self._models[name] = load(source, device=device, dtype=dtype, with_tokenizer=False, revision=revision)[
-                    0
-                ]
-        return self._models[name]
-
-    @functools.cached_property
-    def tokenizer(self):
-        """The target's tokenizer (tiny: the zoo's shared one; paper: Vicuna's)."""
-        if self.profile.shipped:
-            return load_tokenizer(zoo.TOKENIZER_DIR)
-        source = self.source("ml-target")
-        return load_tokenizer(source, revision=revision_of(self.profile.spec, source))
-
-    def identity(self, name: str) -> str:
-        """``zoo.models.weights_identity`` of a zoo name's model (tiny: the shipped folder; paper: the trained
-        drafters' folder, or ``hub id@pinned revision``)."""
-        source = self.source(name)
-        if self.profile.shipped:
-            return weights_identity(zoo.model_dir(source))
-        return weights_identity(source, revision_of(self.profile.spec, source))  # a folder is hashed, an id is not
-
-    def weights_digest(self, spec) -> str:
-        """The ``weights`` key of a row: 12 hex digits of the sha256 of the target's weights and, for a drafter model
-        ``spec``, the drafter's (plain decoding and PLD: the target's only)."""
-        if spec not in self._digests:
-            parts = [self.identity("ml-target")]
-            if spec not in (None, "", "pld"):
-                parts.append(self.identity(spec))
-            self._digests[spec] = combine_weights(*parts)
-        return self._digests[spec]
-
-    def make_drafter(self, spec):
-        """``None`` (plain decoding), ``"pld"`` (a fresh ``PromptLookupDrafter``) or a zoo model name."""
-        if spec is None:
-            return None
-        if spec == "pld":
-            return PromptLookupDrafter(max_ngram=3, min_ngram=1)
-        return self.load(spec)
-
-    def decode_text(self, output_ids: list[int]) -> str:
-        """Output ids → text, without ``</s>`` and surrounding space."""
-        eos = self.tokenizer.eos_token_id
-        return self.tokenizer.decode([t for t in output_ids if t != eos], skip_special_tokens=True).strip()
-
-    def architecture(self, name: str) -> str:
-        """A label for a zoo model's shape ("llama h64 L2 mlp192 heads4"): models of one shape cost the same."""
-        c = self.load(name).config
-        return (
-            f"llama h{c.hidden_size} L{c.num_hidden_layers} mlp{c.intermediate_size} heads{c.num_attention_heads}"
-            f" V{c.vocab_size}"
-        )
-
-    def training_summary(self) -> pd.DataFrame:
-        """One row per trained model (parameters, device, seconds, …): tiny, ``data/multilingual/ml_training.csv``;
-        paper, the ``ml_training.csv`` the paper-scale recipe wrote into ``drafters_dir()``."""
-        if self.profile.shipped:
-            return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
-        path = drafters_dir() / "ml_training.csv"
-        if not path.exists():
-            raise ModelNotAvailableError(f"paper profile: no {path}; train the drafters first ({TRAIN_COMMAND})")
-        return pd.read_csv(path)
-
-    def budget_grid(self, lang: str = "de") -> pd.DataFrame:
-        """The finetune-budget grid of F and P-F drafters for ``lang``: recipe, budget, finetune_tokens and the
-        model to load (the largest budget is the main drafter, ``same_as``)."""
-        df = self.training_summary()
-        df = df[(df.lang == lang) & df.model.str.contains(r"-b\d+$", regex=True) & df.recipe.isin(["F", "P-F"])]
-        out = df.assign(load=df.same_as.fillna(df.model))
-        return (
-            out[["model", "load", "recipe", "finetune_budget", "finetune_tokens"]]
-            .sort_values(["recipe", "finetune_budget"])
-            .reset_index(drop=True)
-        )
-
-
-# --------------------------------------------------------------------------------------------- prompts
-def prompt_set(
-    drafters: Drafters, source: str, src: str, tgt: str, n: int | None, *, max_prompt_tokens: int = 96, seed: int = 0
-) -> list[dict]:
-    """``n`` held-out translation prompts ``src`` → ``tgt`` (seeded sample, prompts ≤ ``max_prompt_tokens``; ``None``:
-    all, in file order): ``parallel.direction_prompt`` rows plus ``ids`` (``LongTensor[L]``: ``<s>`` + prompt ids). A
-    profile whose data come from the hub loads the paper's WMT / IWSLT sets (``load_paper_prompts``)."""
-    if n is not None:
-        n = validate.integer("n", n, minimum=1, hint="prompts per direction; None = every held-out pair")
-    validate.choice("source", source, parallel.SOURCES)
-    if drafters.profile.data_source == "hub":
-        rows = load_paper_prompts(src, tgt, n, generalization=source == "sphinx")
-        return [{**r, "ids": encode(drafters.tokenizer, r["prompt"])} for r in rows]
-    rows = [parallel.direction_prompt(r) for r in parallel.joined_pairs(source, src, tgt, "heldout")]
-    rows = [{**r, "ids": encode(drafters.tokenizer, r["prompt"])} for r in rows]
-    rows = [r for r in rows if len(r["ids"]) <= max_prompt_tokens]
-    if n is None:
-        return rows
-    if len(rows) < n:
-        raise ValueError(
-            f"only {len(rows)} held-out {source} prompts {src}->{tgt} of <= {max_prompt_tokens} tokens; asked for {n}"
-        )
-    return random.Random(f"{seed}:{source}:{src}-{tgt}").sample(rows, n)
 
 
 # --------------------------------------------------------------------------------------------- running
@@ -497,3 +328,79 @@ def translatable_set(frame: pd.DataFrame, drafters: Drafters, quantile: float = 
             for p, c, x in zip(prompts, own, chance)
         ]
     return pd.DataFrame(out)
+
+
+# --------------------------------------------------------------------------------------------- notebook tables
+class Table(Suite):
+    """A notebook's table: ``grid``'s suite whose ``run`` returns the rows of this configuration only
+    (``tables.select``: a results file holds other runs' rows too). ``context``: ``grid``'s (``references``,
+    ``target``) and ``drafters``, ``prompts``, ``methods`` (``{pair: {method: spec}}``) and ``device_name``."""
+
+    def __init__(self, suite: Suite, select, **context):
+        super().__init__(suite.store, suite.experiments, **suite.context, **context)
+        self.select = select
+
+    def run(self) -> pd.DataFrame:
+        return self.select(super().run())
+
+
+def sweep(profile, table: str, prompts_for, drafters_for, *, gamma: int, temperatures=(0.0,), seeds=(GREEDY_SEED,),
+          max_new_tokens: int, source: str = "django", batch_size: int = 1) -> Table:  # fmt: skip
+    """The table ``table`` of a notebook on ``profile``: the ``ml-*`` names bound to it (``Drafters``; one CPU
+    thread), the prompts ``prompts_for(drafters)`` (``{pair: rows}``), ``drafters_for(pair)`` (``{method: spec}``)
+    on every pair, temperature and seed (``grid``), on the store of ``table`` (on the committed rows)."""
+    from specdec.multilingual.tables import select
+
+    drafters = Drafters(profile)  # which models the ml-* names stand for
+    drafters.profile.use_threads()  # tiny models on a CPU: threads cost more than they give
+    device_name = bench.describe_device(drafters.profile.device)
+    prompts = prompts_for(drafters)
+    suite = grid(
+        drafters, store(drafters.profile, table), prompts, drafters_for, gamma=gamma, temperatures=temperatures,
+        seeds=seeds, max_new_tokens=max_new_tokens, source=source, batch_size=batch_size,
+    )  # fmt: skip
+    return Table(
+        suite,
+        lambda frame: select(frame, prompts, gamma, temperatures, seeds, max_new_tokens),
+        drafters=drafters,
+        prompts=prompts,
+        methods={pair: drafters_for(pair) for pair in prompts},
+        device_name=device_name,
+    )
+
+
+def table1(profile, pairs, n_prompts: int | None, *, seed: int = 0, source: str = "django", table: str = "ml_main",
+           **kw) -> Table:  # fmt: skip
+    """Tables 1 and 5 (notebook 30), or with ``source="sphinx"`` and ``table="ml_generalization"`` Table 7 (notebook
+    34): every Table 1 method (``table1_drafters``) on the held-out prompts X → En of each X in ``pairs``."""
+    prompts = lambda ml: {f"{x}-en": prompt_set(ml, source, x, "en", n_prompts, seed=seed) for x in pairs}  # noqa: E731
+    return sweep(profile, table, prompts, table1_drafters, source=source, **kw)
+
+
+def tokens(profile, lang: str, n_prompts: int | None, *, seed: int = 0, **kw) -> Table:
+    """Fig. 4 (notebook 31): plain decoding, generic SpS and the finetune-budget grid of F and P-F drafters
+    (``Drafters.budget_grid``) on ``lang`` → En, greedy. ``context["grid"]``: the grid."""
+    grid_of = Drafters(profile).budget_grid(lang)
+    methods = {"ar": None, "sps-generic": "ml-draft-generic", **dict(zip(grid_of.model, grid_of.load))}
+    prompts = lambda ml: {f"{lang}-en": prompt_set(ml, "django", lang, "en", n_prompts, seed=seed)}  # noqa: E731
+    out = sweep(profile, "ml_tokens", prompts, lambda p: methods, **kw)
+    out.context["grid"] = grid_of
+    return out
+
+
+def ood(profile, drafter_langs, langs, n_prompts: int | None, *, seed: int = 0, **kw) -> Table:
+    """Figs. 5 / 8 (notebook 32): the P-F drafter of each of ``drafter_langs`` on every direction between ``langs``,
+    greedy. ``context["directions"]``: the directions in order."""
+    directions = [f"{a}-{b}" for a in langs for b in langs if a != b]
+    methods = {f"ml-draft-pf-{x}": f"ml-draft-pf-{x}" for x in drafter_langs}
+    prompts = lambda ml: {d: prompt_set(ml, "django", *d.split("-"), n_prompts, seed=seed) for d in directions}  # noqa: E731
+    out = sweep(profile, "ml_ood", prompts, lambda p: methods, **kw)
+    out.context["directions"] = directions
+    return out
+
+
+def size(profile, lang: str, n_prompts: int | None, *, seed: int = 0, **kw) -> Table:
+    """Table 6 (notebook 33): plain decoding, the small and the large P-F drafter of ``lang`` → En."""
+    methods = {"ar": None, "small": f"ml-draft-pf-{lang}", "large": f"ml-draft-large-pf-{lang}"}
+    prompts = lambda ml: {f"{lang}-en": prompt_set(ml, "django", lang, "en", n_prompts, seed=seed)}  # noqa: E731
+    return sweep(profile, "ml_size", prompts, lambda p: methods, **kw)

@@ -24,7 +24,8 @@ from specdec.multilingual.drafter_verdicts import (
     table3_verdict,
     table7_verdicts,
 )
-from specdec.multilingual.experiments import Drafters, translatable_set
+from specdec.multilingual.drafters import Drafters
+from specdec.multilingual.experiments import translatable_set
 from specdec.multilingual.scaling_verdicts import m2_over_seeds, m3_verdict, m4_verdicts
 from specdec.multilingual.seeds import seed_frames
 from specdec.multilingual.tables import paper_value
@@ -101,6 +102,21 @@ def in_two_regimes(make, frame: pd.DataFrame, *args, machine: str, speed_only: i
 
 
 # ------------------------------------------------------------------------------------------------ scoreboard
+def notebook_rows(root: pathlib.Path, table: str, max_new_tokens: int = 48) -> pd.DataFrame:
+    """The rows of ``root/<table>.csv`` at notebooks 30-34's defaults (γ = 4, ``max_new_tokens``, T = 1 seeds 0-2)."""
+    f = pd.read_csv(pathlib.Path(root) / f"{table}.csv")
+    return f[(f.gamma == 4) & (f.max_new_tokens == max_new_tokens) & ((f.temperature == 0) | f.seed.isin([0, 1, 2]))]
+
+
+def m2_frames(profile: str = "tiny", root=None) -> tuple[dict, pd.DataFrame]:
+    """Fig. 4's rows per training seed (``{train seed: rows}``: seed 0 from ``ml_tokens``, seeds > 0 from
+    ``ml_tokens_seeds``) at notebook 31's defaults, and the budget grid of De→En drafters: the input of the M2
+    verdicts per seed and pooled. ``root``: the results folder (default ``results.RESULTS``)."""
+    root = pathlib.Path(root or RESULTS) / profile
+    grid = Drafters(profile).budget_grid("de")
+    return seed_frames(notebook_rows(root, "ml_tokens"), root, grid.model), grid
+
+
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     """Every multilingual verdict on the tables ``results/<profile>/ml_*.csv`` with the defaults of notebooks
     30-34 (γ = 4; 48 new tokens, 24 for the OOD grid; T = 1 seeds 0-2). ``root``: the results folder (default
@@ -108,10 +124,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     root = pathlib.Path(root or RESULTS) / profile
 
     def read(table, max_new_tokens=48):
-        f = pd.read_csv(root / f"{table}.csv")
-        return f[
-            (f.gamma == 4) & (f.max_new_tokens == max_new_tokens) & ((f.temperature == 0) | f.seed.isin([0, 1, 2]))
-        ]
+        return notebook_rows(root, table, max_new_tokens)
 
     drafters = Drafters(profile)
     main = read("ml_main")
@@ -125,8 +138,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     for t in (0.0, 1.0):
         out += in_two_regimes(m1_verdicts, main, t, machine=machine_label(main, small_c, device))
         out.append(m1_tau_verdict(main, t))
-    grid = drafters.budget_grid("de")  # M2 per training seed and pooled (seeds > 0: ``ml_tokens_seeds``)
-    out += m2_over_seeds(seed_frames(read("ml_tokens"), root, grid.model), grid)
+    out += m2_over_seeds(*m2_frames(profile, root.parent))  # M2 per training seed and pooled
     out.append(m3_verdict(read("ml_ood", 24)))
     size = read("ml_size")
     for t in (0.0, 1.0):

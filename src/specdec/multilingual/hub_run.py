@@ -9,7 +9,7 @@ Every setting and hub id comes from ``paper.yaml`` (``multilingual.recipe``, wit
     accelerate launch --config_file configs/accelerate/ddp.yaml scripts/train_accelerate.py multilingual-paper \\
         all --out DRAFTERS                                                          # the same on every GPU
 
-``DRAFTERS`` defaults to ``experiments.drafters_dir()`` (``$SPECDEC_ML_DRAFTERS``, else
+``DRAFTERS`` defaults to ``drafters.drafters_dir()`` (``$SPECDEC_ML_DRAFTERS``, else
 ``$HF_HOME/specdec-ml-drafters``): the folder notebooks 30-34 read under ``profile=paper``.
 
 1. **Self-distillation** (``distil``): for each pair X → En, the first ``prompts_per_pair`` rows of the pair's
@@ -17,14 +17,14 @@ Every setting and hub id comes from ``paper.yaml`` (``multilingual.recipe``, wit
    evaluation tail) become the user turn ``"Translate German to English: <text>"`` in Vicuna's chat template
    (the evaluation prompt of ``hubdata.load_paper_prompts``), encoded ``<s>`` + ids (``zoo.tasks.encode``). The
    target (``pairs.multilingual.target``, on the profile's device and dtype) answers each at every temperature
-   of ``temperatures`` with batched ``generate`` (``recipe.answer_prompts``: left padding, an attention mask,
+   of ``temperatures`` with batched ``generate`` (``algorithm.answer_prompts``: left padding, an attention mask,
    pure temperature sampling; stops at ``</s>``, which is kept, or at ``max_new_tokens``). Prompts longer than
    ``max_length - max_new_tokens`` tokens are left out. The answers are written as data, one JSON-lines file per
    (pair, temperature, ``chunk_size`` prompts): ``<out>/self-distillation/<x>/t<T>/part-NNNNN.jsonl`` (written to
    a temporary name, then renamed), so an interrupted run resumes at the first missing file; under ``accelerate
    launch`` the files are dealt round-robin to the processes.
-2. **Finetuning** (``finetune``; ``recipe.finetune``: the one loop, ``specdec.zoo.training.train``, and the one
-   answer loss, accelerate-aware): per pair, the distilled conversations (``recipe.load_distilled``: every
+2. **Finetuning** (``finetune``; ``algorithm.finetune``: the one loop, ``specdec.zoo.training.train``, and the one
+   answer loss, accelerate-aware): per pair, the distilled conversations (``algorithm.load_distilled``: every
    temperature, in one seeded shuffle) truncated to ``max_length`` tokens, the
    loss on the answer tokens only (``</s>`` included), AdamW (betas 0.9 / 0.999, ``weight_decay``), linear
    warm-up over ``warmup_ratio`` of the steps then cosine decay, gradient clipping at 1, global ``batch_size``
@@ -36,7 +36,7 @@ Every setting and hub id comes from ``paper.yaml`` (``multilingual.recipe``, wit
    Each drafter is written with ``save_pretrained`` (weights, config, the target's tokenizer and
    ``training_log.json``) into ``<out>/<name>``; a drafter already there is kept (a rerun resumes), and
    ``<out>/ml_training.csv`` lists every drafter (what
-   ``experiments.Drafters.training_summary()`` reads under the paper profile).
+   ``drafters.Drafters.training_summary()`` reads under the paper profile).
 
 ``--smoke`` replaces the sizes with ``recipe.PAPER_SMOKE`` (a few prompts, a few tokens, one epoch):
 ``scripts/paper_smoke.py`` runs the whole recipe that way on the stand-in hub before notebooks 30-34.
@@ -55,7 +55,7 @@ import zlib
 
 import torch
 
-from specdec.multilingual import hubdata, parallel, recipe
+from specdec.multilingual import algorithm, hubdata, parallel, recipe
 from specdec.multilingual.batches import Conversations
 from specdec.multilingual.recipe import DISTIL_DIR, model_seed
 from specdec.zoo import training
@@ -119,7 +119,7 @@ def distil(target, tokenizer, cfg: dict, langs, out: pathlib.Path, *, rank: int 
 
 
 def distil_part(target, tokenizer, prompts: list[dict], temperature, cfg: dict, part: int, path, rank: int) -> None:
-    """One distillation file: the target's answers (``recipe.answer_prompts``) to ``prompts`` (those at most
+    """One distillation file: the target's answers (``algorithm.answer_prompts``) to ``prompts`` (those at most
     ``max_length - max_new_tokens`` tokens), written to a temporary name, then renamed to ``path``."""
     lang = prompts[0]["lang"]
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
@@ -127,10 +127,12 @@ def distil_part(target, tokenizer, prompts: list[dict], temperature, cfg: dict, 
     limit = cfg["max_length"] - cfg["max_new_tokens"]  # ids = zoo.tasks.encode
     keep = [({"id": p["id"], "lang": lang}, {"prompt_ids": x}) for p, x in zip(prompts, ids) if len(x) <= limit]
     seed = zlib.crc32(f"distil:{lang}:{float(temperature)}:{part}".encode()) % 1_000_000
-    rows = recipe.answer_prompts(target, tokenizer, [(t["prompt_ids"], h, t) for h, t in keep], temperature, cfg, seed)
+    rows = algorithm.answer_prompts(
+        target, tokenizer, [(t["prompt_ids"], h, t) for h, t in keep], temperature, cfg, seed
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{rank}")
-    recipe.write_jsonl(rows, tmp)
+    algorithm.write_jsonl(rows, tmp)
     os.replace(tmp, path)
 
 
@@ -152,9 +154,11 @@ def distilled_files(out: pathlib.Path, lang: str) -> list[pathlib.Path]:
 
 
 def load_pair(out: pathlib.Path, lang: str, max_length: int, pad: int) -> Conversations:
-    """Every distilled conversation of ``lang`` (``recipe.load_distilled``: every temperature, cut to
+    """Every distilled conversation of ``lang`` (``algorithm.load_distilled``: every temperature, cut to
     ``max_length``, in one shuffle seeded by the language: the order the budgets take their first N from)."""
-    return recipe.load_distilled(distilled_files(out, lang), [lang], max_length=max_length, pad=pad, shuffle=True)[lang]
+    return algorithm.load_distilled(distilled_files(out, lang), [lang], max_length=max_length, pad=pad, shuffle=True)[
+        lang
+    ]
 
 
 # ----------------------------------------------------------------------------------------------- 2. finetune
@@ -184,7 +188,7 @@ def finetune_drafter(name, kind, conv: Conversations, n: int, cfg, out, tokenize
     model, source = init_drafter(cfg, kind, name, device, large)
     batch_size, epochs = cfg["batch_size"], cfg["epochs"][kind]
     steps = max(1, epochs * math.ceil(n / batch_size))
-    rows, seen = recipe.finetune(
+    rows, seen = algorithm.finetune(
         model, conv.head(n), steps=steps, batch_size=batch_size, lr=cfg["lr"], seed=model_seed(name), name=name,
         betas=(0.9, 0.999), weight_decay=cfg["weight_decay"], warmup=max(1, math.ceil(cfg["warmup_ratio"] * steps)),
         accelerator=accelerator,
@@ -197,7 +201,7 @@ def finetune_drafter(name, kind, conv: Conversations, n: int, cfg, out, tokenize
         "finetune_tokens": seen, "batch_size": batch_size, "lr": cfg["lr"],
         "seconds": round(time.perf_counter() - t0, 1),
     }  # fmt: skip
-    recipe.save_model(model, tokenizer, path, {"summary": info, "log": rows}, accelerator=accelerator)
+    algorithm.save_model(model, tokenizer, path, {"summary": info, "log": rows}, accelerator=accelerator)
     return info
 
 
@@ -225,7 +229,7 @@ def finetune_all(cfg, langs, out, tokenizer, *, device, accelerator=None, large=
     """Step 2 for every pair of ``langs`` (module docstring); writes ``out/ml_training.csv`` (the target and the
     generic drafter first, then every drafter trained); returns its rows."""
     rows = untrained_rows(cfg)
-    pad = recipe.pad_id(tokenizer)
+    pad = algorithm.pad_id(tokenizer)
     for lang in langs:
         conv = load_pair(out, lang, cfg["max_length"], pad)
         if not conv.n:
@@ -292,14 +296,12 @@ def run(step: str, out, *, langs=None, device=None, dtype=None, smoke=False, lar
 
 def main(argv=None, accelerator=None) -> int:
     """The paper driver's command line (``python -m specdec.multilingual.train --profile paper``, module docstring)."""
-    from specdec.multilingual.experiments import drafters_dir
+    from specdec.multilingual.drafters import drafters_dir
 
     ap = argparse.ArgumentParser(prog="python -m specdec.multilingual.train --profile paper", description=__doc__)
     ap.formatter_class = argparse.RawDescriptionHelpFormatter
     ap.add_argument("step", nargs="?", choices=["distil", "finetune", "all"], default="all")
-    ap.add_argument(
-        "--out", type=pathlib.Path, default=None, help="drafters folder (default: experiments.drafters_dir())"
-    )
+    ap.add_argument("--out", type=pathlib.Path, default=None, help="drafters folder (default: drafters.drafters_dir())")
     ap.add_argument("--langs", nargs="*", default=None, help="pairs X->En (default: every pair of train_sets)")
     ap.add_argument("--device", default=None, help="default: paper.yaml's (cuda)")
     ap.add_argument("--dtype", default=None, help="the target's dtype for distillation (default: paper.yaml's)")

@@ -215,3 +215,27 @@ def m4_verdicts(
         f"Pooled τ large {tau[il]:.2f}, small {tau[is_]:.2f}." + note,
     )
     return [speed, close]
+
+
+def m2_seed_table(frames: dict, grid: pd.DataFrame) -> pd.DataFrame:
+    """M2 and M2-linear per training seed and pooled, one row per finding: ``finding``, ``seed <k>`` (estimate [95 %
+    interval] on that seed's rows alone), ``pooled`` and ``verdict`` (``m2_over_seeds``). ``frames``: ``{train
+    seed: rows}`` (``seeds.seed_frames``)."""
+    per_seed = {k: {v.name: v for v in m2_verdicts(f, grid)} for k, f in sorted(frames.items())}
+    rows = []
+    for v in m2_over_seeds(frames, grid):
+        row = {"finding": v.name}
+        for k, verdicts in per_seed.items():
+            s = verdicts[v.name]
+            row[f"seed {k}"] = f"{s.estimate:.3f} [{s.low:.3f}, {s.high:.3f}]"
+        rows.append({**row, "pooled": f"{v.estimate:.3f} [{v.low:.3f}, {v.high:.3f}]", "verdict": v.status})
+    return pd.DataFrame(rows)
+
+
+def m2_seed_tau(frames: dict, grid: pd.DataFrame) -> pd.DataFrame:
+    """Pooled τ of every grid drafter per training seed: ``recipe``, ``finetune_tokens`` and a column ``tau seed <k>``
+    per seed (new tokens ÷ target calls over the seed's rows of that drafter)."""
+    drafted = pd.concat([f[f.method.isin(grid.model)].assign(train_seed=k) for k, f in frames.items()])
+    sums = drafted.groupby(["method", "train_seed"])[["new_tokens", "target_calls"]].sum()
+    tau = (sums.new_tokens / sums.target_calls).unstack("train_seed").rename(columns=lambda k: f"tau seed {k}")
+    return grid.merge(tau, left_on="model", right_index=True)[["recipe", "finetune_tokens", *tau.columns]]

@@ -20,7 +20,8 @@ from specdec import zoo
 from specdec.harness.profile import Profile
 from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import experiments
-from specdec.multilingual.experiments import KEYS, Drafters
+from specdec.multilingual.drafters import Drafters
+from specdec.multilingual.experiments import KEYS
 
 # where the seeds' drafters are (gitignored); SPECDEC_SEED_MODELS: another folder (the tests retrain into one)
 SEED_MODELS = pathlib.Path(os.environ.get("SPECDEC_SEED_MODELS") or zoo.MODELS.parent / "models-seeds")
@@ -34,7 +35,7 @@ SEED_KEYS = [*KEYS, "train_seed"]  # a training seed's rows: seed 0's keys and t
 
 
 class SeedDrafters(Drafters):
-    """``experiments.Drafters`` of the tiny zoo with the finetuned drafters of training seed ``train_seed`` > 0 (from
+    """``drafters.Drafters`` of the tiny zoo with the finetuned drafters of training seed ``train_seed`` > 0 (from
     ``SEED_MODELS/seed<k>``; the target and P, ``SHARED_BY_SEEDS``, are the shipped ones) and their summary rows
     (``data/multilingual/ml_training_seeds.csv``). Its rows carry ``train_seed`` (``experiments.cell``)."""
 

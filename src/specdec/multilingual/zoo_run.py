@@ -13,27 +13,27 @@ English and multilingual text (held-out pairs removed) and translation examples 
 ``specdec.multilingual.data``).
 
 **Train step** (``train_all``; reads only the data file and the tokenizer; one function per stage, each calling
-the recipe's stage function), in order:
+``specdec.multilingual.algorithm``'s stage function), in order:
 
-a. ``ml-target`` (size of ``zoo.TINY_ZOO["tiny-target"]``, ~2.6 M parameters; ``recipe.pretrain``): next-token
+a. ``ml-target`` (size of ``zoo.TINY_ZOO["tiny-target"]``, ~2.6 M parameters; ``algorithm.pretrain``): next-token
    loss on windows of general text (English + multilingual) and of the instruction documents (every language,
    both directions). Its held-out report (``metrics.target_quality``): answer-token loss on the reference
    translations with the right source sentence and with the sources shuffled among the rows (the "chance" level:
    a model that ignores the source scores the same on both), and greedy exact match / chrF against the references
    (and against a shuffled reference).
-b. Self-distillation (``recipe.answer_prompts``): the target answers every training prompt of each pair X→En at
+b. Self-distillation (``algorithm.answer_prompts``): the target answers every training prompt of each pair X→En at
    temperatures ``{0, 0.3, 0.7, 1.0}`` (``max_new_tokens`` 48, stop at ``</s>`` = id 2). The decoding engine of
    this repo runs at batch size 1; distillation instead calls transformers' batched ``model.generate`` (left
    padding with an attention mask, so positions are those of the unpadded prompt; ``do_sample`` with pure
    temperature scaling, no top-k / top-p) for throughput: the same distributions as ``specdec.engine`` with
    ``SamplingConfig(temperature=t)``. The outputs (ids and text) are saved as ``ml_distilled.jsonl`` and read
-   back with ``recipe.load_distilled``.
+   back with ``algorithm.load_distilled``.
 c. Drafters (~0.37 M parameters, size of ``zoo.TINY_ZOO["tiny-draft-s"]``, same tokenizer):
    ``ml-draft-generic`` (pretrained on general English text only, the paper's P on C4 + ShareGPT: the SpS
    baseline, like vicuna-68m, and the start of every P-F drafter); per pair X→En (X in de fr ru ja zh)
    ``ml-draft-f-<x>`` (finetune only, from scratch) and ``ml-draft-pf-<x>`` (``ml-draft-generic`` finetuned),
    both on the target's distilled X→En outputs with the loss on the answer tokens (and ``</s>``) only
-   (``recipe.finetune``); for the tokens-vs-speedup figure (Fig. 4), F and P-F drafters for ``de`` on nested
+   (``algorithm.finetune``); for the tokens-vs-speedup figure (Fig. 4), F and P-F drafters for ``de`` on nested
    subsets of the distillation (the answers to 1/64, 1/16, 1/4 and all of the training prompts, ``Run.grid``),
    each for the main drafter's number of passes, named ``ml-draft-{f,pf}-de-b<N>`` (N distilled examples; the
    full set is the main drafter, a summary row ``same_as`` it); and ``ml-draft-large-pf-de`` (hidden 80, 3
@@ -64,7 +64,8 @@ from dataclasses import dataclass, field
 import torch
 
 from specdec import zoo
-from specdec.multilingual import metrics, recipe
+from specdec.multilingual import algorithm, metrics, recipe
+from specdec.multilingual.algorithm import generate_batched, new_model, pretrain
 from specdec.multilingual.batches import Conversations
 from specdec.multilingual.data import collections_count, example_ids, tokenizer_digest
 from specdec.multilingual.recipe import (
@@ -76,10 +77,7 @@ from specdec.multilingual.recipe import (
     SIZES,
     TARGET,
     budget_name,
-    generate_batched,
     model_seed,
-    new_model,
-    pretrain,
     subset_fractions,
 )
 from specdec.zoo import training
@@ -125,7 +123,7 @@ class Run:
         """float16 weights, tokenizer and ``training_log.json`` under ``out_dir/name``; a summary row."""
         params = sum(p.numel() for p in model.parameters())
         info = {"model": name, "parameters": params, "device": self.device_name, **info}
-        recipe.save_model(model, self.tokenizer, self.out_dir / name, {"summary": info, **(extra or {}), "log": log},
+        algorithm.save_model(model, self.tokenizer, self.out_dir / name, {"summary": info, **(extra or {}), "log": log},
                           half=True)  # fmt: skip
         self.rows.append(info)
         print(json.dumps({k: v for k, v in info.items() if not isinstance(v, dict)}), flush=True)
@@ -244,7 +242,7 @@ def evaluate_target(run: Run, data: dict, target, steps: int, log: list, seconds
 
 
 def self_distil(run: Run, data: dict, target) -> dict:
-    """Stage b: the target answers the training prompts X→En at every temperature (``recipe.answer_prompts``, every
+    """Stage b: the target answers the training prompts X→En at every temperature (``algorithm.answer_prompts``, every
     pair in one batched pass per temperature) into ``ml_distilled.jsonl``, read back as ``run.distilled``; returns
     per-language statistics."""
     cfg, langs, train = run.cfg, run.langs, data["train"]
@@ -259,9 +257,9 @@ def self_distil(run: Run, data: dict, target) -> dict:
     rows = []
     for k, temperature in enumerate(cfg["temperatures"]):
         seed = model_seed("distil") + 1000 * k
-        rows += recipe.answer_prompts(target, run.tokenizer, prompts, temperature, cfg, seed)
+        rows += algorithm.answer_prompts(target, run.tokenizer, prompts, temperature, cfg, seed)
     rows.sort(key=lambda r: (langs.index(r["lang"]), r["temperature"]))
-    recipe.write_jsonl(rows, run.out_dir / "ml_distilled.jsonl")
+    algorithm.write_jsonl(rows, run.out_dir / "ml_distilled.jsonl")
     stats = read_distillation(run, data, run.out_dir / "ml_distilled.jsonl")
     run.phases["distil"] = time.perf_counter() - t0
     print(json.dumps({"distilled": stats}), flush=True)
@@ -269,14 +267,14 @@ def self_distil(run: Run, data: dict, target) -> dict:
 
 
 def read_distillation(run: Run, data: dict, path: pathlib.Path) -> dict:
-    """``run.distilled`` from a saved ``ml_distilled.jsonl`` (or ``.jsonl.gz``) through ``recipe.load_distilled``:
+    """``run.distilled`` from a saved ``ml_distilled.jsonl`` (or ``.jsonl.gz``) through ``algorithm.load_distilled``:
     the prompt ids of each row are those of ``data["train"]`` (its id and direction), in the file's order
     (language, temperature, prompt), the order ``self_distil`` writes; returns per-language statistics."""
     train = data["train"]
     index = {(r["id"], r["direction"]): i for i, r in enumerate(train["rows"])}
     prompt_ids = lambda row: example_ids(train, index[(row["id"], row["direction"])])[0]  # noqa: E731
-    run.distilled = recipe.load_distilled([path], run.langs, prompt_ids)
-    return recipe.distilled_stats(run.distilled, run.tokenizer.eos_token_id)
+    run.distilled = algorithm.load_distilled([path], run.langs, prompt_ids)
+    return algorithm.distilled_stats(run.distilled, run.tokenizer.eos_token_id)
 
 
 def drafter_eval_sets(run: Run, data: dict, eval_idx, eval_prompts, greedy) -> None:
@@ -337,7 +335,7 @@ def finetuned_drafter(run: Run, name: str, lang: str, recipe_name: str, subset: 
     distinct = int(conv.answer_len[subset].sum())
     steps = max(1, round(run.main_steps(lang) * distinct / max(1, int(conv.answer_len.sum()))))
     examples = conv.select(subset)
-    log, seen = recipe.finetune(
+    log, seen = algorithm.finetune(
         model, examples, steps=steps, batch_size=cfg["ft_batch_size"], lr=cfg["ft_lr"], seed=seed,
         name=name, heldout=run.drafter_eval.get(f"django-{lang}"), eval_batch_size=cfg["eval_batch_size"],
     )  # fmt: skip

@@ -7,7 +7,8 @@ paper's numbers (``data/paper/tabed_block_efficiency.csv``, ``tabed_table3_windo
 paper's table a LLaVA pair of a profile compares with. ``weight_series`` / ``mean_weight_table`` read the MT*
 weights a run logged (Fig. 3). ``rank_counts``, ``paper_top_two_share`` / ``paper_max_shortfall`` (T2) and
 ``paper_window_tolerance`` (T5) compute from the paper's tables the thresholds ``specdec.tabed.findings`` holds our
-estimates to.
+estimates to. ``tabed_expected_speedups`` / ``tabed_headline_verdict`` recompute the paper's headline 1.74x from its
+Tables 1 and 6 through Eq. (1) (notebook 01); ``tabed_latency_ratios`` reads Table 6.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import re
 
 import pandas as pd
 
-from specdec import paper, results
+from specdec import results
+from specdec.bench import expected_speedup
 from specdec.harness.profile import Profile
 from specdec.tabed.captioners import CAPTIONER
+from specdec.verdict import FAILS, HOLDS, SANITY, Verdict
 from specdec.vlm import dialogues, scenes
 
 TABLE1 = ["M", "T", "MT", "MT*"]
@@ -201,7 +204,7 @@ def pair_latency_ratio(profile: str | Profile = "tiny", pair: str | None = None)
     timed LLaVA-1.5 7B / 13B with 68M / 160M drafts, and a LLaVA-NeXT pair of the same sizes takes that ratio.
     ``None`` where Table 6 has no such sizes."""
     draft_size, target_size = pair_sizes(profile, pair)
-    table = paper.tabed_latency_ratios()
+    table = tabed_latency_ratios()
     hit = table[(table.draft_size == draft_size) & (table.target_size == target_size)]
     return float(hit.latency_ratio_Tq_over_Tp.iloc[0]) if len(hit) else None
 
@@ -308,3 +311,56 @@ def mean_weight_table(frame: pd.DataFrame, method: str = "MT*") -> pd.DataFrame:
     label = frame.group.where(frame.group != "benchmark", "benchmark t" + frame.turn.astype(str))
     label = label.where(frame.group != "nlp", "nlp t" + frame.turn.astype(str))
     return frame.assign(w_M=means, where=label).groupby("where").w_M.agg(["mean", "min", "max", "count"])
+
+
+# ---------------------------------------------------------------------------------------- Eq. (1) headline
+TABED_GAMMA = 5
+TABED_LATENCY_RATIO = 0.063  # Table 6: LLaVA-1.5 7B target, 68M draft, A6000
+
+
+def tabed_table1_block_efficiency():
+    """Table 1 cells (LLaVA-1.5 7B, 68M draft) with the block efficiency as a float."""
+    df = results.paper_numbers("tabed_block_efficiency")
+    df = df[df.in_main_table.fillna("").str.contains("Table 1")].copy()
+    df["block_efficiency"] = df.block_efficiency.astype(float)
+    return df
+
+
+def tabed_expected_speedups(latency_ratio: float = TABED_LATENCY_RATIO, gamma: int = TABED_GAMMA):
+    """Per method: mean of the benchmark ``Avg.`` cells of Table 1 over both turns, and Eq. (1) speedup.
+
+    With ``T_q/T_p = 0.063`` and ``γ = 5`` MT* gives the paper's headline 1.74x.
+    """
+    df = tabed_table1_block_efficiency()
+    avg = df[(df.dataset == "Avg.") & (df.dataset_group == "benchmark")]
+    out = avg.groupby("method", sort=False).block_efficiency.mean().rename("mean_block_efficiency").to_frame()
+    out["expected_speedup"] = [expected_speedup(t, gamma, latency_ratio) for t in out.mean_block_efficiency]
+    return out.reset_index()
+
+
+def tabed_latency_ratios():
+    df = results.paper_numbers("tabed_table6_latency_ratio")
+    df["latency_ratio_Tq_over_Tp"] = df.latency_ratio_Tq_over_Tp.astype(float)
+    return df
+
+
+def tabed_headline_verdict() -> Verdict:
+    """Notebook 01 (a): the paper's headline 1.74x for MT* follows from its own Table 1 and Table 6 through
+    Eq. (1). Exact arithmetic on printed numbers: the interval is the point, n the four methods."""
+    table = tabed_expected_speedups().set_index("method")
+    mt_star = float(table.loc["MT*", "expected_speedup"])
+    holds = round(mt_star, 2) == 1.74
+    return Verdict(
+        "Eq. (1) headline",
+        "MT*'s expected walltime speedup from Table 1's τ and Table 6's T_q/T_p is the headline 1.74x",
+        mt_star,
+        mt_star,
+        mt_star,
+        len(table),
+        HOLDS if holds else FAILS,
+        "1.74x",
+        f"γ = {TABED_GAMMA}, T_q/T_p = {TABED_LATENCY_RATIO} (Table 6, 7B target, 68M draft).",
+        validity="yes",
+        validity_why="yes: arithmetic on the paper's own tables (a check of the transcription and of Eq. (1))",
+        section=SANITY,
+    )

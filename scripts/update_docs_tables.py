@@ -1,0 +1,119 @@
+"""Write the paper pages' tables that come from committed results into their marked blocks
+(``generated_blocks.splice``):
+
+- ``docs/papers/multilingual.md``, block ``m2-seeds``: M2 and M2-linear per training seed and pooled (Fig. 4's grid,
+  ``results/tiny/ml_tokens.csv`` and ``ml_tokens_seeds.csv``), as notebook 31 computes them;
+- ``docs/papers/aasd.md``, block ``a5-measured``: the A5 proxy condition (``results/tiny/proxy_conditions.csv``, A5
+  rows), as ``aasd.findings.a5_validity`` reads it.
+
+``make reproduce`` runs this after the notebooks; ``tests/test_docs.py`` fails when a block differs from what the
+committed results give. Usage::
+
+    python scripts/update_docs_tables.py
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generated_blocks import ROOT, md_table, splice  # noqa: E402
+
+from specdec import results  # noqa: E402
+
+PAPERS = ROOT / "docs" / "papers"
+M2_CLAIMS = {"M2": "slope of τ per decade of tokens > 0", "M2-linear": "|bend| < 1"}
+
+
+def m2_seeds_block(root: Path | None = None) -> str:
+    """The M2 table over training seeds and the sentences it supports (no seed reverses / which does; the largest
+    spread of τ over seeds at one budget)."""
+    from specdec.multilingual import findings, scaling_verdicts
+
+    frames, grid = findings.m2_frames("tiny", root or results.COMMITTED)
+    table = scaling_verdicts.m2_seed_table(frames, grid)
+    seeds = [c for c in table.columns if c.startswith("seed ")]
+    rows = table.to_dict("records")
+    for row in rows:
+        name = row["finding"].split(" ")[0]
+        row["finding"] = f"{row['finding']} ({M2_CLAIMS[name]})" if name in M2_CLAIMS else row["finding"]
+    columns = ["finding", *seeds, "pooled", "verdict"]
+    lines = md_table(rows, columns).splitlines()
+    lines[1] = "|" + " --- |" * len(columns)
+    tau = scaling_verdicts.m2_seed_tau(frames, grid)
+    taus = tau.filter(like="tau seed")
+    spread = taus.max(axis=1) - taus.min(axis=1)
+    widest = tau.loc[spread.idxmax()]
+    steps = tau.assign(mean=taus.mean(axis=1)).sort_values("finetune_tokens").groupby("recipe")["mean"].diff().dropna()
+    values = " / ".join(f"{widest[c]:.2f}" for c in taus.columns)
+    verdicts = {v.name: v for v in scaling_verdicts.m2_over_seeds(frames, grid)}
+    alone = {v.name: v.status for v in scaling_verdicts.m2_verdicts(frames[0], grid)}
+    same = [n for n, v in verdicts.items() if v.status == alone[n]]
+    lines.append("")
+    lines.append(
+        ("No seed reverses a pooled verdict; every verdict is the one seed 0 gave alone." if len(same) == len(verdicts)
+         else f"The verdicts seed 0 gives alone stand for {', '.join(same) or 'none'} of the findings.")
+        + f" The seed spread of τ at a budget is at most {spread.max():.2f} ({widest.recipe} at"
+        f" {widest.finetune_tokens:,.0f} tokens: {values}); between neighbouring budgets the seeds' mean τ rises by"
+        f" {steps.min():.2f} to {steps.max():.2f}."
+    )  # fmt: skip
+    return "\n".join(lines)
+
+
+def a5_block(root: Path | None = None) -> str:
+    """The A5 measurement table and its reading (how much a white image costs each LLaVA baseline and the control)."""
+    from specdec.aasd import findings
+
+    m = findings.a5_table(root)
+    control = m.iloc[-1]
+    cells = m.iloc[:-1]
+    rows = [
+        {
+            "draft": r.draft if i < len(cells) else f"`{r.draft}` (control, same size)",
+            "target": f"`{r.target}`",
+            "τ real": f"{r['tau real']:.3f}",
+            "τ white": f"{r['tau white']:.3f}",
+            "share of requests whose τ moves": f"{r['share moved']:.0%}".replace("%", " %"),
+            "held-out loss real": f"{r['loss real']:.3f}",
+            "held-out loss white": f"{r['loss white']:.3f}",
+        }
+        for i, (_, r) in enumerate(m.iterrows())
+    ]
+    columns = list(rows[0])
+    table = md_table(rows, columns).splitlines()
+    table[1] = "| --- | --- | " + " | ".join("---:" for _ in columns[2:]) + " |"
+    cost = cells["tau real"] - cells["tau white"]
+    reads = bool(((cost > 0) & (cells["loss real"] < cells["loss white"])).all())
+    more = bool((cells["share moved"] > control["share moved"]).all() and (cost > control["tau real"]
+                - control["tau white"]).all())  # fmt: skip
+    reading = (
+        ("Every LLaVA baseline reads its image" + (", more than the control does" if more else ""))
+        if reads else "Not every LLaVA baseline reads its image"
+    )  # fmt: skip
+    share = cells["share moved"]
+    testable = findings.a5_validity(root)[0] != "no"
+    return "\n".join(table) + (
+        f"\n\n{reading}: the white image costs {cost.min():.2f} to {cost.max():.2f} τ (control"
+        f" {control['tau real'] - control['tau white']:.2f}) and moves τ on {share.min():.0%} to {share.max():.0%} of"
+        f" requests (control {control['share moved']:.0%}). A5 is "
+        + ("testable on this proxy." if testable else "not testable on this proxy.")
+    ).replace("%", " %")
+
+
+BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
+    (PAPERS / "multilingual.md", "m2-seeds"): m2_seeds_block,
+    (PAPERS / "aasd.md", "a5-measured"): a5_block,
+}
+
+
+def main() -> int:
+    for (page, name), make in BLOCKS.items():
+        if splice(page, name, make()):
+            print(f"updated {page.relative_to(ROOT)} ({name})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
