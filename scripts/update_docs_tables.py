@@ -3,6 +3,8 @@
 
 - ``docs/papers/multilingual.md``, block ``m2-seeds``: M2 and M2-linear per training seed and pooled (Fig. 4's grid,
   ``results/tiny/ml_tokens.csv`` and ``ml_tokens_seeds.csv``), as notebook 31 computes them;
+- ``docs/papers/aasd.md``, block ``a2-measured``: A2 on the 16- and the 64-position ablation targets
+  (``aasd_runs.csv``, the models' configs and training logs);
 - ``docs/papers/aasd.md``, block ``a5-measured``: the A5 proxy condition (``results/tiny/proxy_conditions.csv``, A5
   rows), as ``aasd.findings.a5_validity`` reads it.
 
@@ -102,7 +104,47 @@ def a5_block(root: Path | None = None) -> str:
     ).replace("%", " %")
 
 
+def a2_block(root: Path | None = None) -> str:
+    """A2 on both ablation targets (seed 0's modules): visual positions and k of the main module, the target's held-out
+    answer loss with real and white images, and τ of the module with and without its projector and image KV."""
+    import json
+
+    import pandas as pd
+
+    from specdec import zoo
+    from specdec.aasd import tables, zoo_specs
+
+    runs = tables.runs(pd.read_csv(Path(root or results.COMMITTED) / "tiny" / "aasd_runs.csv"), "ablations")
+    rows = []
+    for target in ("tabed-target", zoo_specs.P8_TARGET):
+        module = json.loads((zoo.model_dir(zoo_specs.module_name(target)) / "config.json").read_text())["module"]
+        heldout = json.loads((zoo.model_dir(target) / "training_log.json").read_text())["summary"]["heldout"]
+        loss = heldout["in_distribution"]
+        for gamma, cell in runs[(runs.target == target) & (runs.draft != "AR")].groupby("gamma"):
+            tau = cell.groupby("draft").block_efficiency.mean()
+            rows.append(
+                {
+                    "target": f"`{target}`",
+                    "positions → k": f"{module['image_tokens']} → {module['projector_k']}",
+                    "held-out loss real / white": f"{loss['loss']:.3f} / {loss['loss_blank_images']:.3f}",
+                    "γ": int(gamma),
+                    "τ AASD": f"{tau['AASD']:.3f}",
+                    "τ w/o projector": f"{tau['AASD w/o projector']:.3f}",
+                    "τ w/o image KV": f"{tau['AASD w/o image KV']:.3f}",
+                    "image KV's τ": f"{tau['AASD'] - tau['AASD w/o image KV']:+.3f}",
+                }
+            )
+    columns = list(rows[0])
+    table = md_table(rows, columns).splitlines()
+    table[1] = "| --- | --- | --- | " + " | ".join("---:" for _ in columns[3:]) + " |"
+    return "\n".join(table) + (
+        "\n\nMean τ over notebook 41's 189 requests, training seed 0 (notebook 41 has every seed); the held-out loss"
+        " is the target's answer loss on the in-distribution held-out rows (`training_log.json`)."
+    )
+
+
 BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
+    (PAPERS / "aasd.md", "a2-measured"): a2_block,
     (PAPERS / "multilingual.md", "m2-seeds"): m2_seeds_block,
     (PAPERS / "aasd.md", "a5-measured"): a5_block,
 }
