@@ -8,7 +8,8 @@
 - ``t1b-measured``: the target's greedy first answers against the scripted ones (T1b rows), the rebuilt second turns
   (``tabed_first_answers.csv``, ``tabed_runs.csv``) and the findings on the scripted against the own first answers
   (``tabed.findings.findings_from_results`` on today's rows and on those of ``SCRIPTED``);
-- ``t2-measured``: answer lengths and how often the window h covers every past block (T2 rows).
+- ``t2-measured``: answer lengths and how often the window h covers every past block (T2 rows);
+- ``tabed-second-turn-images``: the target's held-out second-turn loss with real and with blank images.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ SCENARIOS = {
     "nq": "NQ",
     "gsm8k": "GSM8K",
 }
+IMAGE_SETS = ("describe", "docvqa", "pope", "mmvet", "iedit", "magicbrush", "spot")  # NQ and GSM8K: text only
 T1B_CLAIMS = {
     "T1b": "T − M on second turns",
     "T1b-prev": "rests on the first answer or the image",
@@ -272,6 +274,23 @@ def t1b_block(root: Path | None = None) -> str:
         f" verdict):\n\n"
         f"{compare}\n\n{', '.join(same[:-1])} and {same[-1]} are the same on both. "
         + (f"Verdicts that change: {'; '.join(flips)}." if flips else "No verdict changes.")
+    )
+
+
+def second_turn_images_block() -> str:
+    """How much ``tabed-target``'s held-out answer loss on the second turns of the image scenarios rises with blank
+    images (its ``training_log.json``)."""
+    import json
+
+    from specdec import zoo
+    from specdec.vlm import scenes
+
+    log = json.loads((zoo.model_dir("tabed-target") / "training_log.json").read_text())["summary"]["heldout"]
+    images = [log[f"{s}-t2"] for s, turn in scenes.SCENARIOS if turn == 2 and f"{s}-t2" in log and s in IMAGE_SETS]
+    real, blank = [c["loss"] for c in images], [c["loss_blank_images"] for c in images]
+    return (
+        f"`tabed-target`'s held-out answer loss on the second turns of the {len(images)} image scenarios is"
+        f" {span(real)} with the real images and {span(blank)} with blank ones (`training_log.json`, per scenario)."
     )
 
 
