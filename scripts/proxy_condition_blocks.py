@@ -14,8 +14,8 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -173,7 +173,7 @@ def m_pf_block(root: Path | None = None) -> str:
 # ----------------------------------------------------------------------------------------------------- TABED
 def scripted_root() -> Path:
     """A results folder holding ``SCRIPTED``'s ``tiny/tabed_runs.csv`` (from git); NoHistory where git lacks it."""
-    folder = Path(tempfile.gettempdir()) / f"specdec-tabed-scripted-{SCRIPTED[:12]}"
+    folder = ROOT / ".cache" / f"tabed-scripted-{SCRIPTED[:12]}"
     path = folder / "tiny" / "tabed_runs.csv"
     if not path.exists():
         show = subprocess.run(
@@ -182,7 +182,7 @@ def scripted_root() -> Path:
         if show.returncode:
             raise NoHistory(f"commit {SCRIPTED[:7]} is not in this checkout: {show.stderr.decode().strip()}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".part")
+        tmp = path.with_suffix(f".{os.getpid()}.part")
         tmp.write_bytes(show.stdout)
         tmp.replace(path)
     return folder
