@@ -6,7 +6,10 @@
 - ``docs/papers/aasd.md``, block ``a2-measured``: A2 on the 16- and the 64-position ablation targets
   (``aasd_runs.csv``, the models' configs and training logs);
 - ``docs/papers/aasd.md``, block ``a5-measured``: the A5 proxy condition (``results/tiny/proxy_conditions.csv``, A5
-  rows), as ``aasd.findings.a5_validity`` reads it.
+  rows), as ``aasd.findings.a5_validity`` reads it;
+- the *Proxy conditions* blocks of ``docs/papers/multilingual.md`` (``m3-measured``, ``m-pf-measured``) and
+  ``docs/papers/tabed.md`` (``t1b-measured``, ``t2-measured``), and the TABED proxy's second-turn losses
+  (``tabed-second-turn-images``): ``proxy_condition_blocks``.
 
 ``make reproduce`` runs this after the notebooks; ``tests/test_docs.py`` fails when a block differs from what the
 committed results give. Usage::
@@ -22,6 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generated_blocks import ROOT, md_table, splice  # noqa: E402
+from proxy_condition_blocks import (  # noqa: E402
+    NoHistory,
+    m3_block,
+    m_pf_block,
+    second_turn_images_block,
+    t1b_block,
+    t2_block,
+)
 
 from specdec import results  # noqa: E402
 
@@ -62,6 +73,31 @@ def m2_seeds_block(root: Path | None = None) -> str:
         f" {steps.min():.2f} to {steps.max():.2f}."
     )  # fmt: skip
     return "\n".join(lines)
+
+
+def m2_seed_training_block() -> str:
+    """Minutes each training seed's drafters took (``ml_training_seeds.csv``) beside seed 0's (``ml_training.csv``).
+    Every P-F row's ``seconds`` includes pretraining P (P-F is P, then F): it is subtracted to give the finetune."""
+    import pandas as pd
+
+    folder = ROOT / "data" / "multilingual"
+    seed0 = pd.read_csv(folder / "ml_training.csv").set_index("model")
+    seeds = pd.read_csv(folder / "ml_training_seeds.csv")
+    seeds = seeds[seeds.same_as.isna()]
+    p_seconds = seed0.seconds["ml-draft-generic"]
+    seeds["finetune"] = seeds.seconds - p_seconds * (seeds.recipe == "P-F")
+    main = ["ml-draft-f-de", "ml-draft-pf-de"]
+    per = seeds.pivot_table(index="model", columns="train_seed", values="finetune", aggfunc="sum") / 60
+    grid = per.drop(index=main).sum()
+    cell = " / ".join
+    f0 = seed0.loc["ml-draft-f-de"]
+    return (
+        f"Finetune minutes per seed ({cell(str(k) for k in per.columns)}; `ml_training_seeds.csv`, P-F rows without"
+        f" P's {p_seconds:.1f} s, which every P-F row includes, as seed 0's do): `ml-draft-f-de`"
+        f" {cell(f'{v:.1f}' for v in per.loc['ml-draft-f-de'])} (seed 0's: {f0.seconds:.1f} s on a GPU),"
+        f" `ml-draft-pf-de` {cell(f'{v:.1f}' for v in per.loc['ml-draft-pf-de'])}, the {len(per) - len(main)} small"
+        f" grid drafters together {cell(f'{v:.1f}' for v in grid)}."
+    )
 
 
 def a5_block(root: Path | None = None) -> str:
@@ -146,13 +182,24 @@ def a2_block(root: Path | None = None) -> str:
 BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (PAPERS / "aasd.md", "a2-measured"): a2_block,
     (PAPERS / "multilingual.md", "m2-seeds"): m2_seeds_block,
+    (PAPERS / "multilingual.md", "m2-seed-training"): m2_seed_training_block,
     (PAPERS / "aasd.md", "a5-measured"): a5_block,
+    (PAPERS / "multilingual.md", "m3-measured"): m3_block,
+    (PAPERS / "multilingual.md", "m-pf-measured"): m_pf_block,
+    (PAPERS / "tabed.md", "t1b-measured"): t1b_block,
+    (PAPERS / "tabed.md", "t2-measured"): t2_block,
+    (PAPERS / "tabed.md", "tabed-second-turn-images"): second_turn_images_block,
 }
 
 
 def main() -> int:
     for (page, name), make in BLOCKS.items():
-        if splice(page, name, make()):
+        try:
+            body = make()
+        except NoHistory as error:  # a shallow clone: the block stays as committed
+            print(f"kept {page.relative_to(ROOT)} ({name}): {error}")
+            continue
+        if splice(page, name, body):
             print(f"updated {page.relative_to(ROOT)} ({name})")
     return 0
 

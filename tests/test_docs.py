@@ -93,12 +93,20 @@ def test_measured_times_are_what_measurements_csv_gives():
 
 
 def test_paper_page_tables_are_what_the_results_give():
-    """The paper pages' tables from result rows (M2 over training seeds, the A5 proxy condition) are generated from
+    """The paper pages' tables from result rows (M2 over training seeds, the proxy conditions) are generated from
     the committed rows: a changed row without ``make reproduce`` (or a hand edit) fails here."""
+    missing = []
     for (page, name), make in docs_tables.BLOCKS.items():
-        assert generated_blocks.block_of(page.read_text(), name) == make().strip(), (
+        try:
+            body = make().strip()
+        except docs_tables.NoHistory as error:  # a shallow clone lacks the commit a block compares with
+            missing.append(f"{page.name} ({name}): {error}")
+            continue
+        assert generated_blocks.block_of(page.read_text(), name) == body, (
             f"{page.name} ({name}) is stale: run .venv/bin/python scripts/update_docs_tables.py"
         )
+    if missing:
+        pytest.skip("not checked without the git history: " + "; ".join(missing))
 
 
 def test_readme_is_a_front_door():

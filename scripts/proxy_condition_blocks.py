@@ -1,0 +1,339 @@
+"""The *Proxy conditions* blocks of the multilingual and TABED pages, generated from committed rows (registered in
+``update_docs_tables.BLOCKS``):
+
+- ``m3-measured``: τ of each P-F drafter by input / output language class and every model's held-out loss on the
+  phrasebook pages (``results/tiny/proxy_conditions.csv``, M3 rows);
+- ``m-pf-measured``: the passes each finetune made over its distilled data and the held-out prose loss after it
+  (M-PF rows, ``data/multilingual/ml_training.csv``);
+- ``t1b-measured``: the target's greedy first answers against the scripted ones (T1b rows), the rebuilt second turns
+  (``tabed_first_answers.csv``, ``tabed_runs.csv``) and the findings on the scripted against the own first answers
+  (``tabed.findings.findings_from_results`` on today's rows and on those of ``SCRIPTED``);
+- ``t2-measured``: answer lengths and how often the window h covers every past block (T2 rows);
+- ``tabed-second-turn-images``: the target's held-out second-turn loss with real and with blank images.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+from generated_blocks import ROOT, md_table
+
+from specdec import results
+
+# The last commit whose tabed_runs.csv decodes the second turns on the scene generator's scripted first answers
+# (the next one, 26cd80d, decoded them again on the target's own).
+SCRIPTED = "11f8b8d9eebe23c3486fb74818715d4261154a2e"
+SCENARIOS = {
+    "describe": "describe",
+    "docvqa": "DocVQA",
+    "pope": "POPE",
+    "mmvet": "MM-Vet",
+    "iedit": "IEdit",
+    "magicbrush": "MagicBrush",
+    "spot": "Spot",
+    "nq": "NQ",
+    "gsm8k": "GSM8K",
+}
+IMAGE_SETS = ("describe", "docvqa", "pope", "mmvet", "iedit", "magicbrush", "spot")  # NQ and GSM8K: text only
+T1B_CLAIMS = {
+    "T1b": "T − M on second turns",
+    "T1b-prev": "rests on the first answer or the image",
+    "T1b-text": "NQ / GSM8K after an image conversation",
+    "T1": "smallest of T1a, T1b, T1c",
+    "T2": "MT\\* best or second best, share of cells",
+    "T4": "τ(MTCP\\*) − τ(MT\\*), more drafting methods",
+}
+
+
+class NoHistory(RuntimeError):
+    """The git history that holds ``SCRIPTED`` is not in this checkout (a shallow clone or an export)."""
+
+
+def conditions(name: str, root: Path | None = None) -> pd.DataFrame:
+    """The ``name`` rows of ``proxy_conditions.csv``, indexed by (quantity, subset)."""
+    rows = pd.read_csv(Path(root or results.COMMITTED) / "tiny" / "proxy_conditions.csv", dtype={"n": "Int64"})
+    return rows[rows.condition == name].set_index(["quantity", "subset"])
+
+
+def span(values, fmt: str = ".2f") -> str:
+    """``low to high`` of ``values`` (one number when they agree at ``fmt``)."""
+    low, high = format(min(values), fmt), format(max(values), fmt)
+    return low if low == high else f"{low} to {high}"
+
+
+def percent(value: float) -> str:
+    return f"{value:.0%}".replace("%", " %")
+
+
+def align(table: str, text_columns: int) -> str:
+    """``table`` with its first ``text_columns`` columns left-aligned and the others right-aligned."""
+    lines = table.splitlines()
+    n = lines[1].count("---")
+    lines[1] = "| " + " | ".join(["---"] * text_columns + ["---:"] * (n - text_columns)) + " |"
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------ multilingual
+M3_CELLS = [
+    ("in drafter's -> out en", "X → En"),
+    ("in other -> out en", "other → En"),
+    ("in en -> out drafter's", "En → X"),
+    ("in other -> out drafter's", "other → X"),
+    ("in drafter's -> out other", "X → other"),
+    ("in en -> out other", "En → other"),
+    ("in other -> out other", "other → other"),
+]
+LANGS = ("de", "fr", "ru", "ja", "zh")
+
+
+def m3_block(root: Path | None = None) -> str:
+    """Each P-F drafter's τ by (input, output) language class and the held-out phrasebook loss, with the sentences
+    the M3 condition reads from them."""
+    m = conditions("M3", root).value
+    loss = m["heldout loss translation pages"]
+    tau = m["tau"]
+    rows = [
+        {"model": f"`{d}`", "loss": f"{loss[d]:.2f}", **{label: f"{tau[f'{d}: {c}']:.2f}" for c, label in M3_CELLS}}
+        for d in [f"ml-draft-pf-{x}" for x in LANGS]
+    ]
+    rows += [{"model": f"`{d}`", "loss": f"{loss[d]:.2f}"} for d in ("ml-draft-generic", "ml-target")]
+    columns = ["model", "loss", *(label for _, label in M3_CELLS)]
+    header = ["model", "held-out loss, phrasebook pages", *(f"τ {label}" for _, label in M3_CELLS)]
+    table = align(md_table(rows, columns, header), 1)
+    drafters = [f"ml-draft-pf-{x}" for x in LANGS]
+    cell = {c: [tau[f"{d}: {c}"] for d in drafters] for c, _ in M3_CELLS}
+    non_en = [v for c, values in cell.items() if not c.endswith("out en") for v in values]
+    n = conditions("M3", root).n["tau"]
+    chrf = m["target chrF"]
+    return table + (
+        f"\n\nX is the drafter's own language; τ is the mean over the committed `ml_ood` requests at T = 0 of each"
+        f" cell. On the held-out phrasebook pages the generic drafter's loss is {loss['ml-draft-generic']:.2f} and"
+        f" the P-F drafters' {span(loss[drafters])}, against {m[('uniform loss ln|V|', '-')]:.2f} for a uniform guess"
+        f" and {loss['ml-target']:.2f} for the target. Every P-F drafter sits at τ {span(non_en)} on every direction"
+        f" with a non-English output, whatever the input (pooled τ {tau['all drafters: out non-en']:.2f} over"
+        f" {n['all drafters: out non-en']:,} requests, against {tau['all drafters: out en']:.2f} over"
+        f" {n['all drafters: out en']:,} with English output). With English output, its own input language gives"
+        f" τ {span(cell[M3_CELLS[0][0]])} and another input {span(cell[M3_CELLS[1][0]])}. The target writes both"
+        f" ways (Django held out: chrF {chrf['django en-xx']:.1f} En→X, {chrf['django xx-en']:.1f} X→En)."
+    )
+
+
+def m_pf_block(root: Path | None = None) -> str:
+    """Per finetune set: distilled examples and answer tokens, steps, passes and held-out prose loss of the P-F and
+    F drafters; the sentences the M-PF decision reads from them."""
+    training = pd.read_csv(ROOT / "data" / "multilingual" / "ml_training.csv").set_index("model")
+    m = conditions("M-PF", root)
+    passes, prose = m.value["finetune passes"], m.value["heldout loss prose"]
+    sets = [(f"de, 1/{k}", f"-de-b{b}") for k, b in ((64, 44), (16, 168), (4, 612))]
+    sets += [(f"{x}, all", f"-{x}") for x in LANGS]
+    rows = []
+    for label, suffix in sets:
+        pf, f = f"ml-draft-pf{suffix}", f"ml-draft-f{suffix}"
+        rows.append(
+            {
+                "set": label,
+                "examples": f"{training.finetune_examples[pf]:,.0f}",
+                "tokens": f"{training.finetune_tokens[pf]:,.0f}",
+                "steps": f"{training.finetune_steps[pf]:.0f}",
+                "passes": f"{passes[pf]:.1f} / {passes[f]:.1f}",
+                "loss": f"{prose[pf]:.2f} / {prose[f]:.2f}",
+            }
+        )
+    columns = list(rows[0])
+    header = ["finetune set (De: Fig. 4's subsets)", "distilled examples", "answer tokens", "steps",
+              "passes P-F / F (paper: 3 / 5)", "held-out prose loss P-F / F"]  # fmt: skip
+    table = align(md_table(rows, columns, header), 1)
+    main_pf = [f"ml-draft-pf-{x}" for x in LANGS]
+    main = main_pf + [f"ml-draft-f-{x}" for x in LANGS]
+    grid = [f"ml-draft-pf-de-b{b}" for b in (44, 168, 612)] + ["ml-draft-pf-de"]
+    rising = all(a < b for a, b in zip(prose[grid], prose[grid][1:], strict=False))
+    steps = [training.finetune_steps[d] for d in grid]
+    trail = ", ".join(f"{prose[d]:.2f} after {s:.0f} steps" for d, s in zip(grid, steps, strict=True))
+    tokens = training.finetune_tokens[main_pf]
+    large = "ml-draft-large-pf-de"
+    uniform = conditions("M3", root).value[("uniform loss ln|V|", "-")]
+    seen = 3 * training.finetune_tokens["ml-draft-pf-de"]
+    return table + (
+        f"\n\nOn the {span(training.finetune_examples[main_pf], ',.0f')} distilled examples of a pair (about"
+        f" {tokens.mean() / 1000:.0f} k answer tokens) the fixed budget is {span(passes[main], '.1f')} passes (P-F and"
+        f" F), {span(passes[main_pf] / 3, '.1f')}× the paper's 3 epochs for P-F; Fig. 4's subsets make"
+        f" {span([passes[d] for d in grid[:3]], '.1f')}. Held-out prose loss "
+        + ("rises" if rising else "does not rise monotonically")
+        + f" with the number of finetune steps. For `ml-draft-pf-de-b<N>`: {trail} (`ml-draft-pf-de`), against P's"
+        f" {prose['ml-draft-generic']:.2f} and a uniform guess of {uniform:.2f}. The other P-F drafters reach"
+        f" {span(prose[main_pf[1:]])}, `{large}` {prose[large]:.2f} after {passes[large]:.1f} passes, and the F"
+        f" drafters {span(prose[main[5:]], '.1f')}. At 3 passes the De→En drafter would see"
+        f" {seen / 1000:.0f} k answer tokens ({seen / training.parameters['ml-draft-pf-de']:.1f} per parameter)."
+    )
+
+
+# ----------------------------------------------------------------------------------------------------- TABED
+def scripted_root() -> Path:
+    """A results folder holding ``SCRIPTED``'s ``tiny/tabed_runs.csv`` (from git); NoHistory where git lacks it."""
+    folder = ROOT / ".cache" / f"tabed-scripted-{SCRIPTED[:12]}"
+    path = folder / "tiny" / "tabed_runs.csv"
+    if not path.exists():
+        show = subprocess.run(
+            ["git", "show", f"{SCRIPTED}:results/tiny/tabed_runs.csv"], cwd=ROOT, capture_output=True, check=False
+        )
+        if show.returncode:
+            raise NoHistory(f"commit {SCRIPTED[:7]} is not in this checkout: {show.stderr.decode().strip()}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.part")
+        tmp.write_bytes(show.stdout)
+        tmp.replace(path)
+    return folder
+
+
+def second_turns(root: Path | None = None) -> str:
+    """The rebuilt second turns: their first answers' length, how many differ from the script, and whether the runs
+    on unchanged requests are the scripted runs."""
+    base = Path(root or results.COMMITTED) / "tiny"
+    answers = pd.read_csv(base / "tabed_first_answers.csv")
+    length = answers.output.map(lambda ids: len(ids.strip("[]").split(",")))
+    now, before = (pd.read_csv(p / "tabed_runs.csv") for p in (base, scripted_root() / "tiny"))
+    now, before = now[now.turn == 2], before[before.turn == 2]
+    requests = now.drop_duplicates("row").set_index("row").request
+    scripted = before.drop_duplicates("row").set_index("row").request.reindex(requests.index)
+    changed = requests != scripted
+    key = ["method", "gamma", "window", "criterion", "captioner", "row"]
+    same = now[~now.row.isin(changed[changed].index)]
+    old = before[before.row.isin(same.row)]
+    values = ["accepted", "output", "new_tokens", "target_calls"]
+    merged = same.merge(old, on=key, how="left", suffixes=("", " old"))
+    exact = len(same) == len(old) and all(
+        merged[c].astype(str).eq(merged[f"{c} old"].astype(str)).all() for c in values
+    )
+    return (
+        f"The {len(answers):,} second-turn requests carry first answers of {length.mean():.1f} tokens on average"
+        + (" (none reaches the cap)." if length.max() < answers.max_new_tokens.min() else ".")
+        + f" On {changed.sum():,} of them ({percent(changed.mean())}) the answer differs from the script, so their"
+        f" prompts and request digests differ from the scripted requests'. The {len(now):,} second-turn runs of"
+        f" notebooks 10–13 in `tabed_runs.csv` are decoded on these requests (AR and every method, setting and"
+        f" sweep), and " + ("every stored speculative run is lossless" if now.lossless.fillna(True).all()
+                        else "not every stored speculative run is lossless")
+        + f". On the {(~changed).sum():,} requests whose prompt is the same with either first answer, the runs are"
+        + (" the scripted requests' runs exactly." if exact else " not all the scripted requests' runs.")
+    )  # fmt: skip
+
+
+def verdict_cell(v) -> str:
+    sign = "" if v.name == "T2" else "+"
+    return f"{v.estimate:{sign}.3f} [{v.low:.3f}, {v.high:.3f}], {v.n}: {v.status}".replace("-", "−")
+
+
+def t1b_block(root: Path | None = None) -> str:
+    """The T1b measurement per scenario, the rebuilt second turns, and the findings on the scripted against the
+    target's own first answers."""
+    from specdec.tabed import findings
+
+    m = conditions("T1b", root)
+    reproduces = m.loc["target reproduces the scripted first answer"]
+    prefix = m.value["share of the scripted answer before the first difference"]
+    carried = m.value["second turn carries the target's greedy first answer"]
+    rows = [
+        {
+            "scenario": name,
+            "target's answer = scripted": f"{round(reproduces.value[s] * reproduces.n[s])} / {reproduces.n[s]}",
+            "share of the scripted answer before the first difference": percent(prefix[s]),
+            "second turn carries the target's answer": f"{carried[s]:.2f}",
+        }
+        for s, name in SCENARIOS.items()
+    ]
+    table = align(md_table(rows, list(rows[0])), 1)
+    low, high = prefix.idxmin(), prefix.idxmax()
+    measured = (
+        f"{table}\n\nOn the first turn of {span(reproduces.n, ',')} second-turn requests per scenario, the target's"
+        f" greedy answer equals the scripted one on {span(reproduces.value * reproduces.n, '.0f')} of them; before"
+        f" the first differing token it follows {percent(prefix[low])} ({SCENARIOS[low]}) to {percent(prefix[high])}"
+        f" ({SCENARIOS[high]}) of the scripted answer. Decoded live, the first answer each rebuilt request carries"
+        f" equals the target's greedy decode of its first turn on a share of {span(carried)} of the requests in"
+        " every scenario."
+    )
+    own = {v.name: v for v in findings.findings_from_results("tiny", root=root)}
+    scripted = {v.name: v for v in findings.findings_from_results("tiny", root=scripted_root())}
+    differ = [n for n in own if (own[n].estimate, own[n].status) != (scripted[n].estimate, scripted[n].status)]
+    rows = [
+        {
+            "finding": f"{n} ({T1B_CLAIMS.get(n, own[n].claim)})",
+            "scripted": verdict_cell(scripted[n]),
+            "own": verdict_cell(own[n]),
+        }
+        for n in differ
+    ]
+    header = ["finding", "scripted first answer", "target's own first answer (shipped)"]
+    compare = align(md_table(rows, list(rows[0]), header), 3)
+    flips = [f"{n} ({scripted[n].status} → {own[n].status})" for n in differ if scripted[n].status != own[n].status]
+    same = [n for n in own if n not in differ]
+    return (
+        f"{measured}\n\n{second_turns(root)}\n\nScripted against own first answers (`findings_from_results`, γ = 5,"
+        f" h = ALL, on the rows of commit {SCRIPTED[:7]} and on the committed rows; estimate [95 % interval], n:"
+        f" verdict):\n\n"
+        f"{compare}\n\n{', '.join(same[:-1])} and {same[-1]} are the same on both. "
+        + (f"Verdicts that change: {'; '.join(flips)}." if flips else "No verdict changes.")
+    )
+
+
+def second_turn_images_block() -> str:
+    """How much ``tabed-target``'s held-out answer loss on the second turns of the image scenarios rises with blank
+    images (its ``training_log.json``)."""
+    import json
+
+    from specdec import zoo
+    from specdec.vlm import scenes
+
+    log = json.loads((zoo.model_dir("tabed-target") / "training_log.json").read_text())["summary"]["heldout"]
+    images = [log[f"{s}-t2"] for s, turn in scenes.SCENARIOS if turn == 2 and f"{s}-t2" in log and s in IMAGE_SETS]
+    real, blank = [c["loss"] for c in images], [c["loss_blank_images"] for c in images]
+    return (
+        f"`tabed-target`'s held-out answer loss on the second turns of the {len(images)} image scenarios is"
+        f" {span(real)} with the real images and {span(blank)} with blank ones (`training_log.json`, per scenario)."
+    )
+
+
+def t2_block(root: Path | None = None) -> str:
+    """Answer lengths, and per window h how often it covers every past block and accepts as ALL."""
+    m = conditions("T2", root)
+    tokens = m.value["mean answer tokens"]
+    n = m.n["mean answer tokens"]
+    rows = [
+        {
+            "h": h,
+            "covers every past block": percent(
+                m.value[("share of requests where h covers every past block", f"h={h}")]
+            ),
+            "MT\\*(h) accepts as MT\\*(ALL)": percent(
+                m.value[("share of requests where MT*(h) accepts as MT*(ALL)", f"h={h}")]
+            ),
+        }
+        for h in (1, 4, 16)
+    ]
+    header = [
+        "h",
+        "share of requests h covers every past block",
+        "share of requests MT\\*(h) accepts exactly as MT\\*(ALL)",
+    ]
+    table = align(md_table(rows, list(rows[0]), header), 1)
+    cells = m.loc[("mean tau (MT*, gamma 5)", "Table 3 cells")]
+    blocks = m.value[("mean blocks per request (MT*, gamma 5)", "Table 3 cells")]
+    cover16 = m.value[("share of requests where h covers every past block", "h=16")]
+    equal16 = m.value[("share of requests where MT*(h) accepts as MT*(ALL)", "h=16")]
+    return (
+        f"The {n['all AR requests']:,} plain-decoding answers average {tokens['all AR requests']:.1f} tokens (median"
+        f" {m.value[('median answer tokens', 'all AR requests')]:.0f};"
+        f" {percent(m.value[('share of answers of 48+ tokens', 'all AR requests')])} reach 48). The benchmark first"
+        f" turns ({n['benchmark turn 1']} requests) average {tokens['benchmark turn 1']:.1f}, their second turns"
+        f" ({n['benchmark turn 2']}) {tokens['benchmark turn 2']:.1f}, the NLP first and second turns"
+        f" {tokens['nlp turn 1']:.1f} and {tokens['nlp turn 2']:.1f}, and the five-image stories"
+        f" ({n['ood turn 1']}) {tokens['ood turn 1']:.1f}."
+        f" Table 3's cells (the window study's {cells.n} requests among the benchmark first turns and the story sets)"
+        f" were measured with MT\\* at γ = 5: τ {cells.value:.2f} and {blocks:.1f} blocks per request.\n\n{table}"
+        + (
+            '\n\nSo T5 ("h barely matters") is close to guaranteed for h = 16 by the length of the answers alone.'
+            if cover16 > 0.5 and equal16 > 0.9
+            else ""
+        )
+    )
