@@ -58,49 +58,39 @@ def test_the_widened_processor_encodes_prompts_as_the_widened_rows(tmp_path):
     assert int((ids == IMAGE_TOKEN_ID).sum()) == 64
 
 
-def test_the_p8_step_trains_a_64_position_target_and_its_modules(tmp_path, monkeypatch):
-    from specdec import zoo
-    from specdec.aasd import train as aasd_train
-    from specdec.aasd import zoo_specs
-    from specdec.aasd.algorithm import load_module
-
-    spec = zoo_specs.TARGET_SPECS[zoo_specs.P8_TARGET]
-    monkeypatch.setitem(zoo_specs.TARGET_SPECS, zoo_specs.P8_TARGET, {**spec, "train": {**spec["train"], "steps": 2}})
-    monkeypatch.setitem(zoo_specs.P8, "module", {**zoo_specs.P8["module"], "steps": 2, "batch_size": 2})
-    monkeypatch.setattr(zoo, "model_dir", lambda name: tmp_path / name)
-    saved = aasd_train.tiny("p8", small_data(), tmp_path)
-    target = saved[zoo_specs.P8_TARGET]
-    assert __import__("json").loads((target / "config.json").read_text())["image_seq_length"] == 64
-    assert set(saved) == {zoo_specs.P8_TARGET} | {zoo_specs.module_name(zoo_specs.P8_TARGET, v) for v in
-                                                  zoo_specs.ALL_VARIANTS}  # fmt: skip
-    from specdec.zoo import models
-
-    llava, _ = models.load(target, kind="llava", device="cpu")
-    module = load_module(saved[zoo_specs.module_name(zoo_specs.P8_TARGET)], llava)
-    assert module.config.image_tokens == 64 and module.config.projector_k == 7
-
-
-def test_the_seeds_step_trains_each_module_again_under_moved_seeds(tmp_path, monkeypatch):
-    """Training seed k: the main module of every target and the ablation target's variants, named ``-seed<k>``,
-    their module seeds moved by ``SEED_STEP * k`` (the same rows, so the weights differ only by the seed)."""
+def test_the_p8_and_seeds_steps_train_a_64_position_target_and_every_module_again(tmp_path, monkeypatch):
+    """``p8``: a target with 64 positions per image and its modules at k = 7. ``seeds``: training seed k of the main
+    module of every target and the ablation target's variants, named ``-seed<k>``, their module seeds moved by
+    ``SEED_STEP * k`` (the same rows, so the weights differ only by the seed)."""
     import json
 
     from specdec import zoo
     from specdec.aasd import train as aasd_train
     from specdec.aasd import zoo_specs
+    from specdec.aasd.algorithm import load_module
+    from specdec.zoo import models
 
     spec = zoo_specs.TARGET_SPECS[zoo_specs.P8_TARGET]
-    monkeypatch.setitem(zoo_specs.TARGET_SPECS, zoo_specs.P8_TARGET, {**spec, "train": {**spec["train"], "steps": 1}})
+    monkeypatch.setitem(zoo_specs.TARGET_SPECS, zoo_specs.P8_TARGET, {**spec, "train": {**spec["train"], "steps": 2}})
     for settings in (zoo_specs.P8, zoo_specs.TINY):
         monkeypatch.setitem(settings, "module", {**settings["module"], "steps": 1, "batch_size": 2})
     shipped = zoo.model_dir
     monkeypatch.setattr(zoo, "model_dir", lambda name: tmp_path / name if (tmp_path / name).exists() else shipped(name))
-    aasd_train.tiny("p8-target", small_data(), tmp_path)
-    saved = aasd_train.seeds(small_data(), tmp_path, train_seeds=(1,))
-    assert set(saved) == {zoo_specs.module_name(t, "", 1) for t in zoo_specs.TINY["targets"]} | {
+    (tmp_path / zoo_specs.P8_TARGET).mkdir()  # the p8 target resolves here from the start
+    saved = aasd_train.tiny("p8", small_data(), tmp_path)
+    target = saved[zoo_specs.P8_TARGET]
+    assert json.loads((target / "config.json").read_text())["image_seq_length"] == 64
+    assert set(saved) == {zoo_specs.P8_TARGET} | {zoo_specs.module_name(zoo_specs.P8_TARGET, v) for v in
+                                                  zoo_specs.ALL_VARIANTS}  # fmt: skip
+    llava, _ = models.load(target, kind="llava", device="cpu")
+    module = load_module(saved[zoo_specs.module_name(zoo_specs.P8_TARGET)], llava)
+    assert module.config.image_tokens == 64 and module.config.projector_k == 7
+
+    seeded = aasd_train.seeds(small_data(), tmp_path, train_seeds=(1,))
+    assert set(seeded) == {zoo_specs.module_name(t, "", 1) for t in zoo_specs.TINY["targets"]} | {
         zoo_specs.module_name(zoo_specs.P8_TARGET, v, 1) for v in zoo_specs.ALL_VARIANTS
     }
-    meta = json.loads((saved[zoo_specs.module_name("tabed-target", "", 1)] / "config.json").read_text())
+    meta = json.loads((seeded[zoo_specs.module_name("tabed-target", "", 1)] / "config.json").read_text())
     assert (
         meta["train_seed"] == 1 and meta["training"]["seed"] == zoo_specs.TINY["module"]["seed"] + zoo_specs.SEED_STEP
     )

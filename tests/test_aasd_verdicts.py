@@ -128,6 +128,9 @@ def test_findings_carry_validity_and_a4_is_judged():
     assert found["A4"].status != NOT_TESTABLE and found["A4"].validity == "partly" and "Pooled α" in found["A4"].detail
     assert "w/o prompt text KV" in found["A4"].detail
     assert found["A1-omega"].machine is not None
+    for name in ("A1-tau", "A2", "A3", "A4"):  # the module's findings over the committed training seeds' runs
+        assert "Training seeds (3" in found[name].detail, name
+    assert "Training seeds" not in found["A5"].detail
 
 
 def _a5_conditions(root, gain: float, share: float, real: float, blank: float):
@@ -219,10 +222,3 @@ def test_a_module_finding_holds_over_seeds_only_if_no_seed_reverses_it(second_se
     assert v.status == expected and "Training seeds (3" in v.detail and "pooled over training seeds" in v.claim
     pooled = seeds.pooled_frame(frames)
     assert af.paired_part(pooled, "AASD", "AASD w/o projector", "tau")[3] == 12  # a request's seeds: one unit
-
-
-def test_aasd_findings_read_the_committed_seed_runs():
-    found = {v.name: v for v in af.findings_from_results("tiny")}
-    for name in ("A1-tau", "A2", "A3", "A4"):
-        assert "Training seeds (3" in found[name].detail, name
-    assert "Training seeds" not in found["A5"].detail
