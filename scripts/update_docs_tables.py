@@ -9,7 +9,9 @@
   rows), as ``aasd.findings.a5_validity`` reads it;
 - the *Proxy conditions* blocks of ``docs/papers/multilingual.md`` (``m3-measured``, ``m-pf-measured``) and
   ``docs/papers/tabed.md`` (``t1b-measured``, ``t2-measured``), and the TABED proxy's second-turn losses
-  (``tabed-second-turn-images``): ``proxy_condition_blocks``.
+  (``tabed-second-turn-images``): ``proxy_condition_blocks``;
+- ``data/DATA_CARD.md``, blocks ``card-*`` (and ``tabed-second-turn-images``): the zoos' sizes, budgets, times and
+  held-out losses from the committed model files, and the proxy conditions table: ``data_card_blocks``.
 
 ``make reproduce`` runs this after the notebooks; ``tests/test_docs.py`` fails when a block differs from what the
 committed results give. Usage::
@@ -24,6 +26,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_card_blocks import (  # noqa: E402
+    CARD,
+    aasd_block,
+    corpus_block,
+    cos_block,
+    cos_training_block,
+    foundation_block,
+    multilingual_block,
+    proxy_conditions_block,
+    tabed_block,
+)
 from generated_blocks import ROOT, md_table, splice  # noqa: E402
 from proxy_condition_blocks import (  # noqa: E402
     NoHistory,
@@ -189,6 +202,15 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (PAPERS / "tabed.md", "t1b-measured"): t1b_block,
     (PAPERS / "tabed.md", "t2-measured"): t2_block,
     (PAPERS / "tabed.md", "tabed-second-turn-images"): second_turn_images_block,
+    (CARD, "card-corpus"): corpus_block,
+    (CARD, "card-foundation"): foundation_block,
+    (CARD, "card-cos-training"): cos_training_block,
+    (CARD, "card-cos"): cos_block,
+    (CARD, "card-multilingual"): multilingual_block,
+    (CARD, "card-tabed"): tabed_block,
+    (CARD, "tabed-second-turn-images"): second_turn_images_block,
+    (CARD, "card-aasd"): aasd_block,
+    (CARD, "card-proxy-conditions"): proxy_conditions_block,
 }
 
 
