@@ -66,26 +66,28 @@ def device(s: dict) -> str:
 
 
 # -------------------------------------------------------------------------------------------------------- corpus
-def corpus_tokens(stats: dict) -> dict[tuple[str, str], int]:
-    """Tokens per (split, kind): the corpus rebuilt from the installed sources, tokenized as the zoo's training does;
-    SourcesDiffer unless the rebuilt corpus is the one ``stats`` describes."""
+def corpus_tokens(split: str = "content") -> dict[tuple[str, str], int]:
+    """Tokens per (train / heldout, kind) of the corpus under ``split`` (``build_corpus``), rebuilt from the installed
+    sources and tokenized as the zoos' training does; SourcesDiffer unless the sources are those
+    ``corpus_stats.json`` records (and, for the content split, the rebuilt corpus the one it describes)."""
     from transformers import AutoTokenizer
 
     from specdec.zoo import corpus
     from specdec.zoo.training import token_streams
 
+    stats = json.loads((zoo.MODELS / "corpus_stats.json").read_text())
     if corpus.source_versions() != stats["sources"]:
         raise SourcesDiffer(
             f"installed sources {corpus.source_versions()}, the corpus was built from {stats['sources']}"
         )
-    docs = corpus.build_corpus()
-    if corpus.corpus_stats(docs) != stats["stats"]:
+    docs = corpus.build_corpus(split=split)
+    if split == stats["split"] and corpus.corpus_stats(docs) != stats["stats"]:
         raise SourcesDiffer("the rebuilt corpus differs from corpus_stats.json")
     tokenizer = AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
     return {
-        (split, kind): len(stream)
-        for split in ("train", "heldout")
-        for kind, stream in token_streams(docs, tokenizer, split).items()
+        (part, kind): len(stream)
+        for part in ("train", "heldout")
+        for kind, stream in token_streams(docs, tokenizer, part).items()
     }
 
 
@@ -110,7 +112,7 @@ def corpus_block() -> str:
         }
         for kind in kinds
     ]
-    tokens = corpus_tokens(stats)
+    tokens = corpus_tokens()
     train = " + ".join(f"{tokens['train', k]:,} {k}" for k in kinds)
     heldout = " + ".join(f"{tokens['heldout', k]:,}" for k in kinds)
     weights = ", ".join(f"{k} {w:.2f}" for k, w in KIND_WEIGHTS.items())
@@ -224,6 +226,31 @@ def cos_block() -> str:
     return "\n".join(lines)
 
 
+def cos_prose_block() -> str:
+    """How often the CoS models read the name split's prose stream (``COS_TRAIN`` windows × their prose weight over
+    its tokens), and whether the general-mixture models overfit it (``training_log.json``)."""
+    from specdec.cos import train
+
+    prose = corpus_tokens("name")["train", "prose"]
+    t = train.COS_TRAIN
+
+    def passes(name: str) -> float:
+        return t["steps"] * t["batch_size"] * t["seq_len"] * train.COS_ZOO[name]["mix"].get("prose", 0) / prose
+
+    general, code = (summary(n)["heldout_loss"]["prose"] for n in ("cos-general", "cos-code"))
+    return (
+        f"The prose stream ({prose / 1000:.0f} k tokens of the name split) is seen ~{passes('cos-general'):.0f}"
+        " times by the general-mixture models, which "
+        + (
+            "overfit it (held-out prose loss above"
+            if general > code
+            else "do not overfit it (held-out prose loss below"
+        )
+        + f" the code model's, which saw it ~{passes('cos-code'):.0f} times); the task formats are learnt well (the"
+        " math model solves the GSM8K-like problems it was not trained on; the code model writes Python)."
+    )
+
+
 # ---------------------------------------------------------------------------------------------- multilingual zoo
 def multilingual_block() -> str:
     """The multilingual zoo's GPU run (``ml_run.json`` ``trained_before``) and its models' sizes
@@ -252,6 +279,24 @@ def multilingual_block() -> str:
         f" {{{', '.join(run['langs'])}}}. `ml-draft-large-pf-de` (below) has {millions(size['ml-draft-large-pf-de'])}"
         f" (hidden {large['hidden_size']}, {large['num_hidden_layers']} layers): {ratio:.2f}× the target's"
         f" non-embedding parameters and {large['num_hidden_layers']} of its {target['num_hidden_layers']} layers."
+    )
+
+
+def ml_passes_block(root: Path | None = None) -> str:
+    """The passes each drafter's finetune made over its distilled set (``proxy_conditions.csv``, M-PF rows, from
+    ``ml_training.csv``): the main drafters, Fig. 4's subsets and the large drafter."""
+    from proxy_condition_blocks import LANGS
+
+    passes = conditions("M-PF", root).value["finetune passes"]
+    main = [f"ml-draft-{r}-{x}" for r in ("pf", "f") for x in LANGS]
+    grid = ", ".join(
+        f"{passes[f'ml-draft-pf-de-b{n}']:.1f} / {passes[f'ml-draft-f-de-b{n}']:.1f} (b{n})" for n in (44, 168, 612)
+    )
+    return (
+        f"Finetune passes over the distilled set, as trained (`proxy_conditions.csv`, M-PF rows; P-F / F): the main"
+        " drafters"
+        f" {span(passes[main], '.1f')}, Fig. 4's subsets {grid}, `ml-draft-large-pf-de`"
+        f" {passes['ml-draft-large-pf-de']:.1f}."
     )
 
 
@@ -412,13 +457,17 @@ def proxy_conditions_block(root: Path | None = None) -> str:
     answers = pd.read_csv(Path(root or results.COMMITTED) / "tiny" / "tabed_first_answers.csv")
     carried = conditions("T1b", root).value["second turn carries the target's greedy first answer"]
     t1b = "passed" if (carried == 1).all() else "failed"
+    from proxy_condition_blocks import LANGS
+
+    passes = conditions("M-PF", root).value["finetune passes"]
+    shipped = passes[[f"ml-draft-{r}-{x}" for r in ("pf", "f") for x in LANGS]].mean()
     paper = "multilingual.md", "aasd.md", "tabed.md"
     ml, aasd, tabed = (f"`docs/papers/{page}`" for page in paper)
     rows = [
         ("M3: drafters can write the output language", "`ml-draft-generic` pretrains on prose 0.45 / code 0.35 /"
          " translation pages 0.20 (the foundation mix; shipped: English prose and code only); F stays X→En only", ml),
-        ("P-F finetune", "3 passes (P-F) / 5 passes (F) over the distillation set, App. F.3's epochs (shipped: ~17"
-         " passes)", ml),
+        ("P-F finetune", "3 passes (P-F) / 5 passes (F) over the distillation set, App. F.3's epochs (shipped:"
+         f" ~{shipped:.0f} passes)", ml),
         ("A2: a projector with something to compress", f"ablation target `aasd-target-p8`: 8-px patches, {positions}"
          f" visual positions per image; k = {k} ({positions / k:.1f}:1; the paper's 576 → 64 is 9:1)", aasd),
         ("A5: LLaVA baselines that read their images", "built: FT-LLaMA pretrained then finetuned; FT-LLaVA on its"
