@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 from generated_blocks import ROOT, md_table
-from proxy_condition_blocks import NoHistory, align, conditions, percent, span
+from proxy_condition_blocks import NoHistory, conditions, percent, span
 
 from specdec import zoo
 
@@ -130,7 +130,7 @@ def corpus_block() -> str:
         else ""
     )
     return (
-        f"{align(md_table(rows, list(rows[0])), 1)}\n\n"
+        f"{md_table(rows, list(rows[0]), align=1)}\n\n"
         f"In tokens (BPE below): train {train}; held-out {heldout}. Training windows are drawn with weights"
         f" {weights}.\n\n"
         f"`data/prompts/heldout.jsonl`: {len(prompts)} prompts"
@@ -163,9 +163,7 @@ def foundation_block() -> str:
                 "steps × tokens": f"{steps} × {batch} × {seq_len}",
             }
         )
-    lines = md_table(rows, list(rows[0])).splitlines()
-    lines[1] = "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
-    return "\n".join(lines)
+    return md_table(rows, list(rows[0]), align="lrrrrrl")
 
 
 # ------------------------------------------------------------------------------------------------------ CoS zoo
@@ -221,9 +219,7 @@ def cos_block() -> str:
                 ),
             }
         )
-    lines = md_table(rows, list(rows[0])).splitlines()
-    lines[1] = "| --- | --- | ---: | --- | --- |"
-    return "\n".join(lines)
+    return md_table(rows, list(rows[0]), align="llrll")
 
 
 def cos_prose_block() -> str:
@@ -358,9 +354,7 @@ def tabed_block() -> str:
                 "held-out loss (real / blank images)": tabed_loss(name, s),
             }
         )
-    lines = md_table(rows, list(rows[0])).splitlines()
-    lines[1] = "| --- | ---: | --- | --- | --- |"
-    return "\n".join(lines)
+    return md_table(rows, list(rows[0]), align="lrlll")
 
 
 # --------------------------------------------------------------------------------------------------------- AASD
@@ -437,7 +431,7 @@ def aasd_block() -> str:
     rows = [{"model": f"`{name}`", **aasd_row(name, what)} for name, what in AASD_WHAT.items()]
     columns = ["model", "what", "parameters", "training", "time", "loss"]
     header = ["model", "what", "parameters", "training", "CPU time", "held-out loss"]
-    return md_table(rows, columns, header).replace("|---|---|---|---|---|---|", "| --- | --- | --- | --- | --- | --- |")
+    return md_table(rows, columns, header, align="llllll")
 
 
 # ----------------------------------------------------------------------------------------------- proxy conditions

@@ -68,14 +68,6 @@ def percent(value: float) -> str:
     return f"{value:.0%}".replace("%", " %")
 
 
-def align(table: str, text_columns: int) -> str:
-    """``table`` with its first ``text_columns`` columns left-aligned and the others right-aligned."""
-    lines = table.splitlines()
-    n = lines[1].count("---")
-    lines[1] = "| " + " | ".join(["---"] * text_columns + ["---:"] * (n - text_columns)) + " |"
-    return "\n".join(lines)
-
-
 # ------------------------------------------------------------------------------------------------ multilingual
 M3_CELLS = [
     ("in drafter's -> out en", "X → En"),
@@ -102,7 +94,7 @@ def m3_block(root: Path | None = None) -> str:
     rows += [{"model": f"`{d}`", "loss": f"{loss[d]:.2f}"} for d in ("ml-draft-generic", "ml-target")]
     columns = ["model", "loss", *(label for _, label in M3_CELLS)]
     header = ["model", "held-out loss, phrasebook pages", *(f"τ {label}" for _, label in M3_CELLS)]
-    table = align(md_table(rows, columns, header), 1)
+    table = md_table(rows, columns, header, align=1)
     drafters = [f"ml-draft-pf-{x}" for x in LANGS]
     cell = {c: [tau[f"{d}: {c}"] for d in drafters] for c, _ in M3_CELLS}
     non_en = [v for c, values in cell.items() if not c.endswith("out en") for v in values]
@@ -145,7 +137,7 @@ def m_pf_block(root: Path | None = None) -> str:
     columns = list(rows[0])
     header = ["finetune set (De: Fig. 4's subsets)", "distilled examples", "answer tokens", "steps",
               "passes P-F / F (paper: 3 / 5)", "held-out prose loss P-F / F"]  # fmt: skip
-    table = align(md_table(rows, columns, header), 1)
+    table = md_table(rows, columns, header, align=1)
     main_pf = [f"ml-draft-pf-{x}" for x in LANGS]
     main = main_pf + [f"ml-draft-f-{x}" for x in LANGS]
     grid = [f"ml-draft-pf-de-b{b}" for b in (44, 168, 612)] + ["ml-draft-pf-de"]
@@ -243,7 +235,7 @@ def t1b_block(root: Path | None = None) -> str:
         }
         for s, name in SCENARIOS.items()
     ]
-    table = align(md_table(rows, list(rows[0])), 1)
+    table = md_table(rows, list(rows[0]), align=1)
     low, high = prefix.idxmin(), prefix.idxmax()
     measured = (
         f"{table}\n\nOn the first turn of {span(reproduces.n, ',')} second-turn requests per scenario, the target's"
@@ -265,7 +257,7 @@ def t1b_block(root: Path | None = None) -> str:
         for n in differ
     ]
     header = ["finding", "scripted first answer", "target's own first answer (shipped)"]
-    compare = align(md_table(rows, list(rows[0]), header), 3)
+    compare = md_table(rows, list(rows[0]), header, align=3)
     flips = [f"{n} ({scripted[n].status} → {own[n].status})" for n in differ if scripted[n].status != own[n].status]
     same = [n for n in own if n not in differ]
     return (
@@ -316,7 +308,7 @@ def t2_block(root: Path | None = None) -> str:
         "share of requests h covers every past block",
         "share of requests MT\\*(h) accepts exactly as MT\\*(ALL)",
     ]
-    table = align(md_table(rows, list(rows[0]), header), 1)
+    table = md_table(rows, list(rows[0]), header, align=1)
     cells = m.loc[("mean tau (MT*, gamma 5)", "Table 3 cells")]
     blocks = m.value[("mean blocks per request (MT*, gamma 5)", "Table 3 cells")]
     cover16 = m.value[("share of requests where h covers every past block", "h=16")]

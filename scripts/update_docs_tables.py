@@ -68,8 +68,7 @@ def m2_seeds_block(root: Path | None = None) -> str:
         name = row["finding"].split(" ")[0]
         row["finding"] = f"{row['finding']} ({M2_CLAIMS[name]})" if name in M2_CLAIMS else row["finding"]
     columns = ["finding", *seeds, "pooled", "verdict"]
-    lines = md_table(rows, columns).splitlines()
-    lines[1] = "|" + " --- |" * len(columns)
+    lines = md_table(rows, columns, align=len(columns)).splitlines()
     tau = scaling_verdicts.m2_seed_tau(frames, grid)
     taus = tau.filter(like="tau seed")
     spread = taus.max(axis=1) - taus.min(axis=1)
@@ -135,8 +134,7 @@ def a5_block(root: Path | None = None) -> str:
         for i, (_, r) in enumerate(m.iterrows())
     ]
     columns = list(rows[0])
-    table = md_table(rows, columns).splitlines()
-    table[1] = "| --- | --- | " + " | ".join("---:" for _ in columns[2:]) + " |"
+    table = md_table(rows, columns, align=2).splitlines()
     cost = cells["tau real"] - cells["tau white"]
     reads = bool(((cost > 0) & (cells["loss real"] < cells["loss white"])).all())
     more = bool((cells["share moved"] > control["share moved"]).all() and (cost > control["tau real"]
@@ -186,8 +184,7 @@ def a2_block(root: Path | None = None) -> str:
                 }
             )
     columns = list(rows[0])
-    table = md_table(rows, columns).splitlines()
-    table[1] = "| --- | --- | --- | " + " | ".join("---:" for _ in columns[3:]) + " |"
+    table = md_table(rows, columns, align=3).splitlines()
     return "\n".join(table) + (
         "\n\nMean τ over notebook 41's 189 requests, training seed 0 (notebook 41 has every seed); the held-out loss"
         " is the target's answer loss on the in-distribution held-out rows (`training_log.json`)."
