@@ -323,9 +323,10 @@ class BatchLookupDrafter:
 
 def batch_drafter(drafter, vocab_size: int):
     """The batched form of ``drafter`` for ``batching.generate_batch``: a draft model or a plain ``ModelDrafter``
-    (one drafting row, no mixture weights), or ``PromptLookupDrafter``. Other drafters keep per-sequence state
-    (TABED's rows and adaptive weights, AASD's module on the target's cache, CoS's proposers) and run at batch
-    size 1: they are refused with that message."""
+    (one drafting row, no mixture weights), or ``PromptLookupDrafter``. A drafter with per-sequence state is refused
+    with the message "batch size 1": ``ModelDrafter`` s with drafting rows or weights (TABED's, adaptive ones too)
+    batch when ``generate_batch`` gets one per prompt (a list: ``batch_ensemble``); AASD's module on the target's
+    cache and CoS's proposers run at batch size 1."""
     if drafter is None:
         return None
     if isinstance(drafter, torch.nn.Module):
@@ -337,5 +338,6 @@ def batch_drafter(drafter, vocab_size: int):
     raise ValueError(
         f"{type(drafter).__name__} (with its drafting rows / state) runs at batch size 1: decode its prompts "
         "one at a time with engine.generate. generate_batch takes a draft model, a ModelDrafter with one "
-        "drafting row and no weights, or a PromptLookupDrafter."
+        "drafting row and no weights, a PromptLookupDrafter, or a list of one ModelDrafter per prompt (each with its "
+        "own rows, weights and state)."
     )
