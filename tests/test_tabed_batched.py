@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from specdec.batching import batchable, generate_batch
+from specdec.drafters import ModelDrafter
 from specdec.engine import generate
 from specdec.results import ResultStore
 from specdec.tabed import algorithm, experiments
@@ -116,5 +117,12 @@ def test_llava_next_tiles_run_at_batch_size_one(pair, suite):
     ids, inputs = prompts.encode(pair.processor, suite[0]["prompt"], suite[0]["images"])
     with pytest.raises(ValueError, match="batch size 1"):
         generate_batch(pair.target, [ids], None, target_inputs=[{**inputs, "image_sizes": [(64, 64)]}])
+
+    class Reworked(ModelDrafter):  # a subclass that changes a step (AASD's padded vocabulary, the timed drafter)
+        def propose(self, generated, gamma, sampling, generator=None):
+            return super().propose(generated, gamma, sampling, generator)
+
+    with pytest.raises(ValueError, match="batch size 1"):  # the batch would bypass its propose
+        generate_batch(pair.target, [ids], [Reworked(pair.draft)], target_inputs=[inputs])
     with pytest.raises(ValueError, match="one drafter per prompt"):
         generate_batch(pair.target, [ids], pair.draft, target_inputs=[inputs], draft_inputs=[inputs])

@@ -19,6 +19,7 @@ from specdec.drafters import ModelDrafter, mixing_probs
 
 class BatchEnsembleDrafter:
     """``B`` per-request ``ModelDrafter`` s (``AdaptiveEnsembleDrafter`` s too) on one draft model, drafted together.
+    A subclass that overrides ``prefill``, ``propose`` or ``rollback`` runs at batch size 1 (refused).
 
     ``inputs[i]``: request ``i``'s draft inputs (``pixel_values``, ``images``), which its ``make_rows`` turns into rows
     with visual features. ``calls[i]`` / ``tokens_fed[i]``: the forward calls request ``i`` took part in with at least
@@ -29,8 +30,11 @@ class BatchEnsembleDrafter:
         drafters = list(drafters)
         if not drafters or any(type(d) is not type(drafters[0]) or d.model is not drafters[0].model for d in drafters):
             raise ValueError("batched per-request drafters must be ModelDrafters of one class on one draft model")
-        if not isinstance(drafters[0], ModelDrafter):
-            raise ValueError(f"{type(drafters[0]).__name__} runs at batch size 1: decode with engine.generate")
+        kind = type(drafters[0])
+        if not isinstance(drafters[0], ModelDrafter) or any(
+            getattr(kind, step) is not getattr(ModelDrafter, step) for step in ("prefill", "propose", "rollback")
+        ):  # a subclass that reworks a step (a padded vocabulary, timers) would be bypassed here
+            raise ValueError(f"{kind.__name__} runs at batch size 1: decode its prompts with engine.generate")
         self.members = drafters
         self.inputs = [dict(x or {}) for x in inputs] if inputs is not None else [{} for _ in drafters]
         self.lm = BatchedLM(drafters[0].model)
