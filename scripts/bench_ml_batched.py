@@ -104,11 +104,15 @@ def main(argv=None) -> int:
             f"{seconds[args.batch_size]:.0f} s); deterministic columns equal on {eq}/{n} rows, to the committed rows "
             f"on {eq_bc}/{n}; load average {os.getloadavg()[0]:.1f} at the end (cores shared with other sessions)"
         )
-        cmd = [sys.executable, str(ROOT / "scripts" / "update_readme_numbers.py"), "record"]
-        for b in (1, args.batch_size):
-            target = f"recompute-30-{pair}-B{b}"
-            subprocess.run([*cmd, target, str(round(seconds[b])), "--note", note], cwd=ROOT, check=True)
+        record({f"recompute-30-{pair}-B{b}": seconds[b] for b in (1, args.batch_size)}, note)
     return 0 if eq == n else 1
+
+
+def record(times: dict[str, float], note: str) -> None:
+    """Append ``{target: seconds}`` to ``results/measurements.csv`` (``update_readme_numbers.py record``)."""
+    cmd = [sys.executable, str(ROOT / "scripts" / "update_readme_numbers.py"), "record"]
+    for target, seconds in times.items():
+        subprocess.run([*cmd, target, str(round(seconds)), "--note", note], cwd=ROOT, check=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specdec.batch_ensemble import BatchEnsembleDrafter
 from specdec.cache import BatchedLM, CachedLM
 from specdec.drafters import batch_drafter
 from specdec.engine import (
@@ -60,6 +61,8 @@ def generate_batch(
     seed: int = 0,
     seeds=None,
     verifier=None,
+    target_inputs=None,
+    draft_inputs=None,
 ) -> BatchResult:
     """``generate`` for ``B`` prompts at once (``prompts``: ``B`` LongTensors ``[L_i]`` of any lengths): each step
     runs the drafter once per draft position and the target once for the whole batch; rows accept, roll back
@@ -69,8 +72,13 @@ def generate_batch(
     tokens, blocks, τ and α (its generators make the same draws, so under sampling too, up to floating-point
     rounding of the batched forwards). ``seeds`` default to ``seed + i``. ``target``: a transformers model (or
     its ``CachedLM``); ``drafter``: None, a draft model, or what ``drafters.batch_drafter`` accepts (drafters
-    with per-sequence state run at batch size 1 and are refused). Per-row ``target_tokens_fed`` /
-    ``draft_tokens_fed`` count the positions the row ran (filler columns excluded).
+    with per-sequence state run at batch size 1 and are refused), or a list of ``B`` per-request ``ModelDrafter`` s
+    on one draft model (TABED's drafting rows, weights and adaptive state: ``batch_ensemble``). Per-row
+    ``target_tokens_fed`` / ``draft_tokens_fed`` count the positions the row ran (filler columns excluded).
+
+    ``target_inputs`` / ``draft_inputs``: per prompt, ``generate``'s extra prefill inputs of each model (``None`` or
+    ``{}``: none). A LLaVA target takes ``pixel_values [n_images, 3, H, W]`` (``batchable``; a LLaVA-NeXT request's
+    any-resolution tiles run at batch size 1); the draft inputs go to the per-request drafters' ``make_rows``.
     """
     prompts = [check_prompt(p) for p in prompts]
     if not prompts:
@@ -85,9 +93,16 @@ def generate_batch(
             "a combined target (TargetLM) runs at batch size 1 with engine.generate"
         )
     target_lm = BatchedLM(model)
-    for p in prompts:
-        check_request(target_lm, p, max_new_tokens, None)
-    drafter = batch_drafter(drafter, target_lm.vocab_size)
+    target_inputs = per_prompt("target_inputs", target_inputs, len(prompts))
+    for p, inputs in zip(prompts, target_inputs):
+        check_request(target_lm, p, max_new_tokens, inputs)
+    draft_inputs = per_prompt("draft_inputs", draft_inputs, len(prompts))
+    if isinstance(drafter, (list, tuple)):
+        drafter = BatchEnsembleDrafter(drafter, draft_inputs)
+    elif any(draft_inputs):
+        raise ValueError("draft_inputs need one drafter per prompt (a list): one drafter for the batch reads none")
+    else:
+        drafter = batch_drafter(drafter, target_lm.vocab_size)
     check_vocab(drafter, target_lm)
     seeds = [seed + i for i in range(len(prompts))] if seeds is None else list(seeds)
     device = target_lm.device
@@ -99,7 +114,8 @@ def generate_batch(
     loop.stop = (eos_ids(model, eos_token_id), stop_strings, tokenizer)
 
     t_start = now(device)
-    target_lm.prefill([p.to(device) for p in prompts])
+    features = [image_features(model, inputs) for inputs in target_inputs] if any(target_inputs) else None
+    target_lm.prefill([p.to(device) for p in prompts], row_features=features)
     if drafter is not None:
         drafter.prefill([p.to(device) for p in prompts])
     batch.prefill_time = now(device) - t_start
@@ -109,9 +125,45 @@ def generate_batch(
         res.prefill_time = batch.prefill_time
         res.stop_reason = res.stop_reason or "max_new_tokens"
         res.target_tokens_fed = target_lm.tokens_fed[i]
-        if drafter is not None and hasattr(drafter, "lm"):
-            res.draft_calls, res.draft_tokens_fed = drafter.lm.calls[i], drafter.lm.tokens_fed[i]
+        counted = drafter if isinstance(drafter, BatchEnsembleDrafter) else getattr(drafter, "lm", None)
+        if counted is not None:
+            res.draft_calls, res.draft_tokens_fed = counted.calls[i], counted.tokens_fed[i]
     return batch
+
+
+def per_prompt(name: str, inputs, n: int) -> list[dict]:
+    """``generate_batch``'s ``target_inputs`` / ``draft_inputs``: one dict per prompt (``None``: none at all)."""
+    if inputs is None:
+        return [{} for _ in range(n)]
+    inputs = [dict(x or {}) for x in inputs]
+    if len(inputs) != n:
+        raise ValueError(f"{name} has {len(inputs)} entries for {n} prompts: give one per prompt (or None)")
+    return inputs
+
+
+def batchable(target_inputs) -> bool:
+    """Whether ``generate_batch`` takes a request's target inputs: none, or a LLaVA ``pixel_values`` of base views
+    ``[n_images, 3, H, W]`` alone (LLaVA-NeXT's any-resolution tiles and ``image_sizes`` run at batch size 1)."""
+    inputs = dict(target_inputs or {})
+    pixels = inputs.pop("pixel_values", None)
+    return not inputs and (pixels is None or pixels.dim() == 4)
+
+
+@torch.no_grad()
+def image_features(model, inputs: dict):
+    """``[n_image_tokens, D]``: the projected visual embeddings a LLaVA target puts in place of one request's image
+    tokens, as its forward computes them (``get_image_features``, one call per request as when decoded alone), or
+    ``None`` for a request without images."""
+    if not inputs:
+        return None
+    if not batchable(inputs):
+        raise ValueError(
+            f"target inputs {sorted(inputs)} (LLaVA-NeXT tiles, image sizes) run at batch size 1: "
+            "decode these requests with engine.generate"
+        )
+    device = next(model.parameters()).device
+    out = model.get_image_features(pixel_values=inputs["pixel_values"].to(device), return_dict=True)
+    return torch.cat(list(out.pooler_output), dim=0)
 
 
 @dataclass
@@ -149,6 +201,9 @@ class _BatchLoop:
             finished = []
             for j, (i, tokens) in enumerate(zip(active, drafts.tolist())):
                 new = tokens[: accepted[j]] + [following[j]]
+                if blocks[j] > 0 and isinstance(self.drafter, BatchEnsembleDrafter):  # as ``generate``'s observe
+                    verified = min(accepted[j] + 1, blocks[j])  # the bonus position has no draft distribution
+                    self.drafter.observe(j, logits[j, :verified], new[:verified], self.sampling)
                 if self.record(rows[i], new, blocks[j], accepted[j], (t1 - t0, t2 - t1)):
                     finished.append(j)
                     rows[i].total_time = now(device) - t_start

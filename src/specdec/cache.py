@@ -229,9 +229,11 @@ class BatchedLM(_ModelCache):
     """
 
     @torch.no_grad()
-    def prefill(self, prompt_rows: list[torch.Tensor]) -> None:
+    def prefill(self, prompt_rows: list[torch.Tensor], row_features=None) -> None:
         """Start ``B`` sequences from ``LongTensor[L_i]`` rows: every prompt position but the last is fed
-        (left-padded to one width); the last token of each row stays pending for the first ``feed``."""
+        (left-padded to one width); the last token of each row stays pending for the first ``feed``.
+        ``row_features``: a LLaVA model's rows with images, as in ``CachedLM.prefill`` (``B`` tensors
+        ``[n_i, D]`` or ``None``: the projected visual embeddings of row ``i``'s image tokens, in order)."""
         from transformers import DynamicCache
 
         b, lengths = len(prompt_rows), [len(r) for r in prompt_rows]
@@ -248,19 +250,25 @@ class BatchedLM(_ModelCache):
             for i, row in enumerate(prompt_rows):
                 ids[i, width - len(row) + 1 :] = row[:-1].cpu()
                 valid[i, width - len(row) + 1 :] = True
-            self.feed(ids.to(self.device), valid.to(self.device))
+            ids = ids.to(self.device)
+            embeds = None if row_features is None else embed_rows(self.model, ids, row_features)
+            self.feed(ids, valid.to(self.device), inputs_embeds=embeds)
+        elif row_features is not None and any(f is not None for f in row_features):
+            raise ValueError("one-token prompts cannot carry images")
 
     @torch.no_grad()
-    def feed(self, ids: torch.Tensor, valid: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+    def feed(self, ids: torch.Tensor, valid: torch.Tensor, last_only: bool = False, inputs_embeds=None) -> torch.Tensor:
         """Append ``k`` columns: ``ids [B, k]``, of which ``valid [B, k]`` are the rows' tokens (the rest are
         filler the rows never see). Returns float32 logits ``[B, k, V]`` (``[B, 1, V]`` for the last column
-        alone with ``last_only``: a drafter needs no more); a valid column's logits predict the token after it."""
+        alone with ``last_only``: a drafter needs no more); a valid column's logits predict the token after it.
+        ``inputs_embeds [B, k, D]``: fed instead of the ids' embeddings (a prefill with images, ``embed_rows``)."""
         cached = self.valid.shape[1]
         positions = (self.lengths[:, None] + valid.long().cumsum(1) - 1).clamp_min(0)
         self.valid = torch.cat([self.valid, valid], dim=1)
+        tokens = dict(input_ids=ids) if inputs_embeds is None else dict(inputs_embeds=inputs_embeds)
         with torch.inference_mode():  # as in CachedLM._forward
             out = self.model(
-                input_ids=ids,
+                **tokens,
                 attention_mask=self.valid.long(),
                 position_ids=positions,
                 cache_position=torch.arange(cached, cached + ids.shape[1], device=self.device),

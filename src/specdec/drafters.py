@@ -102,6 +102,16 @@ class ModelDrafter:
         self.weights = _check_weights(weights)
 
     def prefill(self, prompt_ids: torch.Tensor, **model_inputs) -> None:
+        rows, row_features = self.start(prompt_ids, **model_inputs)
+        if row_features is not None:
+            self.lm.prefill(rows, row_features=row_features)
+        else:
+            self.lm.prefill(rows, **model_inputs)
+
+    def start(self, prompt_ids: torch.Tensor, **model_inputs) -> tuple[list[torch.Tensor], list | None]:
+        """A new request: its ``m`` drafting rows and their visual features (``None``: the model inputs go to the
+        prefill as they are), from ``make_rows``. ``prefill`` runs them through this drafter's own cache; the
+        batched drafter (``batch_ensemble``) puts the rows of several requests in one cache."""
         made = self.make_rows(prompt_ids, **model_inputs) if model_inputs else self.make_rows(prompt_ids)
         rows, row_features = made if isinstance(made, tuple) else (made, None)
         if self.weights is not None and len(self.weights) != len(rows):
@@ -109,27 +119,34 @@ class ModelDrafter:
                 f"got {len(self.weights)} mixture weights for {len(rows)} drafting inputs; "
                 f"pass one weight per drafting method"
             )
-        if row_features is not None:
-            self.lm.prefill(rows, row_features=row_features)
-        else:
-            self.lm.prefill(rows, **model_inputs)
+        self.m = len(rows)
+        return rows, row_features
+
+    def begin_block(self) -> None:
+        """Before each block (``propose``, or the batched drafter for this request): static weights stay."""
+        self._row_probs = []
+
+    def draft_token(self, per_row: torch.Tensor, sampling: SamplingConfig, generator=None) -> tuple[int, torch.Tensor]:
+        """One draft position from the rows' distributions ``per_row [m, V]`` (``mixing_probs``): the token and the
+        mixture ``[V]`` it was drawn from; ``per_row`` is kept for ``last_row_probs``."""
+        mixed = self._mix(per_row)
+        token = int(argmax(mixed)) if sampling.greedy else int(sample(mixed, generator))
+        self._row_probs.append(per_row)
+        return token, mixed
 
     @torch.no_grad()
     def propose(
         self, generated: list[int], gamma: int, sampling: SamplingConfig, generator: torch.Generator | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        tokens, probs, row_probs = [], [], []
+        self.begin_block()
+        tokens, probs = [], []
         sequence = list(generated)
         for _ in range(gamma):
             logits = self.lm.extend(sequence)[:, -1]  # [m, V]
-            per_row = mixing_probs(logits, sampling)
-            mixed = self._mix(per_row)
-            token = int(argmax(mixed)) if sampling.greedy else int(sample(mixed, generator))
+            token, mixed = self.draft_token(mixing_probs(logits, sampling), sampling, generator)
             tokens.append(token)
             probs.append(mixed)
-            row_probs.append(per_row)
             sequence.append(token)
-        self._row_probs = row_probs
         device = self.lm.device
         vocab = self.vocab_size
         draft_probs = torch.stack(probs) if probs else torch.zeros((0, vocab), device=device)
@@ -306,9 +323,10 @@ class BatchLookupDrafter:
 
 def batch_drafter(drafter, vocab_size: int):
     """The batched form of ``drafter`` for ``batching.generate_batch``: a draft model or a plain ``ModelDrafter``
-    (one drafting row, no mixture weights), or ``PromptLookupDrafter``. Other drafters keep per-sequence state
-    (TABED's rows and adaptive weights, AASD's module on the target's cache, CoS's proposers) and run at batch
-    size 1: they are refused with that message."""
+    (one drafting row, no mixture weights), or ``PromptLookupDrafter``. A drafter with per-sequence state is refused
+    with the message "batch size 1": ``ModelDrafter`` s with drafting rows or weights (TABED's, adaptive ones too)
+    batch when ``generate_batch`` gets one per prompt (a list: ``batch_ensemble``); AASD's module on the target's
+    cache and CoS's proposers run at batch size 1."""
     if drafter is None:
         return None
     if isinstance(drafter, torch.nn.Module):
@@ -320,5 +338,6 @@ def batch_drafter(drafter, vocab_size: int):
     raise ValueError(
         f"{type(drafter).__name__} (with its drafting rows / state) runs at batch size 1: decode its prompts "
         "one at a time with engine.generate. generate_batch takes a draft model, a ModelDrafter with one "
-        "drafting row and no weights, or a PromptLookupDrafter."
+        "drafting row and no weights, a PromptLookupDrafter, or a list of one ModelDrafter per prompt (each with its "
+        "own rows, weights and state)."
     )

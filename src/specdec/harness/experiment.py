@@ -118,14 +118,20 @@ class Method:
     row: Callable[[Request, Decoded], dict] | None = None
 
 
+PER_REQUEST = "per request"  # ``speculative(batched=PER_REQUEST)``: a batch with each request's own drafter
+
+
 def speculative(
-    target, factory: DrafterFactory | None, *, gamma: int = 5, verifier=None, batched: bool = False, **params
+    target, factory: DrafterFactory | None, *, gamma: int = 5, verifier=None, batched: bool | str = False, **params
 ) -> Method:
     """A method on the one engine: ``engine.generate(target, request.prompt_ids, factory(request), gamma=gamma,
     ...)`` with the request's ``target_inputs`` / ``draft_inputs``. ``factory=None``: plain decoding.
     ``verifier``: the engine's (default: greedy / stochastic verification). ``batched``: the method may also run
-    ``batching.generate_batch`` over text-only requests with one drafter for the batch (``factory(None)``).
-    ``params``: its key columns (``method`` and ``gamma`` by default)."""
+    ``batching.generate_batch``: ``True`` over text-only requests with one drafter for the batch (``factory(None)``);
+    ``PER_REQUEST`` with each request's own drafter ``factory(request)`` and inputs (TABED's LLaVA requests: drafting
+    rows, images, adaptive weights). Requests whose target inputs ``generate_batch`` does not take
+    (``batching.batchable``: LLaVA-NeXT tiles) decode one at a time. ``params``: its key columns (``method`` and
+    ``gamma`` by default)."""
     params = {"gamma": gamma if factory is not None else 0, **params}
 
     def decode(request: Request, setting: Setting) -> Decoded:
@@ -145,18 +151,26 @@ def speculative(
         )
 
     def decode_batch(requests: Sequence[Request], setting: Setting) -> list[Decoded]:
-        if any(r.target_inputs or r.draft_inputs for r in requests):
-            return [decode(r, setting) for r in requests]  # image inputs: one request at a time
+        per_request = batched == PER_REQUEST
+        inputs = any(r.target_inputs or r.draft_inputs for r in requests)
+        if (inputs and not per_request) or not all(batching.batchable(r.target_inputs) for r in requests):
+            return [decode(r, setting.for_request(r)) for r in requests]  # one request at a time
+        if factory is None:
+            drafter = None
+        else:
+            drafter = [factory(r) for r in requests] if per_request else factory(None)
         out = batching.generate_batch(
             target,
             [r.prompt_ids for r in requests],
-            factory(None) if factory is not None else None,
+            drafter,
             gamma=gamma,
             max_new_tokens=setting.max_new_tokens,
             sampling=setting.sampling,
             eos_token_id=setting.eos_token_id,
             seeds=[setting.for_request(r).seed for r in requests],  # each row as ``decode`` would decode it
             verifier=verifier,
+            target_inputs=[dict(r.target_inputs) for r in requests] if per_request else None,
+            draft_inputs=[dict(r.draft_inputs) for r in requests] if per_request and drafter else None,
         )
         return out.rows
 

@@ -37,7 +37,9 @@ test time to the positions the target has already verified.
 4. **Drafters** (``ENSEMBLES``): static ``MT`` / ``MTCP`` (equal weights) are plain ``ModelDrafter`` s; dynamic
    ``MT*`` / ``MTCP*`` are ``AdaptiveEnsembleDrafter`` s, which re-choose the weights before every block from
    the history. ``make_drafter(draft, "MT*", tokenizer)`` returns any of them; they plug into
-   ``engine.generate`` like every other drafter.
+   ``engine.generate`` like every other drafter, and one per request into ``batching.generate_batch`` (the
+   requests' rows in one draft batch; ``begin_block`` / ``draft_token`` / ``observe`` keep each request's own
+   arithmetic, ``specdec.batch_ensemble``).
 """
 
 from __future__ import annotations
@@ -300,18 +302,19 @@ class AdaptiveEnsembleDrafter(ModelDrafter):
         self.history = History()
         self.weight_log: list[list[float]] = []
 
-    def prefill(self, prompt_ids, **model_inputs):
+    def start(self, prompt_ids, **model_inputs):
         self.history = History()
         self.weight_log = []
         self.weights = None
-        super().prefill(prompt_ids, **model_inputs)
+        return super().start(prompt_ids, **model_inputs)
 
-    def propose(self, generated, gamma, sampling, generator=None):
+    def begin_block(self) -> None:
+        """Re-choose the weights from the verified history (uniform before any) and log them."""
+        super().begin_block()
         if len(self.history):
             self.set_weights(self.policy(self.history))
-        m = self.lm.m
+        m = self.m
         self.weight_log.append((self.weights if self.weights is not None else torch.full((m,), 1 / m)).tolist())
-        return super().propose(generated, gamma, sampling, generator)
 
     def observe(self, target_logits: torch.Tensor, kept_tokens: list[int], sampling: SamplingConfig) -> None:
         """Record the verified positions of the last block (the engine excludes the bonus position)."""

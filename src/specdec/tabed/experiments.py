@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from specdec import bench, results
-from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite, plain, speculative
+from specdec import batching, bench, results
+from specdec.harness.experiment import PER_REQUEST, Experiment, Method, Request, Setting, Suite, plain, speculative
 from specdec.harness.profile import Profile
 from specdec.results import ResultStore
 from specdec.tabed import algorithm, data, latency, tables
@@ -39,6 +39,10 @@ KEY = [
     "request",
 ]  # fmt: skip
 REFERENCE = "AR"  # the target's plain greedy decoding, stored as a method of its own
+# the one column that times a run (a row's ``seconds``): empty in a row decoded in a batch (``Experiment``'s
+# ``walltime``); no TABED table or finding reads it (notebook 14 times its own microbenchmarks)
+WALLTIME = ("seconds",)
+BATCH_SIZE = 8  # missing requests the suites decode at once (``batching.generate_batch``; 1: one at a time)
 TINY_PAIR = (data.TINY_TARGET, "tabed-draft")  # the shipped zoo's LLaVA pair (it stands in for Table 10's 68M / 7B)
 
 
@@ -167,11 +171,14 @@ def run_row(request: Request, result) -> dict:
     )
 
 
-def tabed_method(pair: Pair, name: str, *, gamma: int, window, criterion: str, captioner: str) -> Method:
+def tabed_method(
+    pair: Pair, name: str, *, gamma: int, window, criterion: str, captioner: str, batched: bool = False
+) -> Method:
     """TABED's drafting method ``name`` (``algorithm.make_drafter``) on the engine. Settings a method does not use
     are ``"-"`` in its key (so they never split its rows): window / criterion for non-adaptive methods (``window``
     "ALL" = every past block; ``criterion`` of MTCP* is its divergence), the captioner for non-caption ones. Its
-    rows add the per-block weights it chose and the drafting rows it kept active."""
+    rows add the per-block weights it chose and the drafting rows it kept active. ``batched``: it may decode several
+    requests at once, each with its own drafter (``batching.generate_batch``; every method of ``ENSEMBLES`` can)."""
     adaptive, caption = name.endswith("*"), "C" in algorithm.ENSEMBLES[name]
     options = {"window": None if window == "ALL" else int(window)} if adaptive else {}
     if name == "MTCP*":
@@ -197,7 +204,8 @@ def tabed_method(pair: Pair, name: str, *, gamma: int, window, criterion: str, c
         captioner=captioner if caption else "-",
         model_weights=run_weights(pair.target, pair.draft, name, captioner),
     )
-    return dataclasses.replace(speculative(pair.target, factory, gamma=gamma, **params), row=row)
+    batch = PER_REQUEST if batched else False
+    return dataclasses.replace(speculative(pair.target, factory, gamma=gamma, batched=batch, **params), row=row)
 
 
 def setting(
@@ -212,24 +220,38 @@ def setting(
     criterion: str = "kl",
     captioner: str = CAPTIONER,
     desc: str = "",
+    batch_size: int = 1,
 ) -> Experiment:
     """Every request of ``rows`` decoded by the target alone (``AR``, the reference) and by every method of
     ``methods`` at one setting; one stored row per (method, settings, request). ``window`` (h, ``None`` = ALL) and
-    ``criterion`` configure the adaptive ensembles; ``captioner``: see ``captioners.make_captioner``."""
+    ``criterion`` configure the adaptive ensembles; ``captioner``: see ``captioners.make_captioner``.
+    ``batch_size`` > 1: each method decodes that many missing requests at once; their rows are the B = 1 rows with
+    ``seconds`` empty (``WALLTIME``). Requests a batch cannot take (a LLaVA-NeXT target's tiles) run at B = 1."""
     window = "ALL" if window in (None, "ALL") else int(window)
+    requests = pair.requests(rows)
+    if not all(batching.batchable(r.target_inputs) for r in requests):
+        batch_size = 1
+    batched = batch_size > 1
     ar = plain(
-        pair.target, window="-", criterion="-", captioner="-", model_weights=run_weights(pair.target, None, "AR")
+        pair.target,
+        window="-",
+        criterion="-",
+        captioner="-",
+        model_weights=run_weights(pair.target, None, "AR"),
+        batched=PER_REQUEST if batched else False,
     )
-    options = dict(gamma=gamma, window=window, criterion=criterion, captioner=captioner)
+    options = dict(gamma=gamma, window=window, criterion=criterion, captioner=captioner, batched=batched)
     return Experiment(
         store,
-        pair.requests(rows),
+        requests,
         {REFERENCE: ar, **{m: tabed_method(pair, m, **options) for m in methods}},
         fixed=dict(max_new_tokens=max_new_tokens, device=pair.target.device.type),
         setting=Setting(max_new_tokens, eos_token_id=pair.tokenizer.eos_token_id),
         reference=REFERENCE,
         row=run_row,
         provenance=results.model_provenance(target=pair.target, draft=pair.draft),
+        batch_size=batch_size,
+        walltime=WALLTIME,
         desc=desc or "tabed",
     )
 
@@ -246,14 +268,16 @@ def benchmark(
     gamma: int = 5,
     max_new_tokens: int = 128,
     seed: int = 0,
+    batch_size: int = BATCH_SIZE,
 ) -> Suite:
     """Tables 1 / 10-14 (notebook 10) and Fig. 3 (13): ``methods`` on every (scenario, turn) of the suite.
     ``context``: ``pair`` (the loaded ``Pair``), ``requests`` (the suite rows), ``rests`` (what each second turn's
-    answer rests on, ``data.rests_on``)."""
+    answer rests on, ``data.rests_on``). ``batch_size``: missing requests decoded at once (``setting``; as in
+    ``more_drafts`` and ``ablations``: their tables read τ, α, tokens and weights, never ``seconds``)."""
     loaded = Pair.load(profile, pair)
     rows = loaded.suite(n_per_scenario, seed, answer_tokens=max_new_tokens, n_ood=n_ood, n_second=n_second)
     runs = loaded.store()
-    experiment = setting(runs, loaded, rows, methods, gamma=gamma, max_new_tokens=max_new_tokens)
+    experiment = setting(runs, loaded, rows, methods, gamma=gamma, max_new_tokens=max_new_tokens, batch_size=batch_size)
     return Suite(runs, [experiment], pair=loaded, requests=rows, rests=data.rests_on(rows))
 
 
@@ -276,6 +300,7 @@ def more_drafts(
     gamma: int = 5,
     max_new_tokens: int = 128,
     seed: int = 0,
+    batch_size: int = BATCH_SIZE,
 ) -> Suite:
     """Table 2 and the caption rows (notebook 11): every method with ``captioner``, then C and MTCP* with each of
     ``compare_captioners`` on the first ``n_compare`` requests of every cell (``"oracle"``, the generator's true
@@ -286,7 +311,7 @@ def more_drafts(
     compare = loaded.suite(n_compare, seed, answer_tokens=max_new_tokens)
     others = [c for c in compare_captioners if c != "oracle" or loaded.profile.data_source == "generated"]
     runs = loaded.store()
-    options = dict(gamma=gamma, max_new_tokens=max_new_tokens)
+    options = dict(gamma=gamma, max_new_tokens=max_new_tokens, batch_size=batch_size)
     suite = Suite(runs, pair=loaded, requests=rows, compare=compare, captioners=others)
     suite.add(setting(runs, loaded, rows, methods, captioner=captioner, **options))
     for other in others:
@@ -309,6 +334,7 @@ def ablations(
     gamma: int = 5,
     max_new_tokens: int = 128,
     seed: int = 0,
+    batch_size: int = BATCH_SIZE,
 ) -> Suite:
     """Table 3 and the sweeps (notebook 12): MT* and MTCP* at every window h on the suite, then on the first
     ``n_sweeps`` requests of every cell MT* under every weight policy, MTCP* under every divergence and
@@ -318,7 +344,7 @@ def ablations(
     sweep = loaded.suite(n_sweeps, seed, answer_tokens=max_new_tokens)  # the first requests of every cell
     runs = loaded.store()
     suite = Suite(runs, pair=loaded, requests=rows, sweep_requests=sweep)
-    at = dict(gamma=gamma, max_new_tokens=max_new_tokens)
+    at = dict(gamma=gamma, max_new_tokens=max_new_tokens, batch_size=batch_size)
     for h in windows:
         suite.add(setting(runs, loaded, rows, ["MT*", "MTCP*"], window=h, desc=f"h={h}", **at))
     for criterion in criteria:
@@ -326,7 +352,8 @@ def ablations(
     for divergence in divergences:
         suite.add(setting(runs, loaded, sweep, ["MTCP*"], criterion=divergence, desc=f"MTCP* {divergence}", **at))
     for g in gammas:
-        suite.add(setting(runs, loaded, sweep, gamma_methods, gamma=g, max_new_tokens=max_new_tokens, desc=f"γ={g}"))
+        options = dict(max_new_tokens=max_new_tokens, batch_size=batch_size)
+        suite.add(setting(runs, loaded, sweep, gamma_methods, gamma=g, desc=f"γ={g}", **options))
     return suite
 
 
