@@ -143,7 +143,7 @@ format: install
 # another width in its own subprocesses, so it runs once.
 FLOAT_TESTS = tests/test_float_arithmetic.py tests/test_verify.py tests/test_engine.py tests/test_drafters.py \
 	tests/test_cos_combine.py tests/test_cos_decoding.py tests/test_tabed_drafting.py tests/test_tabed_ensemble.py \
-	tests/test_aasd.py tests/test_zoo.py
+	tests/test_aasd.py tests/test_zoo.py tests/test_decode_call.py tests/test_batched.py
 NARROW_CPU = ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=AVX2
 
 test: lint

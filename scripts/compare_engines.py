@@ -18,23 +18,30 @@ import tempfile
 import torch
 
 
-def import_old_engine(rev: str):
-    """``generate`` of ``src/specdec`` at git revision ``rev``, imported as the package ``specdec_old``."""
-    folder = pathlib.Path(tempfile.mkdtemp())
-    archive = subprocess.run(["git", "archive", rev, "src/specdec"], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    (folder / "src" / "specdec").rename(folder / "specdec_old")
-    for path in (folder / "specdec_old").rglob("*.py"):
-        text = (
-            path.read_text()
-            .replace("from specdec.", "from specdec_old.")
-            .replace("from specdec import", "from specdec_old import")
-        )
-        path.write_text(text.replace("import specdec.", "import specdec_old."))
-    sys.path.insert(0, str(folder))
-    from specdec_old.engine import generate
+def import_old(rev: str, module: str):
+    """Module ``specdec.<module>`` of ``src/specdec`` at git revision ``rev``, from the package imported as
+    ``specdec_old`` (extracted once per process)."""
+    import importlib
 
-    return generate
+    if "specdec_old" not in sys.modules:
+        folder = pathlib.Path(tempfile.mkdtemp())
+        archive = subprocess.run(["git", "archive", rev, "src/specdec"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+        (folder / "src" / "specdec").rename(folder / "specdec_old")
+        for path in (folder / "specdec_old").rglob("*.py"):
+            text = (
+                path.read_text()
+                .replace("from specdec.", "from specdec_old.")
+                .replace("from specdec import", "from specdec_old import")
+            )
+            path.write_text(text.replace("import specdec.", "import specdec_old."))
+        sys.path.insert(0, str(folder))
+    return importlib.import_module(f"specdec_old.{module}")
+
+
+def import_old_engine(rev: str):
+    """``generate`` of ``src/specdec`` at git revision ``rev`` (``import_old``)."""
+    return import_old(rev, "engine").generate
 
 
 def main() -> None:

@@ -193,3 +193,24 @@ def test_acceptance_rows_are_the_same_batched(zoo):
     prompts = [tasks.encode(tokenizer, p["prompt"])[: 6 + 3 * i] for i, p in enumerate(tasks.heldout_prompts(n=2))]
     args = (target, {"s": draft}, prompts, [2, 5], 16)
     assert bench.acceptance_rows(*args, batch_size=4) == bench.acceptance_rows(*args, batch_size=1)
+
+
+@pytest.mark.parametrize("sampling", [SamplingConfig(), SamplingConfig(1.0)])
+def test_grouped_query_rows_equal_their_batch_one_runs(sampling):
+    """A grouped-query target (4 query heads share 1 key-value head; SDPA packs them differently for one new token
+    and for several, and for a padded batch) with a grouped-query draft: rows of mixed lengths that leave the batch at
+    an EOS still equal their batch-1 runs, both decode calls taking ``decode_call``'s fast path."""
+    models = []
+    for hidden, layers, seed in ((32, 2, 20), (16, 1, 21)):
+        config = random_llama(64, hidden, layers).config
+        config.num_attention_heads, config.num_key_value_heads = 4, 1
+        torch.manual_seed(seed)
+        models.append(type(random_llama())(config).eval())
+    target, draft = models
+    assert BatchedLM(target).fast and BatchedLM(draft).fast
+    prompts = mixed_prompts(7, 64, seed=5)
+    free = generate_batch(target, prompts, draft, gamma=3, max_new_tokens=20, eos_token_id=[], sampling=sampling)
+    eos = free.rows[0].output_ids[6]
+    batch = assert_rows_equal_batch_one(target, prompts, draft, gamma=3, max_new_tokens=20, eos_token_id=eos,
+                                        sampling=sampling)  # fmt: skip
+    assert "eos" in {r.stop_reason for r in batch.rows}

@@ -51,12 +51,14 @@ def crop_cache(cache, length: int) -> None:
 
 
 class _ModelCache:
-    """What both caches hold: the wrapped model, its device, its KV cache and its vocabulary size."""
+    """What both caches hold: the wrapped model, its device, its KV cache and its vocabulary size; ``fast``: whether
+    its decode calls may bypass ``model(...)`` (``decode_call.fast_path``; a hooked model is called all the same)."""
 
     def __init__(self, model):
         self.model = model
         self.device = next(model.parameters()).device
         self.cache = None
+        self.fast = decode_call.fast_path(model)  # once: the class and config checks cost more than a tiny call
 
     @property
     def vocab_size(self) -> int:
@@ -77,7 +79,6 @@ class CachedLM(_ModelCache):
         super().__init__(model)
         self.tokens_fed = 0  # token positions sent through the model (padding excluded)
         self.calls = 0
-        self.fast = decode_call.fast_path(model)  # once: the class and config checks cost more than a tiny call
 
     @torch.no_grad()
     def prefill(self, prompt_rows: list[torch.Tensor], row_features=None, **model_inputs) -> None:
@@ -267,20 +268,26 @@ class BatchedLM(_ModelCache):
         self.valid = torch.cat([self.valid, valid], dim=1)
         tokens = dict(input_ids=ids) if inputs_embeds is None else dict(inputs_embeds=inputs_embeds)
         with torch.inference_mode():  # as in CachedLM._forward
-            out = self.model(
-                **tokens,
-                attention_mask=self.valid.long(),
-                position_ids=positions,
-                cache_position=torch.arange(cached, cached + ids.shape[1], device=self.device),
-                past_key_values=self.cache,
-                use_cache=True,
-                logits_to_keep=1 if last_only else 0,
-            )
+            # the same bits without transformers' wrappers; fed embeddings (a prefill with images) take model(...)
+            if self.fast and inputs_embeds is None and not decode_call.hooked(self.model):
+                logits = decode_call.decode_logits(
+                    self.model, ids, self.cache, self.valid, positions, logits_to_keep=1 if last_only else 0
+                )
+            else:
+                logits = self.model(
+                    **tokens,
+                    attention_mask=self.valid.long(),
+                    position_ids=positions,
+                    cache_position=torch.arange(cached, cached + ids.shape[1], device=self.device),
+                    past_key_values=self.cache,
+                    use_cache=True,
+                    logits_to_keep=1 if last_only else 0,
+                ).logits
         counts = valid.sum(1)
         self.lengths += counts
         self.fed.index_add_(0, self.rows, counts)  # on the device: no synchronisation per call
         self.row_calls.index_add_(0, self.rows, torch.ones_like(counts))
-        return out.logits.float()
+        return logits.float()
 
     @property
     def tokens_fed(self) -> list[int]:

@@ -7,9 +7,14 @@ model's own submodules (embedding, rotary embedding, decoder layers, final norm,
 ``forward`` does, with the same arguments, so the kernels and their inputs are the same and the logits are
 bitwise the same; only the wrappers are skipped (about a quarter of a one-token call of the tiny draft).
 
-It serves the plain case only (``fast_path``): unpadded rows, a ``DynamicCache``, SDPA attention,
-no extra inputs, and no hooks on the model (whoever hooked it, e.g. a profiler, expects its forward to run).
-Everything else goes through ``model(...)`` as before.
+Two callers: ``cache.CachedLM`` feeds unpadded rows that share their positions (``decode_logits``), and
+``cache.BatchedLM`` feeds padded rows with a 2-D attention mask and position ids per row (``decode_logits`` with
+``attention_mask`` / ``position_ids``: HF's own mask function on that padding mask, the rotary embedding of those
+positions, every layer, ``logits_to_keep``; what ``LlamaForCausalLM.forward`` does with the same arguments).
+``fast_path`` (the model) and ``hooked`` (per call) are the one place that decides: a Llama-style text model with
+a ``DynamicCache``, SDPA attention, the default rotary embedding and no hooks (whoever hooked it, e.g. a profiler,
+expects its forward to run). Everything else (LLaVA, images or ``inputs_embeds``, other architectures, hooked
+models) goes through ``model(...)`` as before.
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ _LLAMA_STYLE = {"LlamaForCausalLM"}
 
 
 def fast_path(model) -> bool:
-    """Whether ``decode_logits`` computes exactly what ``model(input_ids=..., past_key_values=...)`` would:
-    a known Llama-style class with the default rotary embedding and an attention whose mask HF would build from
-    the cache alone."""
+    """Whether ``decode_logits`` computes exactly what ``model(input_ids=..., past_key_values=..., attention_mask=...,
+    position_ids=...)`` would: a known Llama-style text class (not LLaVA, whose forward merges images first) with the
+    default rotary embedding and SDPA attention over one full-attention cache. The one decision of both caches."""
     if type(model).__name__ not in _LLAMA_STYLE:
         return False
     base = getattr(model, "model", None)
@@ -52,31 +57,42 @@ def hooked(model) -> bool:
     return any(m._forward_hooks or m._forward_pre_hooks for m in (model, model.model))
 
 
-def decode_logits(model, ids: torch.Tensor, cache) -> torch.Tensor:
-    """Logits ``[m, k, V]`` of ``ids [m, k]`` (unpadded rows) fed after the ``cache`` (a ``DynamicCache``, extended in
-    place).
+def decode_logits(
+    model, ids: torch.Tensor, cache, attention_mask=None, position_ids=None, logits_to_keep: int = 0
+) -> torch.Tensor:
+    """Logits ``[m, k, V]`` of ``ids [m, k]`` fed after the ``cache`` (a ``DynamicCache``, extended in place): the
+    logits of ``model(input_ids=ids, past_key_values=cache, use_cache=True, attention_mask=..., position_ids=...,
+    logits_to_keep=...)``, bit for bit.
 
-    The caller runs it under ``torch.inference_mode`` and has checked ``fast_path(model)``.
+    Without ``attention_mask`` the rows are unpadded and count their positions from the cache length. With it
+    (``[m, C + k]``, 1 / True where a column holds a token of the row) ``position_ids [m, k]`` are the rows' own
+    positions. ``logits_to_keep``: ``n > 0`` keeps the last ``n`` positions (``[m, n, V]``), as HF does.
+    The caller runs it under ``torch.inference_mode`` and has checked ``fast_path(model)`` and ``hooked(model)``.
     """
     from transformers.masking_utils import create_causal_mask
 
     base = model.model
-    past = cache.get_seq_length()
     k = ids.shape[1]
     hidden = base.embed_tokens(ids)
-    positions = torch.arange(past, past + k, device=ids.device)[None, :]
-    # One new token attends to every cached one: HF's SDPA mask is None then (no padding). Several new
-    # tokens need the causal block, built by HF's own function so it is the mask model(...) would use.
+    if attention_mask is None:
+        past = cache.get_seq_length()
+        positions = torch.arange(past, past + k, device=ids.device)[None, :]
+        rotary = rotary_embedding(base.rotary_emb, hidden, positions, past)
+    else:
+        # Positions differ per row (padding, holes): computed as HF computes them, never memoised.
+        positions = position_ids
+        rotary = base.rotary_emb(hidden, position_ids=positions)
+    # One unpadded new token attends to every cached one: HF's SDPA mask is None then. Several new tokens (the
+    # causal block), or a padding mask, take HF's own function, so it is the mask model(...) would use.
     mask = None
-    if k > 1:
+    if k > 1 or attention_mask is not None:
         mask = create_causal_mask(
             config=model.config,
             inputs_embeds=hidden,
-            attention_mask=None,
+            attention_mask=attention_mask,
             past_key_values=cache,
             position_ids=positions,
         )
-    rotary = rotary_embedding(base.rotary_emb, hidden, positions, past)
     for layer in base.layers:
         hidden = layer(
             hidden,
@@ -86,7 +102,10 @@ def decode_logits(model, ids: torch.Tensor, cache) -> torch.Tensor:
             past_key_values=cache,
             use_cache=True,
         )
-    return model.lm_head(base.norm(hidden))
+    hidden = base.norm(hidden)  # the whole block, then the slice, as LlamaModel and LlamaForCausalLM do
+    if logits_to_keep:
+        hidden = hidden[:, -logits_to_keep:, :]
+    return model.lm_head(hidden)
 
 
 # cos / sin of the rotary embedding per (first position, length, dtype, device), per rotary module. Memoised, not a
