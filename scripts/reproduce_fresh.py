@@ -25,7 +25,8 @@ provenance and is left out): how many rows match exactly, and which columns diff
     python scripts/reproduce_fresh.py --compare-only     # compare what an earlier run left in --out
     python scripts/reproduce_fresh.py --record           # also append the times to results/measurements.csv
 
-Exit status: 0 when every notebook ran, 1 if one failed (the others still run).
+Exit status: 0 when every notebook ran, 1 if one failed (the others still run), 130 on Ctrl-C (the running
+notebooks are interrupted, as by ``run_notebooks.py``, and no further one starts).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ THREAD_VARIABLES, available_cores, worker_threads = (
 )
 
 MEASUREMENTS = ROOT / "results" / "measurements.csv"
+STOP = threading.Event()  # set on Ctrl-C: workers start no further notebook
 # Columns that hold walltime or where and when a row ran: they differ between two runs by design.
 VOLATILE = re.compile(r"time|second|speed|latency|per_s|device|thread|date|machine|host|load|_s$", re.IGNORECASE)
 # Tables whose values are themselves timings (per-call costs, measured cost ratios, a step's parts in ms): their
@@ -246,10 +248,14 @@ def run_worker(worker: str, chosen: list[pathlib.Path], out: pathlib.Path, threa
     """One worker: its notebooks in order, each in its own ``run_notebooks.py`` process; appends
     ``(stem, status, seconds, worker)`` to ``into``."""
     for nb in chosen:
+        if STOP.is_set():  # Ctrl-C: the running notebooks were interrupted, no further one starts
+            return
         progress.say(f"{worker} {nb.stem} ...")
         status, seconds = run_one(nb, out, threads)
         into.append((nb.stem, status, seconds, worker))
         progress.finished(worker, nb.stem, status, seconds)
+        if status.startswith("failed (exit 130)"):  # run_notebooks.py was interrupted
+            STOP.set()
 
 
 def worker_names(waves) -> list[list[str]]:
@@ -280,10 +286,12 @@ def plan_lines(waves, cores: int, seconds: dict[str, float]) -> list[str]:
 def run_plan(waves, out: pathlib.Path, cores: int) -> tuple[list[tuple], dict, float]:
     """Run ``plan``'s waves one after the other, each wave's workers as threads (each starting its notebooks'
     processes) at ``threads_of(cores, workers)`` intra-op threads each; returns ``(per-notebook times, worker -> a
-    line with its threads, series and time, wall seconds)``."""
+    line with its threads, series and time, wall seconds)``. ``KeyboardInterrupt`` after Ctrl-C (here or in a
+    notebook's runner), once the running notebooks have stopped."""
     progress = Progress(sum(len(w) for wave in waves for w in wave))
     times: list[tuple] = []
     lines = {}
+    STOP.clear()
     for n, (names, wave) in enumerate(zip(worker_names(waves), waves), 1):
         threads, start = threads_of(cores, len(wave)), time.perf_counter()
         workers = [
@@ -292,8 +300,14 @@ def run_plan(waves, out: pathlib.Path, cores: int) -> tuple[list[tuple], dict, f
         ]
         for worker in workers:
             worker.start()
-        for worker in workers:
-            worker.join()
+        try:
+            for worker in workers:
+                worker.join()
+        except KeyboardInterrupt:
+            STOP.set()
+            raise
+        if STOP.is_set():
+            raise KeyboardInterrupt
         for name, chosen in zip(names, wave):
             spent = sum(t[2] for t in times if t[3] == name)
             lines[name] = f"{name} ({threads} thread{'s' * (threads > 1)}; {span(chosen)}) {spent / 60:.1f} min"
@@ -349,7 +363,11 @@ def main(argv=None) -> int:
     out = args.out.resolve()
     times = []
     if not args.compare_only:
-        times, workers, wall, jobs = recompute(args, out)
+        try:
+            times, workers, wall, jobs = recompute(args, out)
+        except KeyboardInterrupt:
+            print("interrupted: the running notebooks were stopped and no further one was started", file=sys.stderr)
+            return 130
         if args.plan:
             return 0
     reports = compare_all(out)

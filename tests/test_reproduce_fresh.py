@@ -1,9 +1,12 @@
-"""``scripts/reproduce_fresh.py``'s comparison of recomputed with committed tables, on hand-built CSVs."""
+"""``scripts/reproduce_fresh.py``: the comparison of recomputed with committed tables (hand-built CSVs) and the
+``--jobs`` plan (which worker runs which notebooks, in which order, the scoreboard last; no notebook runs)."""
 
 from __future__ import annotations
 
 import importlib.util
 import pathlib
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("reproduce_fresh", ROOT / "scripts" / "reproduce_fresh.py")
@@ -111,3 +114,17 @@ def test_run_plan_runs_each_worker_in_order_with_its_thread_share_and_the_scoreb
     }
     assert events[-2:] == [("start", "90", 2), ("end", "90", 2)]  # after every other notebook, alone: 2 threads
     assert {threads for _, nb, threads in events if nb != "90"} == {1}  # two workers on two cores: one each
+
+
+def test_an_interrupted_notebook_starts_no_further_one(monkeypatch, tmp_path):
+    ran = []
+
+    def fake_run_one(nb, out, threads):
+        ran.append(nb.stem[:2])
+        return "failed (exit 130): interrupted", 1.0
+
+    monkeypatch.setattr(reproduce_fresh, "run_one", fake_run_one)
+    chosen = [pathlib.Path(f"{n}.ipynb") for n in NAMES]
+    with pytest.raises(KeyboardInterrupt):
+        reproduce_fresh.run_plan(reproduce_fresh.plan(chosen, 1, SECONDS), tmp_path, cores=2)
+    assert ran == ["30"]  # neither the rest of the worker's series nor the scoreboard
