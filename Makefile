@@ -56,7 +56,8 @@ help:
 	@echo "  install        create $(VENV), torch ($(TORCH)), then requirements.lock with --require-hashes, -e ., kernel '$(KERNEL)'"
 	@echo "  lock           resolve requirements.txt into requirements.lock with hashes (pip-tools; needs PyPI)"
 	@echo "  reproduce      run notebooks/[0-9]*.ipynb with papermill (PROFILE=$(PROFILE))"
-	@echo "  reproduce-fresh  recompute every tiny row from nothing, timed per notebook (ONLY=<pattern>)"
+	@echo "  reproduce-fresh  recompute every tiny row from nothing, timed per notebook; the series in JOBS workers"
+	@echo "                 (default one per core, at most one per series: 2 on 2 cores; ONLY=<pattern>)"
 	@echo "  test           ruff, pytest tests/, then nbval (--nbval-lax) on notebooks/, 2 workers (~15 min on 2 cores)"
 	@echo "  test-all       test, plus the tests marked slow"
 	@echo "  lint / format  ruff check + format --check / ruff format + check --fix"
@@ -112,9 +113,10 @@ reproduce: install
 	if [ "$(PROFILE)" = tiny ]; then $(VENV)/bin/python scripts/update_docs_tables.py; fi
 
 # every tiny row recomputed from nothing (none read from results/tiny/), timed per notebook, compared with the
-# committed rows on their deterministic columns; the checkout's notebooks and results are left alone
+# committed rows on their deterministic columns; the checkout's notebooks and results are left alone. The notebook
+# series run in JOBS parallel workers (cores / JOBS threads each), the scoreboard after them.
 reproduce-fresh: install
-	$(VENV)/bin/python scripts/reproduce_fresh.py $(if $(ONLY),--only $(ONLY))
+	$(VENV)/bin/python scripts/reproduce_fresh.py $(if $(ONLY),--only $(ONLY)) $(if $(JOBS),--jobs $(JOBS))
 
 # nbval 0.11 rejects --current-env together with --nbval-kernel-name, so the notebooks run on the registered
 # kernel only. --ignore-glob keeps pytest from collecting anything but the committed .ipynb files.

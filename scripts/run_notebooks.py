@@ -353,6 +353,19 @@ def run_series(jobs: list[tuple[Path, Path, dict]], run: dict) -> list[tuple]:
     return [execute(nb_path, out_path, params, **run) for nb_path, out_path, params in jobs]
 
 
+def series_waves(items: list, name=lambda item: item.name) -> list[list[list]]:
+    """``items`` (notebooks, or anything ``name`` maps to a notebook's file name), in their order, grouped into
+    series by the first digit of the name (00-09, 10-19, ...: a series shares its result tables, so its notebooks
+    run in order, in one worker) and the series into waves that run one after the other: every series but 9x, then
+    9x (the scoreboard reads the others' results). Empty waves are left out. ``--executor ray`` and
+    ``scripts/reproduce_fresh.py --jobs`` both schedule by it."""
+    series: dict[str, list] = {}
+    for item in items:
+        series.setdefault(name(item)[0], []).append(item)
+    waves = ([s for k, s in series.items() if k != "9"], [s for k, s in series.items() if k == "9"])
+    return [wave for wave in waves if wave]
+
+
 def run_series_on_ray(jobs: list[tuple[Path, Path, dict]], run: dict):
     """Each series (first digit of the name) as a Ray task, the 9x series after the others; yields reports."""
     import ray
@@ -360,10 +373,7 @@ def run_series_on_ray(jobs: list[tuple[Path, Path, dict]], run: dict):
     if not ray.is_initialized():
         ray.init()
     task = ray.remote(num_gpus=1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0)(run_series)
-    series: dict[str, list] = {}
-    for job in jobs:
-        series.setdefault(job[0].name[0], []).append(job)
-    for wave in ([s for k, s in series.items() if k != "9"], [s for k, s in series.items() if k == "9"]):
+    for wave in series_waves(jobs, name=lambda job: job[0].name):
         pending = [task.remote(s, run) for s in wave]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)

@@ -14,7 +14,7 @@ import torch
 
 from specdec.drafters import ModelDrafter
 from specdec.vlm.data import IMAGE_TOKEN_ID, IMAGE_TOKENS
-from specdec.vlm.llava import image_runs
+from specdec.vlm.llava import image_runs, visual_features
 
 NEWLINE = "\n"
 
@@ -36,6 +36,30 @@ def replace_images(
 def text_rows(newline_ids: list[int], image_token_id: int = IMAGE_TOKEN_ID, image_tokens: int = IMAGE_TOKENS):
     """``make_rows`` for a text-only draft: the prompt with every image replaced by ``newline_ids``."""
     return lambda prompt_ids, **_: [replace_images(prompt_ids, newline_ids, image_token_id, image_tokens)]
+
+
+def image_rows(model):
+    """``make_rows`` for a LLaVA draft that sees the request's images: the prompt as its one row, with the visual
+    embeddings the draft's own tower and projector make of ``pixel_values`` (``visual_features``: what its forward
+    computes from them), so that requests with different images share one batch (``batch_ensemble``); a request
+    without images has none."""
+
+    def rows(prompt_ids, pixel_values=None, **_):
+        if pixel_values is None:
+            return [prompt_ids], [None]
+        return [prompt_ids], [visual_features(model, pixel_values).flatten(0, 1)]
+
+    return rows
+
+
+def batch_member(drafter, uses_images: bool) -> ModelDrafter | None:
+    """A fresh drafter for one request of a batch (``batching.generate_batch`` with one drafter per request) on
+    ``drafter``'s draft model: a LLaVA draft with ``image_rows``, a text draft with its own rows; ``None`` for a
+    drafter that runs at batch size 1 (the AASD module reads its request's target cache; a prefix-vocabulary
+    draft pads its distributions in ``propose``, which the batch would bypass)."""
+    if type(drafter) is not ModelDrafter:
+        return None
+    return ModelDrafter(drafter.model, make_rows=image_rows(drafter.model) if uses_images else drafter.make_rows)
 
 
 class PrefixVocabularyDrafter(ModelDrafter):

@@ -28,6 +28,7 @@ from specdec.aasd.algorithm import AASDDrafter, config_for, load_module
 from specdec.aasd.rows import image_requests
 from specdec.aasd.tables import ABLATIONS, MAIN_DRAFTS
 from specdec.aasd.zoo_specs import draft_name, module_name
+from specdec.batching import batchable, generate_batch
 from specdec.cache import CachedLM
 from specdec.drafters import ModelDrafter
 from specdec.engine import generate
@@ -46,6 +47,8 @@ TASKS: dict[str, list[tuple[str, int, str]]] = {
 # ``request_digest`` of the prompt and its pixels, so a row id that names another request is computed again. The
 # order is the committed table's columns'.
 KEY = ["table", "target", "max_new_tokens", "device", "draft", "weights", "gamma", "row", "request"]
+# The columns that time one request decoded alone: empty in a row decoded in a batch (``Experiment``'s ``walltime``).
+WALLTIME = ("seconds", "draft_seconds", "verify_seconds")
 # The columns of a stored row that do not depend on the machine's speed (``recompute`` must give them back).
 EXACT_COLUMNS = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
 
@@ -186,8 +189,17 @@ def result_row(request: Request, res) -> dict:
 
 def method(target, draft: str | None, gamma: int, weights: str, make) -> Method:
     """Plain decoding (``draft`` None) or one draft at one γ on a fresh ``CachedLM`` of ``target`` per request.
-    ``make(lm)`` builds ``(drafter, uses_images)`` once; the AASD module reads the cache of the request's target."""
+    ``make(lm)`` builds ``(drafter, uses_images)`` once; the AASD module reads the cache of the request's target.
+    ``decode_batch``: plain decoding and the LLaMA / LLaVA baselines decode several requests in one
+    ``batching.generate_batch`` (one drafter per request on the draft model, ``baselines.batch_member``), each row
+    its batch-1 run (``tests/test_aasd_batched.py``); the AASD module has none (it reads one request's target
+    cache: docs/papers/aasd.md, "Batched decoding"), so its requests decode alone."""
     made: list = []
+
+    def drafter_of(lm):
+        if not made:
+            made.append(make(lm))
+        return made[0]
 
     def decode(request: Request, setting: Setting):
         lm = CachedLM(target)
@@ -195,16 +207,30 @@ def method(target, draft: str | None, gamma: int, weights: str, make) -> Method:
         if draft is None:
             return generate(lm, ids, None, max_new_tokens=setting.max_new_tokens,
                             eos_token_id=setting.eos_token_id, target_inputs=inputs)  # fmt: skip
-        if not made:
-            made.append(make(lm))
-        drafter, uses_images = made[0]
+        drafter, uses_images = drafter_of(lm)
         if isinstance(drafter, AASDDrafter):
             drafter.target_lm = lm
         return generate(lm, ids, drafter, gamma=gamma, max_new_tokens=setting.max_new_tokens,
                         eos_token_id=setting.eos_token_id, target_inputs=inputs,
                         draft_inputs=inputs if uses_images else {})  # fmt: skip
 
-    return Method(decode=decode, params=dict(draft=draft or "AR", weights=weights, gamma=gamma if draft else 0))
+    def decode_batch(requests: Sequence[Request], setting: Setting):
+        members = draft_inputs = None
+        if draft is not None:
+            drafter, uses_images = drafter_of(CachedLM(target))
+            members = [baselines.batch_member(drafter, uses_images) for _ in requests]
+            draft_inputs = [dict(r.target_inputs) if uses_images else {} for r in requests]
+        if (members and None in members) or not all(batchable(r.target_inputs) for r in requests):
+            return [decode(r, setting) for r in requests]  # a prefix-vocabulary draft, LLaVA-NeXT tiles: alone
+        out = generate_batch(target, [r.prompt_ids for r in requests], members, gamma=gamma if draft else 5,
+                             max_new_tokens=setting.max_new_tokens, eos_token_id=setting.eos_token_id,
+                             seeds=[0] * len(requests), target_inputs=[dict(r.target_inputs) for r in requests],
+                             draft_inputs=draft_inputs)  # fmt: skip
+        return out.rows
+
+    params = dict(draft=draft or "AR", weights=weights, gamma=gamma if draft else 0)
+    module = draft is not None and draft.startswith("AASD")  # decoded alone: its rows keep their walltime
+    return Method(decode=decode, params=params, decode_batch=None if module else decode_batch)
 
 
 def requests_of(rows: Sequence[dict], processor, target) -> list[Request]:
@@ -221,11 +247,12 @@ def requests_of(rows: Sequence[dict], processor, target) -> list[Request]:
 
 
 def experiment(store, profile, table: str, target_name: str, rows, drafts, gammas, max_new_tokens: int,
-               loaded=None, train_seed: int | None = None) -> Experiment:  # fmt: skip
+               loaded=None, train_seed: int | None = None, batch_size: int = 1) -> Experiment:  # fmt: skip
     """One target of a notebook ``table``: plain decoding (``AR``) and every draft at every γ on every request of
     ``rows`` (``load_requests``), one stored row each. ``loaded``: ``(target, processor)``, else ``load_target``.
     ``train_seed`` (the seed store of ``aasd.seeds``): the modules of that training seed, stored in a ``train_seed``
-    column."""
+    column. ``batch_size`` > 1: plain decoding and the baselines decode that many missing requests at once, rows
+    equal to the B = 1 rows but for ``WALLTIME`` (empty); the notebooks' tables time each request alone (B = 1)."""
     seed = train_seed or 0
     profile = Profile.load(profile)
     target, processor = loaded or load_target(target_name, profile)
@@ -248,6 +275,8 @@ def experiment(store, profile, table: str, target_name: str, rows, drafts, gamma
         reference="AR",
         row=result_row,
         method_column="draft",
+        batch_size=batch_size,
+        walltime=WALLTIME,
         provenance=results.model_provenance(target=target),
         desc=f"{table} {target_name}",
     )
