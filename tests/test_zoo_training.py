@@ -49,7 +49,7 @@ RECORDED = {
 }
 FINETUNE_TOKENS = {"ml-draft-f-de": 985, "ml-draft-pf-de": 991}
 # the multilingual pretraining mixture the checksums were recorded with (the zoo itself now pretrains its P on
-# general text, ``recipe.MIXES["english"]``); this test checks the loop, not the recipe
+# the corpus mix, ``recipe.MIXES["general"]``); this test checks the loop, not the recipe
 MULTILINGUAL_MIX = {"prose": 0.25, "code": 0.15, "translation": 0.60}
 
 

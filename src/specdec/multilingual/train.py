@@ -24,7 +24,6 @@ from specdec import zoo
 from specdec.harness.profile import Profile
 from specdec.multilingual import hub_run, zoo_run
 from specdec.multilingual.data import build_data, data_summary
-from specdec.multilingual.recipe import TRAIN
 from specdec.multilingual.zoo_retrain import retrain_drafters
 
 
@@ -65,7 +64,6 @@ def tiny_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--langs", nargs="*", default=None, help="pairs X→En to build drafters for (default all)")
     parser.add_argument("--prompts-per-set", type=int, default=None)
-    parser.add_argument("--ft-budget", type=int, default=TRAIN["ft_budget"], help="main finetune budget (tokens)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--distilled",
@@ -117,7 +115,6 @@ def tiny_main(argv=None):
             args.summary_dir,
             args.only,
             device=args.device,
-            ft_budget=args.ft_budget,
             train_seeds=args.train_seed,
             out_dir=args.out if args.train_seed else None,
             evaluate=not args.no_eval,
@@ -131,7 +128,6 @@ def tiny_main(argv=None):
             steps_scale=args.steps_scale,
             langs=args.langs,
             prompts_per_set=args.prompts_per_set,
-            ft_budget=args.ft_budget,
         )
 
 

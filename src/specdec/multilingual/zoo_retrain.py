@@ -70,15 +70,18 @@ def retrain_drafters(
     if evaluate:  # the held-out X→En sets every drafter is scored on (the target's greedy answers: minutes)
         target = load(models_dir / TARGET, with_tokenizer=False)[0].float().to(device)
         drafter_eval_sets(run, data, *heldout_greedy(run, data, target))
-    generic = load(models_dir / GENERIC, with_tokenizer=False)[0].float().to(device)
     grid = (
         [budget_name(k, len(s)) for s in run.grid(BUDGET_LANG) for k in ("f", "pf")] if BUDGET_LANG in run.langs else []
     )
     if only is None:  # what reads the generic drafter or Fig. 4's sets: the P-F drafters, the grid, the large one
         only = [f"ml-draft-pf-{lang}" for lang in run.langs] + [LARGE] + grid[:-2]
     summary = summary_dir / "ml_training.csv"
-    steps_seconds = {r["model"]: r for r in csv.DictReader(summary.open(encoding="utf-8"))}[GENERIC]
-    base = (generic, int(steps_seconds["pretrain_steps"]), float(steps_seconds["seconds"]))
+    if GENERIC in only and not train_seeds:  # pretrained again here (train_drafters), then the others start from it
+        base = None
+    else:
+        generic = load(models_dir / GENERIC, with_tokenizer=False)[0].float().to(device)
+        steps_seconds = {r["model"]: r for r in csv.DictReader(summary.open(encoding="utf-8"))}[GENERIC]
+        base = (generic, int(steps_seconds["pretrain_steps"]), float(steps_seconds["seconds"]))
     if train_seeds:
         return [row for k in train_seeds for row in seed_rows(run, k, base, set(only), out_dir, summary_dir)]
     train_drafters(run, generic=base, only=set(only))

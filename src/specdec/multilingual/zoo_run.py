@@ -136,11 +136,12 @@ class Run:
         batch_size = self.cfg["eval_batch_size"]
         return {key: metrics.answer_metrics(model, ex, batch_size) for key, ex in self.drafter_eval.items()}
 
-    def main_steps(self, lang: str) -> int:
-        """Finetune steps of a main drafter: ``ft_budget`` answer tokens / (batch x mean answer length of the pair)."""
-        conv = self.distilled[lang]
-        mean_answer = int(conv.answer_len.sum()) / max(1, conv.n)
-        return max(1, round(self.scale(self.cfg["ft_budget"]) / (self.cfg["ft_batch_size"] * mean_answer)))
+    def finetune_steps(self, recipe_name: str, n_examples: int) -> int:
+        """Finetune steps of ``recipe_name`` (F or P-F) on a set of ``n_examples`` distilled examples: its passes
+        (``ft_passes``, App. F.3's epochs) over the set at ``ft_batch_size`` examples a step. Not scaled by
+        ``steps_scale``: a smoke run's sets are already small (``prompts_per_set``)."""
+        passes = self.cfg["ft_passes"][recipe_name]
+        return max(1, round(passes * n_examples / self.cfg["ft_batch_size"]))
 
     def grid(self, lang: str) -> list[list[int]]:
         """Fig. 4's finetune sets for ``lang``: nested sets of distilled examples (indices into
@@ -322,21 +323,23 @@ def pretrained_drafter(run: Run, name: str, size: str, mix: str, steps_key: str,
 
 def finetuned_drafter(run: Run, name: str, lang: str, recipe_name: str, subset: list[int], init=None, **origin):
     """A drafter finetuned on the target's distilled ``lang``→En answers ``subset`` (indices into
-    ``run.distilled[lang]``; a copy of ``init``, or from scratch) for the passes of a main drafter (``main_steps``
-    scaled by the subset's share of the answer tokens), saved as ``name``. ``origin``: ``init_name``,
-    ``init_steps``, ``init_seconds``, ``init_log`` (the pretraining of ``init``), ``size`` (from scratch),
-    ``aliases`` (further names of the same model: summary rows only, ``same_as`` = ``name``). ``run.train_seed``
-    seeds the initialisation from scratch and the data order (``model_seed``); a copied ``init`` is shared."""
+    ``run.distilled[lang]``; a copy of ``init``, or from scratch) for its recipe's passes over the subset
+    (``finetune_steps``; cosine schedule, ``ft_warmup`` of the steps warm-up), saved as ``name``. ``origin``:
+    ``init_name``, ``init_steps``, ``init_seconds``, ``init_log`` (the pretraining of ``init``), ``size`` (from
+    scratch), ``aliases`` (further names of the same model: summary rows only, ``same_as`` = ``name``).
+    ``run.train_seed`` seeds the initialisation from scratch and the data order (``model_seed``); a copied
+    ``init`` is shared."""
     cfg = run.cfg
     t0 = time.perf_counter()
     size, seed = SIZES[origin.get("size", "draft")], model_seed(name, run.train_seed)
     model = copy.deepcopy(init) if init is not None else new_model(size, seed, run.device)
     conv = run.distilled[lang]
     distinct = int(conv.answer_len[subset].sum())
-    steps = max(1, round(run.main_steps(lang) * distinct / max(1, int(conv.answer_len.sum()))))
+    steps = run.finetune_steps(recipe_name, len(subset))
     examples = conv.select(subset)
     log, seen = algorithm.finetune(
         model, examples, steps=steps, batch_size=cfg["ft_batch_size"], lr=cfg["ft_lr"], seed=seed,
+        warmup=max(1, round(cfg["ft_warmup"] * steps)),
         name=name, heldout=run.drafter_eval.get(f"django-{lang}"), eval_batch_size=cfg["eval_batch_size"],
     )  # fmt: skip
     seconds = time.perf_counter() - t0
@@ -374,7 +377,7 @@ def train_drafters(run: Run, generic=None, only=None) -> None:
     want = lambda name: only is None or name in only  # noqa: E731
     if generic is None:
         model, _, steps, seconds = pretrained_drafter(
-            run, GENERIC, "draft", "english", "pretrain_steps", save_as=GENERIC
+            run, GENERIC, "draft", "general", "pretrain_steps", save_as=GENERIC
         )
         with torch.no_grad():  # P-F starts from the shipped (float16) generic drafter, as the ``drafters`` step does
             for param in model.parameters():
@@ -398,7 +401,7 @@ def train_drafters(run: Run, generic=None, only=None) -> None:
                 finetuned_drafter(run, name, BUDGET_LANG, recipe_name, subset, **init)
     if want(LARGE):
         large, large_log, large_steps, large_seconds = pretrained_drafter(
-            run, "ml-draft-large-pretrained", "large", "english", "large_pretrain_steps"
+            run, "ml-draft-large-pretrained", "large", "general", "large_pretrain_steps"
         )
         from_large = dict(init_name="ml-draft-large-pretrained (not saved)", init_steps=large_steps)
         from_large.update(init_seconds=large_seconds, size="large", init_log=large_log)
