@@ -100,14 +100,16 @@ def m3_block(root: Path | None = None) -> str:
     non_en = [v for c, values in cell.items() if not c.endswith("out en") for v in values]
     n = conditions("M3", root).n["tau"]
     chrf = m["target chrF"]
+    mean_into_own = sum(cell["in other -> out drafter's"]) / len(drafters)
     return table + (
         f"\n\nX is the drafter's own language; τ is the mean over the committed `ml_ood` requests at T = 0 of each"
         f" cell. On the held-out phrasebook pages the generic drafter's loss is {loss['ml-draft-generic']:.2f} and"
         f" the P-F drafters' {span(loss[drafters])}, against {m[('uniform loss ln|V|', '-')]:.2f} for a uniform guess"
-        f" and {loss['ml-target']:.2f} for the target. Every P-F drafter sits at τ {span(non_en)} on every direction"
-        f" with a non-English output, whatever the input (pooled τ {tau['all drafters: out non-en']:.2f} over"
-        f" {n['all drafters: out non-en']:,} requests, against {tau['all drafters: out en']:.2f} over"
-        f" {n['all drafters: out en']:,} with English output). With English output, its own input language gives"
+        f" and {loss['ml-target']:.2f} for the target. With a non-English output the P-F drafters give τ"
+        f" {span(non_en)} (pooled {tau['all drafters: out non-en']:.2f} over {n['all drafters: out non-en']:,}"
+        f" requests, against {tau['all drafters: out en']:.2f} over {n['all drafters: out en']:,} with English"
+        f" output). From another input language into their own, the check's column, the five drafters' mean is"
+        f" {mean_into_own:.2f} (the check asks for more than 1.09). With English output, its own input language gives"
         f" τ {span(cell[M3_CELLS[0][0]])} and another input {span(cell[M3_CELLS[1][0]])}. The target writes both"
         f" ways (Django held out: chrF {chrf['django en-xx']:.1f} En→X, {chrf['django xx-en']:.1f} X→En)."
     )
@@ -147,18 +149,18 @@ def m_pf_block(root: Path | None = None) -> str:
     tokens = training.finetune_tokens[main_pf]
     large = "ml-draft-large-pf-de"
     uniform = conditions("M3", root).value[("uniform loss ln|V|", "-")]
-    seen = 3 * training.finetune_tokens["ml-draft-pf-de"]
+    seen = training.finetune_tokens_seen["ml-draft-pf-de"]
     return table + (
         f"\n\nOn the {span(training.finetune_examples[main_pf], ',.0f')} distilled examples of a pair (about"
-        f" {tokens.mean() / 1000:.0f} k answer tokens) the fixed budget is {span(passes[main], '.1f')} passes (P-F and"
-        f" F), {span(passes[main_pf] / 3, '.1f')}× the paper's 3 epochs for P-F; Fig. 4's subsets make"
-        f" {span([passes[d] for d in grid[:3]], '.1f')}. Held-out prose loss "
+        f" {tokens.mean() / 1000:.0f} k answer tokens) the P-F finetunes make {span(passes[main_pf], '.1f')} passes and"
+        f" the F finetunes {span(passes[main[5:]], '.1f')} (the paper: 3 and 5 epochs); Fig. 4's subsets make"
+        f" {span([passes[d] for d in grid[:3]], '.1f')} (P-F). Held-out prose loss "
         + ("rises" if rising else "does not rise monotonically")
         + f" with the number of finetune steps. For `ml-draft-pf-de-b<N>`: {trail} (`ml-draft-pf-de`), against P's"
         f" {prose['ml-draft-generic']:.2f} and a uniform guess of {uniform:.2f}. The other P-F drafters reach"
         f" {span(prose[main_pf[1:]])}, `{large}` {prose[large]:.2f} after {passes[large]:.1f} passes, and the F"
-        f" drafters {span(prose[main[5:]], '.1f')}. At 3 passes the De→En drafter would see"
-        f" {seen / 1000:.0f} k answer tokens ({seen / training.parameters['ml-draft-pf-de']:.1f} per parameter)."
+        f" drafters {span(prose[main[5:]], '.1f')}. The De→En P-F drafter sees {seen / 1000:.0f} k answer tokens"
+        f" ({seen / training.parameters['ml-draft-pf-de']:.2f} per parameter; the paper's about 60)."
     )
 
 

@@ -104,12 +104,14 @@ def m2_seed_training_block() -> str:
     per = seeds.pivot_table(index="model", columns="train_seed", values="finetune", aggfunc="sum") / 60
     grid = per.drop(index=main).sum()
     cell = " / ".join
-    f0 = seed0.loc["ml-draft-f-de"]
+    f0, pf0 = seed0.loc["ml-draft-f-de"], seed0.loc["ml-draft-pf-de"]
+    where = "on a GPU" if str(f0.device).startswith("NVIDIA") else "on this CPU"
     return (
         f"Finetune minutes per seed ({cell(str(k) for k in per.columns)}; `ml_training_seeds.csv`, P-F rows without"
         f" P's {p_seconds:.1f} s, which every P-F row includes, as seed 0's do): `ml-draft-f-de`"
-        f" {cell(f'{v:.1f}' for v in per.loc['ml-draft-f-de'])} (seed 0's: {f0.seconds:.1f} s on a GPU),"
-        f" `ml-draft-pf-de` {cell(f'{v:.1f}' for v in per.loc['ml-draft-pf-de'])}, the {len(per) - len(main)} small"
+        f" {cell(f'{v:.1f}' for v in per.loc['ml-draft-f-de'])} (seed 0's: {f0.seconds / 60:.1f} {where}),"
+        f" `ml-draft-pf-de` {cell(f'{v:.1f}' for v in per.loc['ml-draft-pf-de'])} (seed 0's:"
+        f" {(pf0.seconds - p_seconds) / 60:.1f}), the {len(per) - len(main)} small"
         f" grid drafters together {cell(f'{v:.1f}' for v in grid)}."
     )
 
