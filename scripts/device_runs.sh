@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The runs made on a lent GPU machine (the `device` tool): each step writes what it measures or trains under
-# $OUT. Usage there:  bash scripts/device_runs.sh cos latency llava multilingual
+# $OUT. Usage there:  bash scripts/device_runs.sh cos latency llava tabed-seeds multilingual
 set -u
 export PYTHONPATH=src PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 for step in "$@"; do
@@ -23,6 +23,13 @@ print(store.frame().to_string())" ;;
       python3 -m specdec.vlm.train train --data .gpu/tabed_data.pt --device cuda --out /tmp/llava \
         --models tabed-target tabed-draft > "$OUT/llava_log.txt" 2>&1  # per-model steps / weight decay
       tail -n 5 "$OUT/llava_log.txt"; tar czf "$OUT/tabed_models.tgz" -C /tmp/llava . ;;
+    tabed-seeds)  # Table 3's long-answer pair (seed 0; its draft also seeds 1, 2) and tabed-draft's seeds 1, 2
+      T="python3 -m specdec.vlm.train train --device cuda"
+      $T --data .gpu/tabed_data_full.pt --out "$OUT/models" --models tabed-target-long > "$OUT/long_target.txt" 2>&1 &
+      $T --data .gpu/tabed_data_full.pt --out "$OUT/models" --models tabed-draft-long --seeds 0 1 2 \
+        > "$OUT/long_drafts.txt" 2>&1 &
+      $T --data .gpu/tabed_data.pt --out "$OUT/models" --models tabed-draft --seeds 1 2 > "$OUT/draft_seeds.txt" 2>&1 &
+      wait; tail -n 2 "$OUT"/*.txt | cut -c1-400 ;;
     multilingual)
       python3 -m specdec.multilingual.train train --data .gpu/ml_data.pt --device cuda --out /tmp/ml \
         ${ML_ARGS:-} > "$OUT/ml_log.txt" 2>&1

@@ -1,12 +1,13 @@
 """Synthetic TABED scenarios (``specdec.vlm.scenes``) and the tiny LLaVA zoo's data and training
 (``vlm.data``, ``vlm.batches``, ``vlm.train``)."""
 
+import random
 import re
 
 import pytest
 import torch
 
-from specdec.vlm import batches, scenes
+from specdec.vlm import batches, dialogues, scenes
 from specdec.vlm import data as td
 from specdec.vlm import train as tl
 
@@ -191,7 +192,10 @@ def test_train_step_saves_and_reloads(tmp_path, tokenizer):
     path = tmp_path / "data.pt"
     torch.save(data, path)
     data = torch.load(path)  # weights_only load, as on the GPU box
-    rows = tl.train_all(data, list(tl.TABED_ZOO), tmp_path / "models", device="cpu", steps=2, batch_size=2)
+    short = [n for n, spec in tl.TABED_ZOO.items() if spec.get("style", "short") == "short"]
+    with pytest.raises(ValueError, match="--style full"):  # a model of the full style refuses a short data file
+        tl.train_all(data, ["tabed-draft-long"], tmp_path / "models", device="cpu", steps=2, batch_size=2)
+    rows = tl.train_all(data, short, tmp_path / "models", device="cpu", steps=2, batch_size=2)
     assert [r["model"] for r in rows] == ["tabed-target", "tabed-draft", "tabed-captioner"]
     assert [r["max_images"] for r in rows] == [5, 1, 1] and rows[2]["rows"] == "caption"
     assert rows[2]["parameters"] < rows[1]["parameters"]
@@ -350,3 +354,26 @@ def test_every_second_turn_says_what_its_answer_rests_on():
     second = [r for r in rows if r["turn"] == 2]
     assert all(not new_words(r) for r in second if r["rests_on"] == dialogues.PREVIOUS)
     assert sum(bool(new_words(r)) for r in second if r["rests_on"] == dialogues.IMAGE) >= 10  # seen only there
+
+
+def test_full_answers_keep_the_requests_and_answer_at_length(tokenizer):
+    """The "full" style changes only the replies of the benchmark and story first turns: same prompts, images and
+    ground truth (no extra draws), and replies long enough that a window of 16 blocks is shorter than the answer
+    (docs/papers/tabed.md, "T2 and T5"). Text-only cells keep their answers; a second turn keeps its follow-up and
+    carries the full first answer in its prompt."""
+    cells = [(s, 1) for s in dialogues.FULL_ANSWERS] + [("nq", 1), ("pope", 2)]
+    short = scenes.scenario_suite("test", 6, seed=3, scenarios=cells)
+    full = scenes.scenario_suite("test", 6, seed=3, scenarios=cells, style="full")
+    for a, b in zip(short, full):
+        assert a["id"] == b["id"] and a["gt"] == b["gt"] and a["caption"] == b["caption"]
+        assert [scenes.image_key(x) for x in a["images"]] == [scenes.image_key(x) for x in b["images"]]
+        if b["turn"] == 1 and b["scenario"] in dialogues.FULL_ANSWERS:
+            assert a["prompt"] == b["prompt"] and b["answer"].startswith(a["answer"]) and b["answer"] != a["answer"]
+        elif b["turn"] == 1:
+            assert (a["prompt"], a["answer"]) == (b["prompt"], b["answer"])
+        else:  # the second turn's prompt carries the first turn's full answer; the follow-up is the same
+            assert a["second_user"] == b["second_user"] and a["first_answer"] != b["first_answer"]
+    lengths = [len(tokenizer(" " + r["answer"])["input_ids"]) for r in full if r["scenario"] in dialogues.FULL_ANSWERS]
+    assert sum(lengths) / len(lengths) >= 70
+    with pytest.raises(ValueError, match="answer style"):
+        dialogues.first_turn("pope", random.Random(0), "test", style="long")

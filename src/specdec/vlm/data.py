@@ -153,9 +153,11 @@ def build_data(
     seed: int = DATA["seed"],
     tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR,
     scenarios=None,
+    style: str = "short",
 ) -> dict:
     """Render and tokenise ``scenes.scenario_suite`` rows (train split for training, test split held out;
-    ``scenarios``: only these, as ``scenario_suite`` takes them, for tests)."""
+    ``scenarios``: only these, as ``scenario_suite`` takes them, for tests; ``style``: the first turns' answers,
+    ``dialogues.ANSWER_STYLES``, recorded in ``meta``)."""
     import tempfile
 
     import numpy
@@ -196,8 +198,8 @@ def build_data(
         "image_size": scenes.IMAGE_SIZE,
         "image_token_id": IMAGE_TOKEN_ID,
         "image_tokens": IMAGE_TOKENS,
-        "train": split_tensors(scenes.scenario_suite("train", train_per_scenario, seed, scenarios)),
-        "heldout": split_tensors(scenes.scenario_suite("test", heldout_per_scenario, seed, scenarios)),
+        "train": split_tensors(scenes.scenario_suite("train", train_per_scenario, seed, scenarios, style)),
+        "heldout": split_tensors(scenes.scenario_suite("test", heldout_per_scenario, seed, scenarios, style)),
     }
     train_images = sorted(set(data["train"]["image_ids"].tolist()))
     test_images = sorted(set(data["heldout"]["image_ids"].tolist()) - set(train_images))
@@ -213,6 +215,7 @@ def build_data(
     data["meta"] = {
         "train_per_scenario": train_per_scenario,
         "heldout_per_scenario": heldout_per_scenario,
+        "style": style,
         "seed": seed,
         "scenarios": [list(s) for s in scenes.SCENARIOS],
     }

@@ -247,11 +247,91 @@ FIRST_TURNS = {
 }
 
 
-def first_turn(scenario: str, rng: random.Random, split: str) -> dict:
-    """``{"user", "answer", "gt", "images": [(kind, gt, render)], "items": [(kind, gt)]}`` of a first turn."""
+# ----------------------------------------------------------------------------------------- full answers
+# The "full" answer style (``ANSWER_STYLES``): the first turns of the benchmark scenarios and the stories answer at
+# length, as the paper's tasks do (docs/papers/tabed.md, "T2 and T5"), so that a window of h past blocks is shorter
+# than the answer. Each full answer is a function of the turn's ground truth and its short answer only (no draw
+# from the scenario's rng), so the two styles give the same scenes, questions and requests; only the reply differs.
+def _scene_scan(scene: dict) -> str:
+    """Every place of the 3 x 3 grid in reading order: what is there, and how many places are empty."""
+    held = {pos: (shape, color) for shape, color, pos in scene["shapes"]}
+    parts = [f"{pos}, {article(c)} {c} {s}" for pos in POSITIONS if pos in held for s, c in [held[pos]]]
+    empty = len(POSITIONS) - len(held)
+    tail = "no place is empty" if not empty else f"the other {number_word(empty)} places are empty"
+    return f"Place by place: {'; '.join(parts)}; {tail}."
+
+
+def document_report(doc: dict) -> str:
+    """The document read line by line, each line with its kind, and the count of numbers and words."""
+    lines = []
+    for where, text in zip(LINES, doc["lines"]):
+        kind = "number" if is_number(text) else "word"
+        lines.append(f"The line {LINE_AT[where]} holds the {kind} {text}.")
+    nums = sum(is_number(x) for x in doc["lines"])
+    words = 3 - nums
+    count = f"{number_word(nums)} number{'s' * (nums != 1)} and {number_word(words)} word{'s' * (words != 1)}"
+    return f"Reading the document line by line: {' '.join(lines)} So the document has {count}."
+
+
+def _full_image(turn: dict) -> str:
+    """Describe / DocVQA / MM-Vet: the short answer, then the whole picture (every shape, or every line)."""
+    gt = turn["gt"]
+    if "document" in gt:
+        return f"{turn['answer']} {document_report(gt['document'])}"
+    scene = gt["scene"]
+    whole = _scene_scan(scene) if turn["answer"] == describe_scene(scene) else f"{describe_scene(scene)}"
+    return f"{turn['answer']} {whole}"
+
+
+def _full_pope(turn: dict) -> str:
+    """POPE: the yes / no, the places checked, and the reason."""
+    gt = turn["gt"]
+    shape, color = gt["shape"], gt["color"]
+    verdict = (
+        f"One of them is {article(color)} {color} {shape}, so the answer is yes."
+        if gt["yes"]
+        else f"None of them is {article(color)} {color} {shape}, so the answer is no."
+    )
+    return f"{turn['answer']} To check, I look at every place of the image. {_scene_scan(gt['scene'])} {verdict}"
+
+
+def _full_edit(turn: dict) -> str:
+    """IEdit / MagicBrush / Spot-the-Diff: the instruction or change, then the scene before and after it."""
+    gt = turn["gt"]
+    before, after = _scene_scan(gt["before"]), _scene_scan(gt["after"])
+    return f"{turn['answer']} Before the edit: {before} After it: {after}"
+
+
+def _full_vist(turn: dict) -> str:
+    """VIST: the last caption, then the four before it, as the story so far."""
+    events = story_events(turn["gt"]["story"])
+    return f"{turn['answer']} It ends the story told by the four pictures before it: {' '.join(events[:4])}"
+
+
+FULL_ANSWERS = {
+    "describe": _full_image,
+    "docvqa": _full_image,
+    "pope": _full_pope,
+    "mmvet": _full_image,
+    "iedit": _full_edit,
+    "magicbrush": _full_edit,
+    "spot": _full_edit,
+    "vist": _full_vist,
+}  # PororoSV already tells its five frames (94 tokens on average); NQ and GSM8K: Table 3 has no text-only cells
+ANSWER_STYLES = ("short", "full")
+
+
+def first_turn(scenario: str, rng: random.Random, split: str, style: str = "short") -> dict:
+    """``{"user", "answer", "gt", "images": [(kind, gt, render)], "items": [(kind, gt)]}`` of a first turn;
+    ``style="full"`` replaces the answer by ``FULL_ANSWERS[scenario]`` of the turn (same draws, same question)."""
     if scenario not in FIRST_TURNS:
         raise ValueError(f"unknown scenario {scenario!r}; known: {sorted(FIRST_TURNS)}")
-    return FIRST_TURNS[scenario](rng, split)
+    if style not in ANSWER_STYLES:
+        raise ValueError(f"unknown answer style {style!r}; known: {ANSWER_STYLES}")
+    turn = FIRST_TURNS[scenario](rng, split)
+    if style == "full" and scenario in FULL_ANSWERS:
+        turn["answer"] = FULL_ANSWERS[scenario](turn)
+    return turn
 
 
 # ----------------------------------------------------------------------------------------- second turns

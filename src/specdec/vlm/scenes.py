@@ -160,23 +160,23 @@ def chat_prompt(turns: list[tuple[str, str | None]]) -> str:
     return "".join(out)
 
 
-def make_row(scenario: str, turn: int, rng: random.Random, split: str) -> dict:
-    """One row of the suite (without ``id``)."""
+def make_row(scenario: str, turn: int, rng: random.Random, split: str, style: str = "short") -> dict:
+    """One row of the suite (without ``id``); ``style``: the first turns' answers (``dialogues.ANSWER_STYLES``)."""
     if turn == 1:
-        first = first_turn(scenario, rng, split)
+        first = first_turn(scenario, rng, split, style)
         turns = [(first["user"], None)]
         answer, gt, items, images = first["answer"], first["gt"], first["items"], first["images"]
         rests_on = None
     elif turn == 2:
         if scenario in ("nq", "gsm8k"):  # an unrelated image conversation, then a text-only question
-            first = first_turn(rng.choice(["describe", "docvqa", "pope", "mmvet"]), rng, split)
-            second = first_turn(scenario, rng, split)
+            first = first_turn(rng.choice(["describe", "docvqa", "pope", "mmvet"]), rng, split, style)
+            second = first_turn(scenario, rng, split, style)
             question, answer = second["user"], second["answer"]
             gt = {"first": first["gt"], **second["gt"]}
             items = first["items"] + second["items"]
             rests_on = TEXT_TASK
         else:
-            first = first_turn(scenario, rng, split)
+            first = first_turn(scenario, rng, split, style)
             question, answer, rests_on = follow_up(scenario, first, rng)
             gt = {"first": first["gt"], "follow_up": question}
             items = first["items"]
@@ -202,7 +202,7 @@ def make_row(scenario: str, turn: int, rng: random.Random, split: str) -> dict:
     return row
 
 
-def scenario_suite(split: str, n_per_scenario: int, seed: int = 0, scenarios=None) -> list[dict]:
+def scenario_suite(split: str, n_per_scenario: int, seed: int = 0, scenarios=None, style: str = "short") -> list[dict]:
     """Rows ``{"id", "scenario", "turn", "images", "prompt", "answer", "caption", "gt", "items", "split"}`` for
     every ``(scenario, turn)`` of ``SCENARIOS``, ``n_per_scenario`` each, in a fixed order (``scenarios``: keep
     only these names or ``(name, turn)`` pairs).
@@ -224,7 +224,7 @@ def scenario_suite(split: str, n_per_scenario: int, seed: int = 0, scenarios=Non
     for scenario, turn in chosen:
         rng = random.Random(f"scenes-{seed}-{split}-{scenario}-{turn}")
         for i in range(n_per_scenario):
-            row = make_row(scenario, turn, rng, split)
+            row = make_row(scenario, turn, rng, split, style)
             rows.append({"id": f"{scenario}-t{turn}-{split}-{seed}-{i:05d}", **row})
     return rows
 

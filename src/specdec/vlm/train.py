@@ -53,6 +53,7 @@ from specdec.vlm.data import (
     IMAGE_TOKEN_ID,
     build_data,
 )
+from specdec.vlm.dialogues import ANSWER_STYLES
 from specdec.zoo import training
 from specdec.zoo.training import device_name, save_half
 
@@ -83,6 +84,28 @@ TABED_ZOO: dict[str, dict] = {
         seed=1,
         train=dict(TABED_TRAIN, steps=1500, weight_decay=0.3),
     ),
+    # Table 3's window study (T5): the same target and draft, trained on the "full" answer style of the data file
+    # (``dialogues.FULL_ANSWERS``: the benchmark and story first turns answered at length), so that a window of h
+    # past blocks is shorter than the answer. Shipped beside the main pair, which TABED's other tables and AASD use.
+    "tabed-target-long": dict(
+        text=zoo.TINY_ZOO["tiny-target"],
+        vision=VISION,
+        max_images=5,
+        seed=0,
+        style="full",
+        train=dict(TABED_TRAIN, steps=3000),
+    ),
+    "tabed-draft-long": dict(
+        text=dict(
+            hidden_size=48, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4
+        ),
+        vision=VISION,
+        max_images=1,
+        text_rows=True,
+        seed=1,
+        style="full",
+        train=dict(TABED_TRAIN, steps=1500, weight_decay=0.3),
+    ),
     "tabed-captioner": dict(
         text=dict(
             hidden_size=32, intermediate_size=96, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2
@@ -94,6 +117,22 @@ TABED_ZOO: dict[str, dict] = {
         train=dict(TABED_TRAIN, steps=1500, weight_decay=0.1),
     ),
 }
+
+
+SEED_STEP = 1000  # training seed k of a model: its spec's seed + SEED_STEP * k, saved as <name>-seed<k>
+TRAIN_SEEDS = (1, 2)  # the models whose seeds are trained: the drafts (TABED_ZOO's models <= 15 CPU minutes)
+
+
+def seeded(name: str, k: int) -> tuple[str, dict]:
+    """``(name-seed<k>, spec)``: ``TABED_ZOO[name]`` with training seed ``k`` (``k = 0``: the model itself); the
+    seed moves both the initialisation and the batch order (``train_model``)."""
+    spec = TABED_ZOO[name]
+    return (name, spec) if k == 0 else (f"{name}-seed{k}", {**spec, "seed": spec["seed"] + SEED_STEP * k})
+
+
+def data_style(data: dict) -> str:
+    """The answer style a data file was built with (``dialogues.ANSWER_STYLES``; files without one: ``short``)."""
+    return data.get("meta", {}).get("style", "short")
 
 
 def llava_config(name: str, spec: dict | None = None):
@@ -279,6 +318,11 @@ def train_all(
     rows = []
     for name in names:
         spec = specs[name]
+        if spec.get("style", "short") != data_style(data):
+            raise ValueError(
+                f"{name} trains on {spec.get('style', 'short')!r} answers, the data file has {data_style(data)!r}: "
+                f"build it with `python -m specdec.vlm.train data --style {spec.get('style', 'short')}`"
+            )
         kind = split_args(spec)
         if kind not in by_rows:
             by_rows[kind] = spec_splits(data, spec, device)
@@ -344,7 +388,11 @@ def main(argv=None):
         default=None,
         help="data: the data file to write; train: the models directory (default data/models)",
     )
-    parser.add_argument("--models", nargs="*", default=list(TABED_ZOO))
+    parser.add_argument("--models", nargs="*", default=None, help="default: every model of the data file's style")
+    parser.add_argument("--style", choices=ANSWER_STYLES, default="short", help="data: the first turns' answers")
+    parser.add_argument(
+        "--seeds", nargs="*", type=int, default=[0], help="train: training seeds (k > 0 saves <name>-seed<k>)"
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=None, help="default: per model (TABED_ZOO[name]['train'])")
     parser.add_argument("--batch-size", type=int, default=None, help="default: per model")
@@ -366,7 +414,7 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     data_path = args.out if args.step == "data" and args.out else args.data
     if args.step in ("data", "all"):
-        data = build_data(args.per_scenario, args.heldout_per_scenario)
+        data = build_data(args.per_scenario, args.heldout_per_scenario, style=args.style)
         data_path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(data, data_path)
         print(
@@ -383,9 +431,14 @@ def main(argv=None):
     if args.step in ("train", "all"):
         data = torch.load(data_path, weights_only=True)
         out = args.out or zoo.MODELS
+        names = args.models or [n for n, spec in TABED_ZOO.items() if spec.get("style", "short") == data_style(data)]
+        unknown = sorted(set(names) - set(TABED_ZOO))
+        if unknown:
+            parser.error(f"unknown models {unknown}; TABED_ZOO has {sorted(TABED_ZOO)}")
+        specs = dict(seeded(n, k) for k in args.seeds for n in names)
         train_all(
             data,
-            args.models,
+            list(specs),
             out,
             device=args.device,
             steps=args.steps,
@@ -393,6 +446,7 @@ def main(argv=None):
             lr=args.lr,
             weight_decay=args.weight_decay,
             scenarios=args.scenarios,
+            specs=specs,
         )
 
 
