@@ -20,6 +20,7 @@ Conditions (``docs/papers/{multilingual,aasd,tabed}.md``, section *Proxy conditi
   the first answer the rebuilt request carries (``tabed.data.own_first_answers``: share 1.0 by construction) and
   against the scripted answer the shipped suite carried before (the condition the rebuild fixed).
 - ``T2``: answer length and how often the window h covers every past block (committed ``tabed_runs`` rows).
+- ``T5``: the same on Table 3's long-answer pair, per training seed (committed ``tabed_windows`` rows).
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/proxy_conditions.py            # ~2-4 min on one thread
     OMP_NUM_THREADS=1 .venv/bin/python scripts/proxy_conditions.py --no-live  # committed rows only, seconds
@@ -275,11 +276,38 @@ def tabed_window() -> list[dict]:
     return out
 
 
+def tabed_window_long() -> list[dict]:
+    """The T2 quantities on Table 3's long-answer pair (``tabed_windows``), per training seed: answer length per
+    group of Table 3, blocks and τ of MT*(ALL), and per h how often it covers every past block or accepts as ALL."""
+    runs = pd.read_csv(RESULTS / "tabed_windows.csv")
+    out = []
+    for seed, rows in runs.groupby("train_seed", sort=True):
+        tag = f"seed {seed}"
+        ar = rows[rows.method == "AR"]
+        for group, g in ar.groupby("group"):
+            name = "benchmark turn 1" if group == "benchmark" else group
+            out.append(row("T5", "mean answer tokens", f"{tag}: {name}", g.new_tokens.mean(), len(g), 48))
+        mt = rows[(rows.method == "MT*") & (rows.gamma == 5)]
+        full = mt[mt.window == "ALL"].drop_duplicates("row").set_index("row")
+        out.append(row("T5", "mean blocks per request (MT*, gamma 5)", tag, full.target_calls.mean(), len(full)))
+        out.append(row("T5", "mean tau (MT*, gamma 5)", tag, full.block_efficiency.mean(), len(full)))
+        for h in (1, 4, 16):
+            covered = (full.target_calls - 1 <= h).mean()  # as in tabed_window
+            out.append(row("T5", "share of requests where h covers every past block", f"{tag}: h={h}", covered,
+                           len(full)))  # fmt: skip
+            win = mt[mt.window == str(h)].drop_duplicates("row").set_index("row")
+            equal = (win.accepted == full.accepted.reindex(win.index)).mean()
+            out.append(row("T5", "share of requests where MT*(h) accepts as MT*(ALL)", f"{tag}: h={h}", equal,
+                           len(win)))  # fmt: skip
+    return out
+
+
 # condition -> (its rows from the parsed arguments, whether it decodes live)
 CONDITIONS = {
     "M3": (lambda a: multilingual_ood() + multilingual_losses(), False),
     "A2": (lambda a: aasd_projector(), False),
     "T2": (lambda a: tabed_window(), False),
+    "T5": (lambda a: tabed_window_long(), False),
     "A5": (lambda a: aasd_image_use(a.aasd_per_task), True),
     "T1b": (lambda a: tabed_first_answers(a.tabed_per_scenario), True),
 }

@@ -47,6 +47,7 @@ from proxy_condition_blocks import (  # noqa: E402
     second_turn_images_block,
     t1b_block,
     t2_block,
+    t5_block,
 )
 
 from specdec import results  # noqa: E402
@@ -202,6 +203,7 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (PAPERS / "multilingual.md", "m-pf-measured"): m_pf_block,
     (PAPERS / "tabed.md", "t1b-measured"): t1b_block,
     (PAPERS / "tabed.md", "t2-measured"): t2_block,
+    (PAPERS / "tabed.md", "t5-measured"): t5_block,
     (PAPERS / "tabed.md", "tabed-second-turn-images"): second_turn_images_block,
     (CARD, "card-corpus"): corpus_block,
     (CARD, "card-foundation"): foundation_block,

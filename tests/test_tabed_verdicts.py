@@ -7,6 +7,7 @@ import pytest
 from conftest import tabed_runs
 from specdec.tabed import findings as tf
 from specdec.tabed import tables
+from specdec.tabed import windows as tw
 from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
 
 
@@ -216,6 +217,39 @@ def test_t5_is_inconclusive_when_noisy_or_untested():
     assert noisy.low < 0.0099 < noisy.high
     only_all = tf.verdict_t5(_windows({}))
     assert only_all.status == INCONCLUSIVE and only_all.n == 0 and "not tested" in only_all.detail
+
+
+def test_t5_over_seeds_holds_fails_or_turns_inconclusive_when_a_seed_reverses():
+    flat = {"1": [0.0] * 8, "4": [0.001] * 8}
+    holds = tf.verdict_t5_over_seeds({k: _windows(flat, seed=k) for k in range(3)})
+    assert holds.status == HOLDS and "pooled over training seeds" in holds.claim and "seed 2:" in holds.detail
+    worse = tf.verdict_t5_over_seeds({k: _windows({"1": [-0.3] * 8}, seed=k) for k in range(3)})
+    assert worse.status == FAILS
+    # seeds 0 and 1 flat, seed 2 far off: the pooled spread is clear of the tolerance, but seed 0 alone reverses it
+    mixed = {0: _windows(flat, seed=0), 1: _windows(flat, seed=1), 2: _windows({"1": [-0.9] * 8}, seed=2)}
+    verdict = tf.verdict_t5_over_seeds(mixed)
+    assert verdict.status == INCONCLUSIVE and "reverse the pooled verdict" in verdict.detail
+    assert tf.verdict_t5_over_seeds({0: _windows(flat)}).claim == tf.verdict_t5(_windows(flat)).claim
+
+
+@pytest.mark.parametrize(
+    "answers, covered, level",
+    [((95.0, 98.0), 0.10, "partly"), ((95.0, 60.0), 0.10, "no"), ((95.0, 98.0), 0.76, "no")],
+    ids=["built", "answers-short", "window-covers"],
+)
+def test_t5_validity_reads_the_condition_rows(tmp_path, answers, covered, level):
+    rows = [
+        dict(condition="T5", quantity="mean answer tokens", subset=f"seed 0: {g}", value=v, n=20, paper=48)
+        for g, v in zip(("benchmark turn 1", "ood"), answers)
+    ]
+    rows.append(dict(condition="T5", quantity="share of requests where h covers every past block",
+                     subset="seed 0: h=16", value=covered, n=40, paper=None))  # fmt: skip
+    (tmp_path / "tiny").mkdir()
+    pd.DataFrame(rows).to_csv(tmp_path / "tiny" / "proxy_conditions.csv", index=False)
+    got, why = tw.t5_validity(tmp_path)
+    assert got == level and why.startswith(level) and f"{min(answers):.1f} tokens" in why
+    pd.DataFrame(rows[:0], columns=list(rows[0])).to_csv(tmp_path / "tiny" / "proxy_conditions.csv", index=False)
+    assert tw.t5_validity(tmp_path)[0] == "no"
 
 
 # ------------------------------------------------------------------------------------------------- all

@@ -189,6 +189,28 @@ def pooled_over_seeds(pooled: Verdict, seeds: dict, rule: Callable[[float, float
     return replace(pooled, status=status, detail=(pooled.detail + note).strip())
 
 
+def over_seeds(findings: Callable, frames: dict, rules: dict | None = None) -> list[Verdict]:
+    """``findings(frame) -> [Verdict]`` on each training seed's frame (``frames``: ``{seed: frame}``) and on all of
+    them stacked (the findings' per-request statistics, ``per_request``, average a request's seeds into one unit),
+    combined per finding by ``pooled_over_seeds``; one seed: its verdicts as they are. ``rules``: ``{finding name:
+    (threshold, greater)}`` for a finding not decided at 0, greater (the default)."""
+    import pandas as pd
+
+    if len(frames) == 1:
+        return findings(next(iter(frames.values())))
+    per_seed = {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
+    pooled = findings(pd.concat(list(frames.values()), ignore_index=True))
+    return [
+        pooled_over_seeds(
+            replace(v, claim=f"{v.claim}; pooled over training seeds"),
+            {k: verdicts[v.name] for k, verdicts in per_seed.items()},
+            threshold=(rules or {}).get(v.name, (0.0, True))[0],
+            greater=(rules or {}).get(v.name, (0.0, True))[1],
+        )
+        for v in pooled
+    ]
+
+
 def bootstrap_ci(
     units: Sequence, statistic: Callable[[Sequence], float], *, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:

@@ -27,9 +27,9 @@ from specdec.verdict import (
     Verdict,
     decide,
     judge_all,
+    over_seeds,
     paired_difference,
     per_request,
-    pooled_over_seeds,
     two_regimes,
     validity,
 )
@@ -196,19 +196,6 @@ def table1_findings(frame: pd.DataFrame) -> list[Verdict]:
 
 def ablation_findings(frame: pd.DataFrame) -> list[Verdict]:
     return [verdict_a2(frame), verdict_a3(frame), verdict_a4(frame)]
-
-
-def over_seeds(findings, frames: dict[int, pd.DataFrame]) -> list[Verdict]:
-    """``findings(frame) -> [Verdict]`` per training seed (``frames``: ``{seed: runs}``) and pooled
-    (``seeds.pooled_frame``), combined by ``verdict.pooled_over_seeds``; one seed: its verdicts as they are."""
-    if len(frames) == 1:
-        return findings(next(iter(frames.values())))
-    per_seed = {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
-    return [
-        pooled_over_seeds(replace(v, claim=f"{v.claim}; pooled over training seeds"),
-                          {k: verdicts[v.name] for k, verdicts in per_seed.items()})
-        for v in findings(seeds.pooled_frame(frames))
-    ]  # fmt: skip
 
 
 def findings_over_seeds(stored: pd.DataFrame, seeded: pd.DataFrame, target: str) -> list[Verdict]:

@@ -39,8 +39,7 @@ KEY = [
     "request",
 ]  # fmt: skip
 REFERENCE = "AR"  # the target's plain greedy decoding, stored as a method of its own
-# the one column that times a run (a row's ``seconds``): empty in a row decoded in a batch (``Experiment``'s
-# ``walltime``); no TABED table or finding reads it (notebook 14 times its own microbenchmarks)
+# a row's walltime: empty if decoded in a batch; no TABED table or finding reads it (notebook 14 times its own)
 WALLTIME = ("seconds",)
 BATCH_SIZE = 8  # missing requests the suites decode at once (``batching.generate_batch``; 1: one at a time)
 TINY_PAIR = (data.TINY_TARGET, "tabed-draft")  # the shipped zoo's LLaVA pair (it stands in for Table 10's 68M / 7B)
@@ -221,12 +220,14 @@ def setting(
     captioner: str = CAPTIONER,
     desc: str = "",
     batch_size: int = 1,
+    fixed: dict | None = None,
 ) -> Experiment:
     """Every request of ``rows`` decoded by the target alone (``AR``, the reference) and by every method of
     ``methods`` at one setting; one stored row per (method, settings, request). ``window`` (h, ``None`` = ALL) and
     ``criterion`` configure the adaptive ensembles; ``captioner``: see ``captioners.make_captioner``.
     ``batch_size`` > 1: each method decodes that many missing requests at once; their rows are the B = 1 rows with
-    ``seconds`` empty (``WALLTIME``). Requests a batch cannot take (a LLaVA-NeXT target's tiles) run at B = 1."""
+    ``seconds`` empty (``WALLTIME``); requests a batch cannot take (LLaVA-NeXT tiles) run at B = 1. ``fixed``: more key
+    columns shared by every row (a store with more keys than ``KEY``)."""
     window = "ALL" if window in (None, "ALL") else int(window)
     requests = pair.requests(rows)
     if not all(batching.batchable(r.target_inputs) for r in requests):
@@ -245,7 +246,7 @@ def setting(
         store,
         requests,
         {REFERENCE: ar, **{m: tabed_method(pair, m, **options) for m in methods}},
-        fixed=dict(max_new_tokens=max_new_tokens, device=pair.target.device.type),
+        fixed=dict(max_new_tokens=max_new_tokens, device=pair.target.device.type, **(fixed or {})),
         setting=Setting(max_new_tokens, eos_token_id=pair.tokenizer.eos_token_id),
         reference=REFERENCE,
         row=run_row,
