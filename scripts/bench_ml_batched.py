@@ -51,6 +51,21 @@ def same(a: dict, b: dict, columns: list[str]) -> tuple[int, set]:
     return equal, differ
 
 
+def time_batch_sizes(build, batch_sizes, keys: list[str]) -> tuple[dict[int, float], dict[int, dict]]:
+    """``({B: seconds}, {B: rows by key})``: for each batch size B, ``build(empty results folder, B) -> (store,
+    experiment or suite)`` recomputed into its own temporary folder, timed from ``run()`` to its end."""
+    seconds, tables = {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for b in batch_sizes:
+            store, experiment = build(pathlib.Path(tmp) / f"b{b}", b)
+            start = time.perf_counter()
+            experiment.run()
+            seconds[b] = time.perf_counter() - start
+            tables[b] = rows_by_key(store.path, keys)
+            print(f"B = {b}: {len(tables[b])} runs in {seconds[b]:.1f} s", flush=True)
+    return seconds, tables
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
@@ -64,17 +79,13 @@ def main(argv=None) -> int:
     prompts = {pair: mx.prompt_set(ml, "django", args.pair, "en", args.prompts)}
     for spec in ["ml-target", *mx.table1_drafters(pair).values()]:  # loaded before either clock starts
         ml.make_drafter(spec)
-    seconds, tables = {}, {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for b in (1, args.batch_size):
-            store = ResultStore("tiny", "ml_main", mx.KEYS, root=pathlib.Path(tmp) / f"b{b}")
-            suite = mx.grid(ml, store, prompts, mx.table1_drafters, gamma=4, temperatures=args.temperatures,
-                            seeds=args.seeds, max_new_tokens=48, batch_size=b)  # fmt: skip
-            start = time.perf_counter()
-            suite.run()
-            seconds[b] = time.perf_counter() - start
-            tables[b] = rows_by_key(store.path, mx.KEYS)
-            print(f"B = {b}: {len(tables[b])} runs in {seconds[b]:.1f} s", flush=True)
+
+    def build(root: pathlib.Path, b: int):
+        store = ResultStore("tiny", "ml_main", mx.KEYS, root=root)
+        return store, mx.grid(ml, store, prompts, mx.table1_drafters, gamma=4, temperatures=args.temperatures,
+                              seeds=args.seeds, max_new_tokens=48, batch_size=b)  # fmt: skip
+
+    seconds, tables = time_batch_sizes(build, (1, args.batch_size), mx.KEYS)
     one, batched = tables[1], tables[args.batch_size]
     committed = rows_by_key(COMMITTED / "tiny" / "ml_main.csv", mx.KEYS)
     n = len(one)

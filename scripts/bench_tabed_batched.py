@@ -16,10 +16,8 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import tempfile
-import time
 
-from bench_ml_batched import record, rows_by_key, same
+from bench_ml_batched import record, rows_by_key, same, time_batch_sizes
 
 EXACT = [
     "scenario", "turn", "group", "n_images", "new_tokens", "target_calls", "block_efficiency", "acceptance_rate",
@@ -48,16 +46,12 @@ def main(argv=None) -> int:
     rows = pair.suite(k, 0, answer_tokens=128, n_ood=k, n_second=k)
     pair.requests(rows)
     torch.set_num_threads(1)
-    seconds, tables = {}, {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for b in (1, args.batch_size):
-            store = ResultStore("tiny", "tabed_runs", tx.KEY, root=pathlib.Path(tmp) / f"b{b}")
-            experiment = tx.setting(store, pair, rows, METHODS, gamma=5, max_new_tokens=128, batch_size=b)
-            start = time.perf_counter()
-            experiment.run()
-            seconds[b] = time.perf_counter() - start
-            tables[b] = rows_by_key(store.path, tx.KEY)
-            print(f"B = {b}: {len(tables[b])} runs in {seconds[b]:.1f} s", flush=True)
+
+    def build(root: pathlib.Path, b: int):
+        store = ResultStore("tiny", "tabed_runs", tx.KEY, root=root)
+        return store, tx.setting(store, pair, rows, METHODS, gamma=5, max_new_tokens=128, batch_size=b)
+
+    seconds, tables = time_batch_sizes(build, (1, args.batch_size), tx.KEY)
     one, batched = tables[1], tables[args.batch_size]
     committed = rows_by_key(COMMITTED / "tiny" / "tabed_runs.csv", tx.KEY)
     n = len(one)
