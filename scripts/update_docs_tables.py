@@ -90,6 +90,40 @@ def m2_seeds_block(root: Path | None = None) -> str:
     return "\n".join(lines)
 
 
+def tabed_seeds_block(root: Path | None = None) -> str:
+    """TABED's findings per training seed and pooled, as ``findings_from_results`` reads them (T1-T4: the draft's
+    seeds on the shipped target; T5: Table 3's pair), from the per-seed part of each verdict's detail."""
+    import re
+
+    from specdec.tabed import findings
+
+    pattern = re.compile(r"seed (\d+): (\S+) \[(\S+), (\S+)\] (holds|does not hold|inconclusive)")
+    rows, reversed_by = [], {}
+    for v in findings.findings_from_results("tiny", root=root or results.COMMITTED):
+        per_seed = pattern.findall(v.detail)
+        if not per_seed:
+            continue
+        row = {"finding": v.name}
+        for k, est, low, high, status in per_seed:
+            row[f"seed {k}"] = f"{float(est):+.3f} [{float(low):+.3f}, {float(high):+.3f}] {status}".replace("-", "−")
+        row["pooled"] = f"{v.estimate:+.3f} [{v.low:+.3f}, {v.high:+.3f}]".replace("-", "−")
+        row["verdict"] = v.status
+        rows.append(row)
+        if "reverse the pooled verdict" in v.detail:
+            reversed_by[v.name] = v.detail.split("Seed(s) ")[1].split(" reverse")[0]
+    columns = list(rows[0])
+    lines = md_table(rows, columns, align=len(columns)).splitlines()
+    lines.append("")
+    lines.append(
+        "No seed's estimate reverses a pooled verdict."
+        if not reversed_by
+        else "Pooled verdicts a seed's estimate reverses (so inconclusive): "
+        + "; ".join(f"{n} (seed {k})" for n, k in reversed_by.items())
+        + "."
+    )
+    return "\n".join(lines)
+
+
 def m2_seed_training_block() -> str:
     """Minutes each training seed's drafters took (``ml_training_seeds.csv``) beside seed 0's (``ml_training.csv``).
     Every P-F row's ``seconds`` includes pretraining P (P-F is P, then F): it is subtracted to give the finetune."""
@@ -204,6 +238,7 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (PAPERS / "tabed.md", "t1b-measured"): t1b_block,
     (PAPERS / "tabed.md", "t2-measured"): t2_block,
     (PAPERS / "tabed.md", "t5-measured"): t5_block,
+    (PAPERS / "tabed.md", "tabed-seeds"): tabed_seeds_block,
     (PAPERS / "tabed.md", "tabed-second-turn-images"): second_turn_images_block,
     (CARD, "card-corpus"): corpus_block,
     (CARD, "card-foundation"): foundation_block,

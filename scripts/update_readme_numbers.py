@@ -44,7 +44,7 @@ FIELDS = ["target", "seconds", "date", "machine", "note"]
 # the committed tables of runs, per paper (rows = decoding runs)
 RUN_TABLES = {
     "engine (notebooks 00-02)": ["engine_speed_rows", "peer_hf_assisted", "quickstart"],
-    "TABED": ["tabed_runs", "tabed_windows"],
+    "TABED": ["tabed_runs", "tabed_runs_seeds", "tabed_windows"],
     "CoS": ["cos_main", "cos_sweeps", "cos_theory", "cos_main_gpu"],
     "Multilingual": ["ml_main", "ml_tokens", "ml_tokens_seeds", "ml_ood", "ml_size", "ml_generalization"],
     "AASD": ["aasd_runs", "aasd_runs_seeds"],

@@ -329,3 +329,25 @@ def test_a_sample_of_training_seed_rows_recomputes_where_the_seeds_are_trained()
             pytest.skip(f"the drafters of training seed {k} are not on this machine (not committed)")
     fresh = recompute_elsewhere("specdec.multilingual.seeds", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records"))
     assert results.stale_rows(sample, fresh, ms.SEED_KEYS, mb.EXACT_COLUMNS) == []
+
+
+def test_the_draft_seed_rows_decode_the_shipped_targets_requests_losslessly():
+    """``tabed_runs_seeds`` (the draft's training seeds 1, 2; their weights are not committed, so no recompute): every
+    speculative run lossless, the reference (AR) runs token for token the shipped target's in ``tabed_runs`` (same
+    target, same requests), every seed its own draft weights, and seed 0's (method, request) pairs at the defaults
+    all present in each seed."""
+    from specdec.tabed import seeds, tables
+
+    seeded = pd.read_csv(ROOT / "results" / "tiny" / "tabed_runs_seeds.csv", dtype=str)
+    shipped = pd.read_csv(ROOT / "results" / "tiny" / "tabed_runs.csv", dtype=str)
+    assert set(seeded.train_seed) == {str(k) for k in seeds.TRAIN_SEEDS}
+    assert (seeded[seeded.method != "AR"].lossless == "True").all()
+    key = ["row", "request", "model_weights", "max_new_tokens"]
+    ar = seeded[seeded.method == "AR"].merge(shipped[shipped.method == "AR"], on=key, suffixes=("", " shipped"))
+    assert len(ar) == (seeded.method == "AR").sum() and (ar.output == ar["output shipped"]).all()
+    weights = seeded[seeded.method == "MT*"].groupby("train_seed").model_weights.unique()
+    assert all(len(w) == 1 for w in weights) and len({w[0] for w in weights}) == len(weights)
+    assert not set(shipped.model_weights) & {w[0] for w in weights}
+    default = tables.runs(shipped, gamma=5, window="ALL", criterion="kl")[["method", "row"]]
+    for k, frame in seeds.seed_frames("tiny", ROOT / "results").items():
+        assert len(default.merge(frame[["method", "row"]], on=["method", "row"])) == len(default), k

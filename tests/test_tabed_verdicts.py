@@ -296,3 +296,29 @@ def test_quoted_paper_numbers_follow_the_model_pair():
     assert "within 1.7%" in none["T3b"].claim and "at least 100%" in none["T2"].claim  # Table 10's thresholds
     assert "Threshold: the share in Table 10." in none["T2"].detail
     assert [v.status for v in none.values()] == [v.status for v in default.values()]
+
+
+def test_findings_over_draft_seeds_hold_fail_or_turn_inconclusive():
+    """``seeds.findings_over_seeds``: T1a per seed and pooled; it holds when every seed agrees, does not hold when
+    every seed reverses the paper, and is inconclusive when one seed's estimate reverses the pooled verdict."""
+    from specdec.tabed import seeds
+
+    def t1a(f):
+        return [tf.verdict_t1_parts(f)[0]]
+
+    reversed_pattern = {k: dict(M=v["T"], T=v["M"]) for k, v in PAPER_PATTERN.items()}
+    same = {k: tabed_runs(PAPER_PATTERN, n=8, seed=k) for k in (1, 2)}
+    holds = seeds.findings_over_seeds(t1a, tabed_runs(PAPER_PATTERN, n=8), same, None)[0]
+    assert holds.status == HOLDS and "seed 2:" in holds.detail and holds.claim.endswith("pooled over training seeds")
+    fails = seeds.findings_over_seeds(
+        t1a, tabed_runs(reversed_pattern, n=8), {k: tabed_runs(reversed_pattern, n=8, seed=k) for k in (1, 2)}, None
+    )[0]
+    assert fails.status == FAILS
+    far = {k: dict(M=v["M"] + 2.0, T=v["T"]) for k, v in PAPER_PATTERN.items()}  # seed 2: M far ahead
+    mixed = {1: tabed_runs(reversed_pattern, n=8, seed=1), 2: tabed_runs(far, n=8, seed=2)}
+    verdict = seeds.findings_over_seeds(t1a, tabed_runs(reversed_pattern, n=8), mixed, None)[0]
+    assert verdict.status == INCONCLUSIVE and "reverse the pooled verdict" in verdict.detail
+    # a seed's rows outside seed 0's (method, request) pairs are not read
+    extra = tabed_runs({("spot", 1): dict(M=9.0, T=1.0)}, n=8, seed=3)
+    padded = {k: pd.concat([f, extra]) for k, f in same.items()}
+    assert seeds.findings_over_seeds(t1a, tabed_runs(PAPER_PATTERN, n=8), padded, None)[0].n == holds.n

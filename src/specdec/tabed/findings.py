@@ -22,6 +22,7 @@ import pandas as pd
 
 from specdec import results
 from specdec.harness.profile import Profile
+from specdec.tabed import seeds
 from specdec.tabed.data import load_suite, rests_on
 from specdec.tabed.experiments import KEY
 from specdec.tabed.tables import (
@@ -464,9 +465,8 @@ def findings(
 def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
     """``findings`` on the committed ``results/<profile>/tabed_runs.csv`` with the notebooks' default settings
     (γ = 5, h = ALL, criterion KL, ``captioners.CAPTIONER``) and the paper's table of the profile's default pair;
-    T5 on the MT* runs at every window in ``windows``: on the tiny profile, of the long-answer pair built for Table 3
-    (``window_frames``, every training seed; ``t5_validity``), else of the default pair; T1b by kind of follow-up
-    from the tiny suite's rows.
+    T5 on MT* at every window in ``windows``, on the tiny profile of Table 3's own pair (``window_frames``, every
+    training seed); T1-T4 over the draft's training seeds (``seeds.seed_frames``); T1b by kind of follow-up.
     ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
     profile = Profile.load(profile)
     stored = results.ResultStore(profile.name, "tabed_runs", KEY, root=root).frame()
@@ -476,7 +476,12 @@ def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "A
     if profile.data_source == "generated":  # the paper's second turns need the target's first answers: T1b untested
         n = 1 + max(int(r.rsplit("-", 1)[1]) for r in frame.row)
         rests = rests_on(load_suite(profile, n, turns=(2,)))
-    found = findings(frame, by_window[by_window.method == "MT*"], setting=pair_setting(profile), rests=rests)
+    setting = pair_setting(profile)
+    found = findings(frame, by_window[by_window.method == "MT*"], setting=setting, rests=rests)
+    seeded = seeds.seed_frames(profile, root) if profile.shipped else {}
+    if seeded:  # T1-T4 rest on the draft: each of its training seeds, and pooled
+        over = seeds.findings_over_seeds(lambda f: findings(f, f.iloc[:0], setting, rests), frame, seeded, setting)
+        found = [next((o for o in over if o.name == v.name), v) for v in found]
     long_pair = window_frames(profile, windows, root) if profile.shipped else {}
     if long_pair:  # Table 3 on the pair built for it (windows.WINDOW_PAIR), every training seed
         found = [verdict_t5_over_seeds(long_pair) if v.name == "T5" else v for v in found]
@@ -486,8 +491,7 @@ def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "A
 
 _TINY = TINY_WHY
 VALIDITY = {
-    # T1b's second turns continue the target's own greedy first answer, as the paper's do (tabed.data.own_first_answers;
-    # results/tiny/proxy_conditions.csv, T1b rows: share 1.0): what is left is the tiny proxy itself
+    # T1b's second turns continue the target's own greedy first answer (T1b rows: share 1.0): the tiny proxy is left
     **{name: validity("partly", _TINY) for name in ("T1a", "T1", "T1b", "T1b-text", "T2", "T3a", "T3", "T4")},
     "T1b-prev": validity("partly", _TINY, "the two-image follow-ups put M out of its training distribution"),
     "T5": validity("partly", _TINY, "short answers: h = 16 covers every past block on most requests (T2 rows)"),
