@@ -491,7 +491,7 @@ def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "A
 
 _TINY = TINY_WHY
 VALIDITY = {
-    # T1b's second turns continue the target's own greedy first answer (T1b rows: share 1.0): the tiny proxy is left
+    # T1b's second turns continue the target's own greedy first answer (T1b rows: share 1.0): only the tiny proxy
     **{name: validity("partly", _TINY) for name in ("T1a", "T1", "T1b", "T1b-text", "T2", "T3a", "T3", "T4")},
     "T1b-prev": validity("partly", _TINY, "the two-image follow-ups put M out of its training distribution"),
     "T5": validity("partly", _TINY, "short answers: h = 16 covers every past block on most requests (T2 rows)"),

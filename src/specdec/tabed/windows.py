@@ -21,7 +21,7 @@ from specdec.tabed.tables import runs
 from specdec.verdict import validity
 from specdec.zoo import models
 
-# the tiny proxies (findings._TINY; repeated here, findings imports this module)
+# the reason every tiny TABED finding is 'partly' valid (findings._TINY is this: findings imports this module)
 TINY_WHY = (
     "tiny LLaVA-like proxies on this project's synthetic scenes and follow-ups stand in for LLaVA-1.5 and its 68M"
     " drafts; τ is hardware-independent"

@@ -84,4 +84,4 @@ FULL_ANSWERS = {
     "magicbrush": _full_edit,
     "spot": _full_edit,
     "vist": _full_vist,
-}  # PororoSV already tells its five frames (94 tokens on average); NQ and GSM8K: Table 3 has no text-only cells
+}  # PororoSV already tells its five frames at length; NQ and GSM8K: Table 3 has no text-only cells

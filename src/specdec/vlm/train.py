@@ -85,7 +85,7 @@ TABED_ZOO: dict[str, dict] = {
         train=dict(TABED_TRAIN, steps=1500, weight_decay=0.3),
     ),
     # Table 3's window study (T5): the same target and draft, trained on the "full" answer style of the data file
-    # (``dialogues.FULL_ANSWERS``: the benchmark and story first turns answered at length), so that a window of h
+    # (``full_answers.FULL_ANSWERS``: the benchmark and story first turns answered at length), so that a window of h
     # past blocks is shorter than the answer. Shipped beside the main pair, which TABED's other tables and AASD use.
     "tabed-target-long": dict(
         text=zoo.TINY_ZOO["tiny-target"],
@@ -120,7 +120,7 @@ TABED_ZOO: dict[str, dict] = {
 
 
 SEED_STEP = 1000  # training seed k of a model: its spec's seed + SEED_STEP * k, saved as <name>-seed<k>
-TRAIN_SEEDS = (1, 2)  # the models whose seeds are trained: the drafts (TABED_ZOO's models <= 15 CPU minutes)
+TRAIN_SEEDS = (1, 2)  # the seeds trained beside 0: tabed-draft's (<= 15 CPU minutes) and Table 3's pair's (GPU)
 
 
 def seeded(name: str, k: int) -> tuple[str, dict]:
