@@ -322,3 +322,18 @@ def test_findings_over_draft_seeds_hold_fail_or_turn_inconclusive():
     extra = tabed_runs({("spot", 1): dict(M=9.0, T=1.0)}, n=8, seed=3)
     padded = {k: pd.concat([f, extra]) for k, f in same.items()}
     assert seeds.findings_over_seeds(t1a, tabed_runs(PAPER_PATTERN, n=8), padded, None)[0].n == holds.n
+
+
+def test_a_retrained_seed_is_read_on_its_new_rows_only():
+    """``windows.latest_weights``: per (training seed, method) the weights stored last; older rows of a retrained
+    model are dropped, other seeds and methods keep theirs."""
+    stored = pd.DataFrame(
+        {
+            "train_seed": [0, 0, 0, 0, 1, 1],
+            "method": ["MT*", "MT*", "AR", "MT*", "MT*", "AR"],
+            "model_weights": ["old", "old", "target", "new", "s1", "target"],
+            "row": ["a", "b", "a", "a", "a", "a"],
+        }
+    )
+    kept = tw.latest_weights(stored)
+    assert kept.model_weights.tolist() == ["target", "new", "s1", "target"]

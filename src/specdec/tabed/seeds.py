@@ -18,7 +18,7 @@ from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 from specdec.tabed import data, tables
 from specdec.tabed.experiments import BATCH_SIZE, KEY, Pair, setting
-from specdec.tabed.windows import SEED_MODELS
+from specdec.tabed.windows import SEED_MODELS, latest_weights
 from specdec.verdict import over_seeds
 from specdec.vlm.train import TRAIN_SEEDS
 from specdec.zoo import models
@@ -81,8 +81,8 @@ def draft_seed_runs(
 
 def seed_frames(profile: str | Profile = "tiny", root=None) -> dict[int, pd.DataFrame]:
     """``{train seed: runs at the notebooks' defaults}`` of the draft seeds k > 0 in ``SEEDS_TABLE`` (none where the
-    table is missing). ``root``: a results folder (the scoreboard's ``results.COMMITTED``); default this run's
-    store standing on the committed rows."""
+    table is missing; each seed on its last stored weights, ``windows.latest_weights``). ``root``: a results folder
+    (the scoreboard's ``results.COMMITTED``); default this run's store standing on the committed rows."""
     profile = Profile.load(profile)
     if root is None:
         stored = profile.store(SEEDS_TABLE, SEED_KEY).frame()
@@ -90,7 +90,7 @@ def seed_frames(profile: str | Profile = "tiny", root=None) -> dict[int, pd.Data
         stored = results.ResultStore(profile.name, SEEDS_TABLE, SEED_KEY, root=root).frame()
     if stored.empty:
         return {}
-    default = tables.runs(stored, gamma=5, window="ALL", criterion="kl")
+    default = tables.runs(latest_weights(stored), gamma=5, window="ALL", criterion="kl")
     return {int(k): g.drop(columns="train_seed") for k, g in default.groupby("train_seed", sort=True)}
 
 

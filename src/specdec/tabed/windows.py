@@ -122,9 +122,16 @@ def window_frames(profile: str | Profile = "tiny", windows=(1, 4, 16, "ALL"), ro
     if stored.empty:
         return {}
     frames = {}
-    for k, rows in stored.groupby("train_seed", sort=True):
+    for k, rows in latest_weights(stored).groupby("train_seed", sort=True):
         frames[int(k)] = pd.concat([runs(rows, gamma=5, window=h, criterion="kl") for h in windows])
     return frames
+
+
+def latest_weights(stored: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the ``model_weights`` each (training seed, method) stored last: a seed whose model was retrained
+    is read on the new model's rows, never on a mix of old and new (a store keeps both, keyed by the weights)."""
+    last = stored.groupby(["train_seed", "method"]).model_weights.transform("last")
+    return stored[stored.model_weights == last]
 
 
 T5_MIN_ANSWER = 70  # the check (docs/papers/tabed.md, "T2 and T5"): mean answer tokens in each of Table 3's groups
