@@ -7,6 +7,9 @@ Two steps, so the training can run on a machine without PIL or the corpus (e.g. 
         --models tabed-target tabed-draft
 
 ``python -m specdec.vlm.train`` (step ``all``) does both here. The ``train`` step reads only the saved tensors.
+``data --style full`` writes the data file of Table 3's pair (``tabed-target-long``, ``tabed-draft-long``: the
+first turns answered at length, ``specdec.vlm.full_answers``); ``train`` trains, by default, every model of the data
+file's style. ``--seeds 1 2`` trains training seeds k > 0 as ``<name>-seed<k>`` (``seeded``).
 
 Models (``TABED_ZOO``): ``LlavaForConditionalGeneration`` with a CLIP vision tower (64 x 64 images, patch 16:
 16 patches, CLS dropped, last layer's features), a 2-layer GELU projector and a Llama text model on the
