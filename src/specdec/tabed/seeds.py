@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from specdec import results
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 from specdec.tabed import data, tables
 from specdec.tabed.experiments import BATCH_SIZE, KEY, Pair, setting
-from specdec.tabed.windows import SEED_MODELS, latest_weights
+from specdec.tabed.windows import latest_weights, load_pair, seed_source, stored_rows
 from specdec.verdict import over_seeds
 from specdec.vlm.train import TRAIN_SEEDS
-from specdec.zoo import models
 
 SEEDS_TABLE = "tabed_runs_seeds"
 SEED_KEY = [*KEY, "train_seed"]
@@ -37,20 +35,11 @@ MORE = [m for m in tables.ALL_METHODS if m not in tables.TABLE1]  # notebook 11'
 def seed_pair(profile: str | Profile = "tiny", train_seed: int = 1) -> Pair:
     """The shipped ``tabed-target`` with ``tabed-draft`` of training seed ``train_seed`` > 0 (``SEED_MODELS``;
     ``ModelNotAvailableError`` naming ``SEED_COMMAND`` when it is missing)."""
-    from specdec.hub import ModelNotAvailableError
-
     profile = Profile.load(profile)
     k = int(train_seed)
     if not profile.shipped or k <= 0:
         raise ValueError(f"draft training seeds > 0 exist for the tiny zoo only (got {k}, {profile.name})")
-    source = SEED_MODELS / f"seed{k}" / f"{DRAFT}-seed{k}"
-    if not (source / "config.json").exists():
-        raise ModelNotAvailableError(f"no {source} (not committed): {SEED_COMMAND.replace('<k>', str(k))}")
-    profile.use_threads()
-    common = dict(kind="llava", device=profile.device, dtype=profile.dtype)
-    target, processor = models.load(data.TINY_TARGET, **common)
-    draft, _ = models.load(source, **common, with_tokenizer=False)
-    return Pair(profile, None, target, draft, processor)
+    return load_pair(profile, None, data.TINY_TARGET, seed_source(DRAFT, k, SEED_COMMAND))
 
 
 def draft_seed_runs(
@@ -83,24 +72,25 @@ def seed_frames(profile: str | Profile = "tiny", root=None) -> dict[int, pd.Data
     """``{train seed: runs at the notebooks' defaults}`` of the draft seeds k > 0 in ``SEEDS_TABLE`` (none where the
     table is missing; each seed on its last stored weights, ``windows.latest_weights``). ``root``: a results folder
     (the scoreboard's ``results.COMMITTED``); default this run's store standing on the committed rows."""
-    profile = Profile.load(profile)
-    if root is None:
-        stored = profile.store(SEEDS_TABLE, SEED_KEY).frame()
-    else:
-        stored = results.ResultStore(profile.name, SEEDS_TABLE, SEED_KEY, root=root).frame()
+    stored = stored_rows(Profile.load(profile), SEEDS_TABLE, SEED_KEY, root)
     if stored.empty:
         return {}
     default = tables.runs(latest_weights(stored), gamma=5, window="ALL", criterion="kl")
     return {int(k): g.drop(columns="train_seed") for k, g in default.groupby("train_seed", sort=True)}
 
 
+def aligned_frames(frame: pd.DataFrame, seeded: dict[int, pd.DataFrame]) -> dict[int, pd.DataFrame]:
+    """``{0: frame, k: seed k's rows of the (method, request) pairs in frame}``: every seed read on seed 0's runs."""
+    key = ["method", "row"]
+    return {0: frame, **{k: f.merge(frame[key].drop_duplicates(), on=key) for k, f in seeded.items()}}
+
+
 def findings_over_seeds(findings, frame: pd.DataFrame, seeded: dict[int, pd.DataFrame], setting) -> list:
     """``findings(frame) -> [Verdict]`` without T5 (T1a-T4) on seed 0's ``frame`` and every draft seed of
-    ``seeded``, each seed read on the (method, request) pairs seed 0 ran, combined by ``verdict.over_seeds`` at
-    each finding's own threshold (T2: the paper's share; T3b: its largest shortfall, of ``setting``'s table;
-    the others: 0)."""
-    key = ["method", "row"]
-    frames = {0: frame, **{k: f.merge(frame[key].drop_duplicates(), on=key) for k, f in seeded.items()}}
+    ``seeded``, each seed read on the (method, request) pairs seed 0 ran (``aligned_frames``), combined by
+    ``verdict.over_seeds`` at each finding's own threshold (T2: the paper's share; T3b: its largest shortfall, of
+    ``setting``'s table; the others: 0)."""
+    frames = aligned_frames(frame, seeded)
     target = tables.threshold_setting(setting)
     rules = {
         "T2": (tables.paper_top_two_share(tables.T2_METHODS, setting=target) - 1e-9, True),
@@ -109,4 +99,4 @@ def findings_over_seeds(findings, frame: pd.DataFrame, seeded: dict[int, pd.Data
     return over_seeds(lambda f: [v for v in findings(f) if v.name != "T5"], frames, rules)
 
 
-__all__ = ["TRAIN_SEEDS", "draft_seed_runs", "findings_over_seeds", "seed_frames", "seed_pair"]
+__all__ = ["TRAIN_SEEDS", "aligned_frames", "draft_seed_runs", "findings_over_seeds", "seed_frames", "seed_pair"]

@@ -39,25 +39,47 @@ WINDOW_SEED_COMMAND = (
 )
 
 
-def window_pair(profile: str | Profile = "tiny", train_seed: int = 0) -> Pair:
-    """``WINDOW_PAIR`` of training seed ``train_seed`` as a ``Pair`` named ``"long"`` (seed 0: the shipped models;
-    k > 0: ``SEED_MODELS/seed<k>/<name>-seed<k>``, ``ModelNotAvailableError`` naming the command when missing)."""
+def seed_source(name: str, train_seed: int, command: str):
+    """Where a zoo model of training seed k lives: its zoo ``name`` for k = 0, else
+    ``SEED_MODELS/seed<k>/<name>-seed<k>`` (``ModelNotAvailableError`` naming ``command``, ``<k>`` filled in, when
+    that folder is missing)."""
     from specdec.hub import ModelNotAvailableError
 
+    k = int(train_seed)
+    if k == 0:
+        return name
+    source = SEED_MODELS / f"seed{k}" / f"{name}-seed{k}"
+    if not (source / "config.json").exists():
+        raise ModelNotAvailableError(f"no {source} (not committed): {command.replace('<k>', str(k))}")
+    return source
+
+
+def load_pair(profile: Profile, name: str | None, target, draft) -> Pair:
+    """A ``Pair`` named ``name`` of the LLaVA ``target`` and ``draft`` (zoo names or folders) on ``profile``'s
+    device, dtype and threads; the processor is the target's."""
+    profile.use_threads()
+    common = dict(kind="llava", device=profile.device, dtype=profile.dtype)
+    target_model, processor = models.load(target, **common)
+    draft_model, _ = models.load(draft, **common, with_tokenizer=False)
+    return Pair(profile, name, target_model, draft_model, processor)
+
+
+def stored_rows(profile: Profile, table: str, key: list[str], root=None) -> pd.DataFrame:
+    """Every stored row of ``table``: in ``root`` (a results folder, e.g. the scoreboard's ``results.COMMITTED``), or
+    by default this run's store standing on the committed rows (a notebook under make test)."""
+    if root is None:
+        return profile.store(table, key).frame()
+    return results.ResultStore(profile.name, table, key, root=root).frame()
+
+
+def window_pair(profile: str | Profile = "tiny", train_seed: int = 0) -> Pair:
+    """``WINDOW_PAIR`` of training seed ``train_seed`` as a ``Pair`` named ``"long"`` (seed 0: the shipped models;
+    k > 0: ``seed_source``, ``ModelNotAvailableError`` naming ``WINDOW_SEED_COMMAND`` when missing)."""
     profile = Profile.load(profile)
     if not profile.shipped:
         raise ValueError(f"the long-answer window pair is a tiny-zoo proxy; profile {profile.name!r} runs Table 3 on "
                          "its own pair (experiments.ablations)")  # fmt: skip
-    profile.use_threads()
-    k = int(train_seed)
-    sources = [name if k == 0 else SEED_MODELS / f"seed{k}" / f"{name}-seed{k}" for name in WINDOW_PAIR]
-    for source in sources:
-        if k and not (source / "config.json").exists():
-            raise ModelNotAvailableError(f"no {source} (not committed): {WINDOW_SEED_COMMAND.replace('<k>', str(k))}")
-    common = dict(kind="llava", device=profile.device, dtype=profile.dtype)
-    target, processor = models.load(sources[0], **common)
-    draft, _ = models.load(sources[1], **common, with_tokenizer=False)
-    return Pair(profile, "long", target, draft, processor)
+    return load_pair(profile, "long", *(seed_source(n, train_seed, WINDOW_SEED_COMMAND) for n in WINDOW_PAIR))
 
 
 def window_study(
@@ -114,11 +136,7 @@ def window_frames(profile: str | Profile = "tiny", windows=(1, 4, 16, "ALL"), ro
     """``{train seed: MT* runs at every window in windows}`` of Table 3's long-answer pair
     (``window_study``, ``WINDOW_TABLE``; empty where the table is missing). ``root``: a results folder
     (the scoreboard's ``results.COMMITTED``); default this run's store standing on the committed rows."""
-    profile = Profile.load(profile)
-    if root is None:  # this run's rows standing on the committed ones (a notebook under make test)
-        stored = profile.store(WINDOW_TABLE, WINDOW_KEY).frame()
-    else:
-        stored = results.ResultStore(profile.name, WINDOW_TABLE, WINDOW_KEY, root=root).frame()
+    stored = stored_rows(Profile.load(profile), WINDOW_TABLE, WINDOW_KEY, root)
     if stored.empty:
         return {}
     frames = {}
