@@ -274,3 +274,58 @@ def test_m3_validity_reads_the_condition_rows(tmp_path, generic_loss, into_own, 
     got, why = mf.m3_validity(_m3_conditions(tmp_path, generic_loss, into_own))
     assert got == level
     assert f"{generic_loss:.2f}" in why and f"{sum(into_own) / 5:.2f}" in why
+
+
+def _seeded(frame: pd.DataFrame, pf_calls) -> pd.DataFrame:
+    """A training seed's Table 1 rows: ``frame``'s retrained drafters (F, P-F) with P-F at ``pf_calls`` target calls
+    (its walltime columns empty, as a batch-decoded seed's are) and nothing else."""
+    rows = frame[frame.method.isin(["sps-f", "sps-pf"])].copy()
+    rows.loc[rows.method == "sps-pf", "target_calls"] = pf_calls
+    rows.loc[rows.method == "sps-pf", "drafted"] = 4 * pf_calls
+    return rows.assign(tokens_per_second=np.nan, gamma=4, max_new_tokens=48)
+
+
+@pytest.mark.parametrize(
+    "calls,status",
+    [((16, 15, 17), HOLDS), ((40, 41, 39), FAILS), ((16, 40, 16), INCONCLUSIVE)],
+)
+def test_m1_over_training_seeds_is_decided_in_the_papers_regime(calls, status):
+    """M1 per training seed and pooled: a seed holds only its retrained drafters (F, P-F), the other methods are
+    seed 0's rows (``seeds.with_seeds``); the paper regime decides over every seed and turns inconclusive when a seed
+    reverses the pool; the measured walltime is seed 0's alone (a seed's rows have none)."""
+    from specdec.multilingual import seeds
+
+    frame = _counted(calls[0], 30).assign(gamma=4, max_new_tokens=48)
+    seeded = {k: _seeded(frame, c) for k, c in enumerate(calls[1:], start=1)}
+    frames = seeds.with_seeds(frame, seeded, set(frame.method), seeds.MAIN_SHARED)
+    assert all(len(f) == len(frame) for f in frames.values())  # the shared methods in every seed, once each
+    assert (frames[1][frames[1].method == "pld"].tokens_per_second.notna()).all()
+    joint = mf.in_two_regimes(
+        drafter_verdicts.m1_verdicts, frame, 0.0, machine="cpu test", frames=frames, rules=drafter_verdicts.m1_rules(0)
+    )[0]
+    assert joint.name == "M1 T=0" and joint.status == status and "Training seeds (3" in joint.detail
+    assert joint.machine.status == FAILS and joint.machine.n == len(NOISE)  # seed 0's walltime: PLD is faster
+    table = _seed_table(frames)
+    assert list(table.columns) == ["finding", "seed 0", "seed 1", "seed 2", "pooled", "verdict"]
+    assert table.set_index("finding").loc["M1 T=0", "verdict"] == status
+
+
+def _seed_table(frames):
+    from specdec.verdict import seed_table
+
+    return seed_table(lambda f: mf.m1_paper_regime(f, 0.0), frames, drafter_verdicts.m1_rules(0))
+
+
+@pytest.mark.parametrize("second,status", [((2.4, 1.6), HOLDS), ((1.3, 2.0), INCONCLUSIVE)])
+def test_m3_over_training_seeds(second, status):
+    """M3 holds over seeds when every seed keeps more τ on input-language match; a seed that reverses it makes the
+    pooled verdict inconclusive."""
+    from specdec.multilingual import seeds
+    from specdec.verdict import over_seeds
+
+    def rows(same_in, same_out):
+        return _ood_frame(same_in, same_out).assign(gamma=4, max_new_tokens=24)
+
+    frames = seeds.with_seeds(rows(2.5, 1.5), {1: rows(*second), 2: rows(2.6, 1.4)}, ["pf-de", "pf-fr"])
+    v = over_seeds(lambda f: [scaling_verdicts.m3_verdict(f)], frames)[0]
+    assert v.status == status and v.n == 6 * len(NOISE)  # a prompt's seeds are one unit

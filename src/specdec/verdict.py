@@ -122,8 +122,19 @@ def in_two_regimes(make, frame, priced, *args, regime: str, machine: str, speed_
     ``priced`` (the frame with ``priced_speed``: counts in the paper's regime ``regime``; decides) and on ``frame``
     (``tokens_per_second`` measured on the machine ``machine`` names), paired by position. ``speed_only``: only that
     many leading verdicts are about speed (the rest are kept from the paper-regime list as they are)."""
-    paper = make(priced, *args, value=PRICED, **kw)
-    measured = make(frame, *args, value=MEASURED, **kw)
+    return in_two_regimes_over_seeds(
+        make, {0: frame}, lambda f: priced, *args, regime=regime, machine=machine, speed_only=speed_only, **kw
+    )
+
+
+def in_two_regimes_over_seeds(make, frames: dict, price, *args, regime: str, machine: str, rules: dict | None = None,
+                              speed_only: int | None = None, **kw):  # fmt: skip
+    """``in_two_regimes`` over training seeds (``frames``: ``{seed: frame}``, seed 0 first): the paper-regime
+    verdicts (``make`` on ``price(frame)``, the frame with ``priced_speed``) per seed and pooled, combined by
+    ``over_seeds`` with ``rules``; the measured ones on seed 0's frame alone, since a seed's rows are counts
+    (decoded in batches, their walltime columns empty) and walltime is seed 0's. One seed: ``in_two_regimes``."""
+    paper = over_seeds(lambda f: make(price(f), *args, value=PRICED, **kw), frames, rules)
+    measured = make(frames[min(frames)], *args, value=MEASURED, **kw)
     k = len(paper) if speed_only is None else speed_only
     return [two_regimes(p, m, regime, machine) for p, m in zip(paper[:k], measured[:k])] + paper[k:]
 
@@ -193,22 +204,44 @@ def over_seeds(findings: Callable, frames: dict, rules: dict | None = None) -> l
     """``findings(frame) -> [Verdict]`` on each training seed's frame (``frames``: ``{seed: frame}``) and on all of
     them stacked (the findings' per-request statistics, ``per_request``, average a request's seeds into one unit),
     combined per finding by ``pooled_over_seeds``; one seed: its verdicts as they are. ``rules``: ``{finding name:
-    (threshold, greater)}`` for a finding not decided at 0, greater (the default)."""
+    (threshold, greater)}`` for a finding not decided at 0, greater (the default), or ``{finding name: rule}``, the
+    finding's own decision ``rule(low, high) -> status``."""
     import pandas as pd
 
     if len(frames) == 1:
         return findings(next(iter(frames.values())))
     per_seed = {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
     pooled = findings(pd.concat(list(frames.values()), ignore_index=True))
-    return [
-        pooled_over_seeds(
-            replace(v, claim=f"{v.claim}; pooled over training seeds"),
-            {k: verdicts[v.name] for k, verdicts in per_seed.items()},
-            threshold=(rules or {}).get(v.name, (0.0, True))[0],
-            greater=(rules or {}).get(v.name, (0.0, True))[1],
+    out = []
+    for v in pooled:
+        rule = (rules or {}).get(v.name, (0.0, True))
+        out.append(
+            pooled_over_seeds(
+                replace(v, claim=f"{v.claim}; pooled over training seeds"),
+                {k: verdicts[v.name] for k, verdicts in per_seed.items()},
+                rule if callable(rule) else None,
+                threshold=0.0 if callable(rule) else rule[0],
+                greater=True if callable(rule) else rule[1],
+            )
         )
-        for v in pooled
-    ]
+    return out
+
+
+def seed_table(findings: Callable, frames: dict, rules: dict | None = None):
+    """One row per finding of ``over_seeds(findings, frames, rules)``: ``finding``, ``seed <k>`` (estimate [95 %
+    interval] on that seed's frame alone), ``pooled`` (over every seed) and ``verdict`` (the pooled status, standing
+    only if no seed reverses it)."""
+    import pandas as pd
+
+    per_seed = {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
+    rows = []
+    for v in over_seeds(findings, frames, rules):
+        row = {"finding": v.name}
+        for k, verdicts in per_seed.items():
+            s = verdicts[v.name]
+            row[f"seed {k}"] = f"{s.estimate:.3f} [{s.low:.3f}, {s.high:.3f}]"
+        rows.append({**row, "pooled": f"{v.estimate:.3f} [{v.low:.3f}, {v.high:.3f}]", "verdict": v.status})
+    return pd.DataFrame(rows)
 
 
 def bootstrap_ci(

@@ -83,6 +83,12 @@ def m1_verdicts(frame: pd.DataFrame, temperature: float = 0.0, value: str = MEAS
     return out
 
 
+def m1_rules(temperature: float) -> dict:
+    """``verdict.over_seeds``'s rules for ``m1_verdicts``: each is a speed ratio, decided at 1.0."""
+    t = f"T={temperature:g}"
+    return {f"M1 {t}": (1.0, True), **{f"M1 vs {name} {t}": (1.0, True) for name in BASELINES.values()}}
+
+
 DRAFTERS = ("sps-generic", "sps-f", "sps-pf")  # the three SpS drafters of a pair: generic (P), F, P-F
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 from specdec import costs, verdict
 from specdec.harness.profile import Profile
 from specdec.multilingual.drafter_verdicts import (
+    m1_rules,
     m1_tau_verdict,
     m1_verdicts,
     quality_verdicts,
@@ -27,7 +28,7 @@ from specdec.multilingual.drafter_verdicts import (
 from specdec.multilingual.drafters import Drafters
 from specdec.multilingual.experiments import translatable_set
 from specdec.multilingual.scaling_verdicts import m2_over_seeds, m3_verdict, m4_verdicts
-from specdec.multilingual.seeds import seed_frames
+from specdec.multilingual.seeds import MAIN_SHARED, seed_frames
 from specdec.multilingual.tables import paper_value
 from specdec.results import COMMITTED, RESULTS
 from specdec.verdict import Verdict, judge_all, sanity, validity
@@ -92,13 +93,23 @@ def machine_label(frame: pd.DataFrame, latency: dict | None = None, device: str 
     return f"measured walltime, {device}" + (f"; {c}" if c else "")
 
 
-def in_two_regimes(make, frame: pd.DataFrame, *args, machine: str, speed_only: int | None = None, **kw):
-    """``verdict.in_two_regimes`` with this paper's prices (``with_priced_speed``) and regime label."""
+def in_two_regimes(make, frame: pd.DataFrame, *args, machine: str, speed_only: int | None = None, frames=None,
+                   rules: dict | None = None, **kw):  # fmt: skip
+    """``verdict.in_two_regimes`` with this paper's prices (``with_priced_speed``) and regime label; ``frames``
+    (``{train seed: rows}``, ``seeds.seed_frames``; seed 0 is ``frame``): the paper-regime verdicts per training
+    seed and pooled (``verdict.in_two_regimes_over_seeds``, ``rules`` as ``verdict.over_seeds``'s)."""
     methods = sorted(m for m in set(frame.method) if m in paper_regimes())
-    return verdict.in_two_regimes(
-        make, frame, with_priced_speed(frame), *args, regime=regime_label(methods), machine=machine,
-        speed_only=speed_only, **kw,
+    return verdict.in_two_regimes_over_seeds(
+        make, frames or {0: frame}, with_priced_speed, *args, regime=regime_label(methods), machine=machine,
+        rules=rules, speed_only=speed_only, **kw,
     )  # fmt: skip
+
+
+def m1_paper_regime(frame: pd.DataFrame, temperature: float) -> list[Verdict]:
+    """M1 decided in the paper's regime (``m1_verdicts`` on the counts priced, ``with_priced_speed``) and M1-τ at
+    ``temperature``: the M1 findings as the scoreboard decides them, per training seed in ``verdict.seed_table``
+    (rules ``m1_rules``)."""
+    return m1_verdicts(with_priced_speed(frame), temperature, value=PRICED) + [m1_tau_verdict(frame, temperature)]
 
 
 # ------------------------------------------------------------------------------------------------ scoreboard
@@ -135,11 +146,14 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     ratios = {k: lat.get(v, float("nan")) for k, v in shapes.items()}
     small_c = {"68M-proxy drafters": ratios["small"], "PLD": 0.0}
     out = []
+    mains = seed_frames(main, root, set(main.method), "ml_main", shared=MAIN_SHARED)  # M1 per training seed
     for t in (0.0, 1.0):
-        out += in_two_regimes(m1_verdicts, main, t, machine=machine_label(main, small_c, device))
-        out.append(m1_tau_verdict(main, t))
+        machine = machine_label(main, small_c, device)
+        out += in_two_regimes(m1_verdicts, main, t, machine=machine, frames=mains, rules=m1_rules(t))
+        out += verdict.over_seeds(lambda f, t=t: [m1_tau_verdict(f, t)], mains)
     out += m2_over_seeds(*m2_frames(profile, root.parent))  # M2 per training seed and pooled
-    out.append(m3_verdict(read("ml_ood", 24)))
+    ood = read("ml_ood", 24)
+    out += verdict.over_seeds(lambda f: [m3_verdict(f)], seed_frames(ood, root, set(ood.method), "ml_ood"))
     size = read("ml_size")
     for t in (0.0, 1.0):
         out += in_two_regimes(

@@ -11,14 +11,23 @@ intervals over prompts (``pooled``): notebooks 31-33.
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from specdec.multilingual.pooled import geo_verdict, log_speed, pooled_tau, tau_arrays
 from specdec.multilingual.tables import paper_value
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, MEASURED, Verdict, bootstrap_rows, decide, pooled_over_seeds
+from specdec.verdict import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    MEASURED,
+    Verdict,
+    bootstrap_rows,
+    decide,
+    over_seeds,
+    seed_table,
+)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -111,19 +120,17 @@ def m2_verdicts(frame: pd.DataFrame, grid: pd.DataFrame) -> list[Verdict]:
 LINEAR_BEND = 1.0  # M2-linear: the slope may change across the budget range by less than its own mean size
 
 
+def m2_rules(grid: pd.DataFrame) -> dict:
+    """``verdict.over_seeds``'s rules for ``m2_verdicts``: M2-linear is decided by ``within`` ``LINEAR_BEND``."""
+    return {f"M2-linear {r}": (lambda lo, hi: within(lo, hi, LINEAR_BEND)) for r in set(grid.recipe)}
+
+
 def m2_over_seeds(frames: dict, grid: pd.DataFrame) -> list[Verdict]:
     """M2 and M2-linear over training seeds (issue 26): ``m2_verdicts`` on each seed's rows alone (``frames``: ``{train
     seed: rows}``, ``seeds.seed_frames``) and on all of them pooled (a prompt's seeds summed into one τ per budget,
-    resampled together), combined by ``verdict.pooled_over_seeds`` with each verdict's own rule: the finding holds
-    only if it holds pooled and no seed's estimate reverses it. One seed: its own verdicts with the seed noted."""
-    per_seed = {k: {v.name: v for v in m2_verdicts(f, grid)} for k, f in sorted(frames.items())}
-    pooled = m2_verdicts(pd.concat(list(frames.values()), ignore_index=True), grid)
-    out = []
-    for v in pooled:
-        rule = (lambda lo, hi: within(lo, hi, LINEAR_BEND)) if v.name.startswith("M2-linear") else None
-        seeds = {k: verdicts[v.name] for k, verdicts in per_seed.items()}
-        out.append(pooled_over_seeds(replace(v, claim=f"{v.claim}; pooled over training seeds"), seeds, rule))
-    return out
+    resampled together), combined by ``verdict.over_seeds`` with each verdict's own rule (``m2_rules``): the finding
+    holds only if it holds pooled and no seed's estimate reverses it. One seed: its own verdicts."""
+    return over_seeds(lambda f: m2_verdicts(f, grid), frames, m2_rules(grid))
 
 
 # ------------------------------------------------------------------------------------------------ M3
@@ -218,18 +225,9 @@ def m4_verdicts(
 
 
 def m2_seed_table(frames: dict, grid: pd.DataFrame) -> pd.DataFrame:
-    """M2 and M2-linear per training seed and pooled, one row per finding: ``finding``, ``seed <k>`` (estimate [95 %
-    interval] on that seed's rows alone), ``pooled`` and ``verdict`` (``m2_over_seeds``). ``frames``: ``{train
-    seed: rows}`` (``seeds.seed_frames``)."""
-    per_seed = {k: {v.name: v for v in m2_verdicts(f, grid)} for k, f in sorted(frames.items())}
-    rows = []
-    for v in m2_over_seeds(frames, grid):
-        row = {"finding": v.name}
-        for k, verdicts in per_seed.items():
-            s = verdicts[v.name]
-            row[f"seed {k}"] = f"{s.estimate:.3f} [{s.low:.3f}, {s.high:.3f}]"
-        rows.append({**row, "pooled": f"{v.estimate:.3f} [{v.low:.3f}, {v.high:.3f}]", "verdict": v.status})
-    return pd.DataFrame(rows)
+    """M2 and M2-linear per training seed and pooled, one row per finding (``verdict.seed_table``). ``frames``:
+    ``{train seed: rows}`` (``seeds.seed_frames``)."""
+    return seed_table(lambda f: m2_verdicts(f, grid), frames, m2_rules(grid))
 
 
 def m2_seed_tau(frames: dict, grid: pd.DataFrame) -> pd.DataFrame:

@@ -1,12 +1,17 @@
-"""Training randomness of Fig. 4's grid (issue 26): the drafters of training seeds k > 0 and their rows.
+"""Training randomness of the multilingual zoo (issue 26): the finetuned drafters of training seeds k > 0, their rows.
 
-Seed 0 is the shipped zoo (``data/models``, rows in ``results/<profile>/ml_tokens.csv``). A seed k > 0 retrains the
-grid's F and P-F drafters with ``recipe.model_seed(name, k)`` (the F initialisation and every finetune's data
-order; the target, its distillation and the generic drafter P are shared, ``SHARED_BY_SEEDS``) into
-``SEED_MODELS/seed<k>`` (gitignored: ``SEED_TRAIN_COMMAND`` rebuilds them); ``SeedDrafters(profile, k)`` loads
-them, and their rows go to the sibling table ``ml_tokens_seeds`` (``seeds_store``, keys ``SEED_KEYS``).
-``seed_frames`` gives each seed's rows of the grid, the input of the M2 verdicts per seed and pooled
-(``scaling_verdicts.m2_over_seeds``).
+Seed 0 is the shipped zoo (``data/models``, rows in ``results/<profile>/ml_*.csv``). A seed k > 0 retrains F and
+P-F drafters with ``recipe.model_seed(name, k)`` (the F initialisation and every finetune's data order; the target,
+its distillation and the generic drafter P are shared, ``SHARED_BY_SEEDS``) into ``SEED_MODELS/seed<k>``
+(gitignored: ``SEED_TRAIN_COMMAND`` rebuilds them); ``SeedDrafters(profile, k)`` loads them. Three tables have
+seeds, each with a sibling table of the seeds' rows (``SEED_TABLES``, keys ``SEED_KEYS``):
+
+- ``ml_tokens`` (Fig. 4, M2): the budget grid of De→En (``GRID``), ``seed_runs``;
+- ``ml_main`` (Table 1, M1): F and P-F of every pair X→En (``PAIR_DRAFTERS``), ``main_seed_runs``;
+- ``ml_ood`` (Figs. 5 / 8, M3): the P-F drafters on every direction, ``ood_seed_runs``.
+
+``seed_frames`` gives each seed's rows of a table (the methods a seed does not retrain are seed 0's rows), the input
+of the verdicts per seed and pooled (``verdict.over_seeds``).
 """
 
 from __future__ import annotations
@@ -27,10 +32,16 @@ from specdec.multilingual.experiments import KEYS
 SEED_MODELS = pathlib.Path(os.environ.get("SPECDEC_SEED_MODELS") or zoo.MODELS.parent / "models-seeds")
 SHARED_BY_SEEDS = ("ml-target", "ml-draft-generic")  # one run each, the same for every training seed
 GRID = ["ml-draft-f-de", "ml-draft-pf-de"] + [f"ml-draft-{k}-de-b{n}" for n in (44, 168, 612) for k in ("f", "pf")]
+PAIRS = ("de", "fr", "ru", "ja", "zh")  # Table 1's pairs X -> En
+PAIR_DRAFTERS = [f"ml-draft-{k}-{x}" for x in PAIRS[1:] for k in ("f", "pf")]  # De's are in GRID
 SEED_TRAIN_COMMAND = (
-    "python -m specdec.multilingual.train drafters --out data/models-seeds --only " + " ".join(GRID) + " --train-seed"
+    "python -m specdec.multilingual.train drafters --out data/models-seeds --only "
+    + " ".join(GRID + PAIR_DRAFTERS)
+    + " --train-seed"
 )
 SEEDS_TABLE = "ml_tokens_seeds"
+SEED_TABLES = {"ml_tokens": SEEDS_TABLE, "ml_main": "ml_main_seeds", "ml_ood": "ml_ood_seeds"}
+MAIN_SHARED = ("ar", "sps-generic", "pld")  # Table 1's methods a training seed does not change (F, P-F it does)
 SEED_KEYS = [*KEYS, "train_seed"]  # a training seed's rows: seed 0's keys and the seed
 
 
@@ -64,43 +75,64 @@ def seeds_store(profile, table: str = SEEDS_TABLE):
     return Profile.load(profile).store(table, SEED_KEYS)
 
 
-def seed_frames(seed0: pd.DataFrame, root: pathlib.Path | None, methods) -> dict[int, pd.DataFrame]:
-    """``{train seed: its rows of methods}``: seed 0 from ``seed0`` (``ml_tokens`` rows), every seed k > 0 found in
-    ``root/ml_tokens_seeds.csv`` (none if the file is missing) at seed 0's settings (γ, tokens, T, sampling seed)."""
+def seed_frames(seed0: pd.DataFrame, root: pathlib.Path | None, methods, table: str = "ml_tokens",
+                shared=()) -> dict[int, pd.DataFrame]:  # fmt: skip
+    """``{train seed: its rows of methods}`` of ``table``: seed 0 from ``seed0`` (the table's rows), every seed k > 0
+    found in ``root/<SEED_TABLES[table]>.csv`` (none if the file is missing), as ``with_seeds`` puts them."""
+    path = pathlib.Path(root) / f"{SEED_TABLES[table]}.csv" if root is not None else None
+    rows = pd.read_csv(path) if path is not None and path.exists() else None
+    seeded = {} if rows is None else {int(k): g for k, g in rows.groupby("train_seed", sort=True)}
+    return with_seeds(seed0, seeded, methods, shared)
+
+
+def with_seeds(seed0: pd.DataFrame, seeded: dict, methods, shared=()) -> dict[int, pd.DataFrame]:
+    """``{0: seed 0's rows of methods, k: seed k's}`` (``seeded``: ``{k: rows}``), each seed k at seed 0's settings
+    (γ, tokens, T, sampling seed). The methods of ``shared``, which a training seed does not change (plain decoding,
+    generic SpS, PLD), are seed 0's rows in every seed's frame, so a seed differs from seed 0 in its retrained
+    drafters only."""
     methods = list(methods)
     frames = {0: seed0[seed0.method.isin(methods)]}
-    path = pathlib.Path(root) / f"{SEEDS_TABLE}.csv" if root is not None else None
-    if path is None or not path.exists():
-        return frames
-    rows = pd.read_csv(path)
     settings = ["gamma", "max_new_tokens", "temperature", "seed"]
     wanted = frames[0][settings].drop_duplicates()
-    rows = rows[rows.method.isin(methods)].merge(wanted, on=settings)
-    for k, g in rows.groupby("train_seed", sort=True):
-        frames[int(k)] = g.reset_index(drop=True)
+    own = [m for m in methods if m not in shared]
+    base = frames[0][frames[0].method.isin(list(shared))]
+    for k, rows in sorted(seeded.items()):
+        rows = rows[rows.method.isin(own)].merge(wanted, on=settings)
+        frames[int(k)] = pd.concat([base, rows], ignore_index=True) if len(base) else rows.reset_index(drop=True)
     return frames
 
 
-def available(train_seed: int, grid: pd.DataFrame) -> bool:
-    """Whether every drafter of the grid of ``train_seed`` is on this machine (the seeds' weights are not committed)."""
-    return all((SEED_MODELS / f"seed{train_seed}" / name / "config.json").exists() for name in set(grid.load))
+def tau_by_seed(frames: dict, by=("pair", "method")) -> pd.DataFrame:
+    """τ (new tokens ÷ target calls, pooled over the rows) per ``by`` group, one column ``seed <k>`` per training seed
+    of ``frames`` (``{train seed: rows}``)."""
+    by = list(by)
+    stacked = pd.concat([f.assign(train_seed=k) for k, f in frames.items()], ignore_index=True)
+    sums = stacked.groupby([*by, "train_seed"])[["new_tokens", "target_calls"]].sum()
+    return (sums.new_tokens / sums.target_calls).unstack("train_seed").rename(columns=lambda k: f"seed {k}")
 
 
-def seed_runs(profile, train_seed: int, prompts: dict, *, gamma: int, max_new_tokens: int, lang: str = "de"):
-    """Fig. 4's greedy rows of training seed ``train_seed`` > 0 (plain decoding, the lossless reference of each
-    prompt, and the seed's grid drafters) on ``prompts`` (``{pair: rows}``), and whether they were decoded here.
-    With the seed's weights on this machine: ``experiments.grid`` on ``seeds_store`` (stored rows are read, missing
-    ones decoded; a row of other weights is not reused); without them: the stored rows of the seed as committed."""
+def available(train_seed: int, names) -> bool:
+    """Whether every drafter of ``names`` (zoo names; the shared ones and PLD need no seed) of ``train_seed`` is on
+    this machine (the seeds' weights are not committed)."""
+    own = {n for n in names if n and n != "pld" and n not in SHARED_BY_SEEDS}
+    return all((SEED_MODELS / f"seed{train_seed}" / name / "config.json").exists() for name in own)
+
+
+def table_seed_runs(profile, train_seed: int, table: str, prompts: dict, methods_for, *, gamma: int,
+                    temperatures=(0.0,), seeds=(0,), max_new_tokens: int, batch_size: int = 1):  # fmt: skip
+    """The rows of training seed ``train_seed`` > 0 of ``table`` (a key of ``SEED_TABLES``): ``methods_for(pair)``
+    (``{method: zoo name}``, plain decoding ``ar`` first: the lossless reference of each prompt) on ``prompts``
+    (``{pair: rows}``) at every temperature and sampling seed, and whether they were decoded here. With the seed's
+    weights on this machine: ``experiments.grid`` on ``seeds_store`` (stored rows are read, missing ones decoded,
+    ``batch_size`` at a time; a row of other weights is not reused); without them: the stored rows of the seed."""
     from specdec.multilingual import tables
 
     drafters = SeedDrafters(profile, train_seed)
-    grid = drafters.budget_grid(lang)
-    store = seeds_store(profile)
-    if available(train_seed, grid):
-        methods = {"ar": None, **dict(zip(grid.model, grid.load))}
+    store = seeds_store(profile, SEED_TABLES[table])
+    if available(train_seed, {n for p in prompts for n in methods_for(p).values()}):
         exp = experiments.grid(
-            drafters, store, prompts, lambda p: methods, gamma=gamma, temperatures=[0.0], seeds=[0],
-            max_new_tokens=max_new_tokens,
+            drafters, store, prompts, methods_for, gamma=gamma, temperatures=temperatures, seeds=seeds,
+            max_new_tokens=max_new_tokens, batch_size=batch_size,
         )  # fmt: skip
         frame, decoded = exp.run(), True
     else:
@@ -108,7 +140,46 @@ def seed_runs(profile, train_seed: int, prompts: dict, *, gamma: int, max_new_to
         if "train_seed" not in frame or not (frame.train_seed.astype(int) == train_seed).any():
             raise ModelNotAvailableError(f"no rows and no weights of training seed {train_seed}: {SEED_TRAIN_COMMAND}")
         frame = frame[frame.train_seed.astype(int) == train_seed]
-    return tables.select(frame, prompts, gamma, [0.0], [0], max_new_tokens), decoded
+    return tables.select(frame, prompts, gamma, list(temperatures), list(seeds), max_new_tokens), decoded
+
+
+def seed_runs(profile, train_seed: int, prompts: dict, *, gamma: int, max_new_tokens: int, lang: str = "de"):
+    """Fig. 4's greedy rows of training seed ``train_seed`` > 0 (plain decoding and the seed's grid drafters) on
+    ``prompts``, one at a time (``table_seed_runs``)."""
+    grid = SeedDrafters(profile, train_seed).budget_grid(lang)
+    methods = {"ar": None, **dict(zip(grid.model, grid.load))}
+    return table_seed_runs(
+        profile, train_seed, "ml_tokens", prompts, lambda p: methods, gamma=gamma, max_new_tokens=max_new_tokens
+    )
+
+
+def main_methods(pair: str) -> dict:
+    """Table 1's methods a training seed retrains on ``pair`` (``x-en``), with plain decoding as the reference."""
+    x = pair.split("-")[0]
+    return {"ar": None, "sps-f": f"ml-draft-f-{x}", "sps-pf": f"ml-draft-pf-{x}"}
+
+
+def main_seed_runs(profile, train_seed: int, prompts: dict, *, gamma: int, temperatures, seeds, max_new_tokens: int,
+                   batch_size: int = 8):  # fmt: skip
+    """Table 1's rows of training seed ``train_seed`` (M1): plain decoding, F and P-F (``main_methods``) on every
+    pair of ``prompts`` at notebook 30's temperatures and sampling seeds, decoded ``batch_size`` at a time: the
+    counts (τ, calls, tokens) are their batch-1 values, the walltime columns stay empty (M1 over seeds is decided in
+    the paper's regime, priced from the counts; the measured walltime is seed 0's)."""
+    return table_seed_runs(
+        profile, train_seed, "ml_main", prompts, main_methods, gamma=gamma, temperatures=temperatures, seeds=seeds,
+        max_new_tokens=max_new_tokens, batch_size=batch_size,
+    )  # fmt: skip
+
+
+def ood_seed_runs(profile, train_seed: int, prompts: dict, drafter_langs, *, gamma: int, max_new_tokens: int,
+                  batch_size: int = 8):  # fmt: skip
+    """Figs. 5 / 8's greedy rows of training seed ``train_seed`` (M3): plain decoding and the seed's P-F drafter of
+    each of ``drafter_langs`` on every direction of ``prompts``, ``batch_size`` at a time."""
+    methods = {"ar": None, **{f"ml-draft-pf-{x}": f"ml-draft-pf-{x}" for x in drafter_langs}}
+    return table_seed_runs(
+        profile, train_seed, "ml_ood", prompts, lambda p: methods, gamma=gamma, max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+    )  # fmt: skip
 
 
 def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
