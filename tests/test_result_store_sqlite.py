@@ -222,3 +222,25 @@ def test_an_append_writes_the_bytes_the_csv_append_wrote():
         b'B,2,0.1234567,1e-09,,[],False,0.1\r\nC,,nan,-0,\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac,"x,y",0,0.666667\r\n'
         b"D,3,0.5,1,,,,\r\nD,3,0.5,2,,,,\r\n"
     )
+
+
+def test_a_new_table_waits_while_another_process_holds_its_database(tmp_path):
+    """Two workers creating one new table together: SQLite answers the second one's switch to WAL with "database is
+    locked" at once, without its busy timeout, while the first holds the database (seen as a crash of one of two
+    seed workers); the second waits instead and then writes."""
+    import threading
+
+    store = ResultStore("tiny", "fresh", ["k"], root=tmp_path)
+    store._db.db.parent.mkdir(parents=True, exist_ok=True)
+    holder = sqlite3.connect(store._db.db, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other (a)")  # a database still in rollback-journal mode, a write open in it
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO other VALUES (1)")
+    release = threading.Timer(0.5, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        store.append([{"k": 1, "v": "x"}])
+    finally:
+        release.join()
+        holder.close()
+    assert ResultStore("tiny", "fresh", ["k"], root=tmp_path).get(k=1)["v"] == "x"

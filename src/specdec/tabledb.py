@@ -38,6 +38,7 @@ import os
 import pathlib
 import sqlite3
 import sys
+import time
 
 # A cell may hold a whole generated text: lift the csv module's 131,072-character field limit (pandas has none), so
 # that one long output does not make every later open of the table raise ``_csv.Error``.
@@ -121,6 +122,22 @@ def digest(data: bytes | None) -> str:
     return "" if data is None else hashlib.sha256(data).hexdigest()
 
 
+def _wal(con: sqlite3.Connection, patience: float = 120.0) -> None:
+    """Put the database in WAL mode (it stays so: later connections only read the mode). Switching the mode needs
+    the database to itself, and SQLite answers "database is locked" at once, without its busy timeout, while another
+    process holds it, as when two workers create one new table together: so wait here, up to ``patience`` s."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                con.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class Table:
     """The database and CSV export of one table, keyed by the columns ``key``."""
 
@@ -136,7 +153,7 @@ class Table:
         for attempt in range(2):
             con = sqlite3.connect(self.db, timeout=120, isolation_level=None)
             try:
-                con.execute("PRAGMA journal_mode=WAL")  # readers never block the writer, nor it them
+                _wal(con)  # readers never block the writer, nor it them
                 con.execute("PRAGMA synchronous=FULL")
                 con.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 return con
