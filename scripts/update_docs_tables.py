@@ -3,6 +3,8 @@
 
 - ``docs/papers/multilingual.md``, block ``m2-seeds``: M2 and M2-linear per training seed and pooled (Fig. 4's grid,
   ``results/tiny/ml_tokens.csv`` and ``ml_tokens_seeds.csv``), as notebook 31 computes them;
+- ``docs/papers/multilingual.md``, block ``ml-pair-seeds``: M1 (paper regime), M1-τ and M3 per training seed and
+  pooled (``ml_main`` / ``ml_main_seeds``, ``ml_ood`` / ``ml_ood_seeds``), as notebooks 30 and 32 compute them;
 - ``docs/papers/aasd.md``, block ``a2-measured``: A2 on the 16- and the 64-position ablation targets
   (``aasd_runs.csv``, the models' configs and training logs);
 - ``docs/papers/aasd.md``, block ``a5-measured``: the A5 proxy condition (``results/tiny/proxy_conditions.csv``, A5
@@ -90,6 +92,36 @@ def m2_seeds_block(root: Path | None = None) -> str:
     return "\n".join(lines)
 
 
+def ml_pair_seeds_block(root: Path | None = None) -> str:
+    """M1 (in the paper's regime, as the scoreboard decides it), M1-τ and M3 per training seed and pooled, and which
+    pooled verdicts differ from seed 0's alone."""
+    from specdec import verdict
+    from specdec.multilingual import drafter_verdicts, findings, scaling_verdicts
+
+    mains, oods = findings.pair_seed_frames("tiny", root or results.COMMITTED)
+    tables = [
+        verdict.seed_table(lambda f, t=t: findings.m1_paper_regime(f, t), mains, drafter_verdicts.m1_rules(t))
+        for t in (0.0, 1.0)
+    ]
+    tables.append(verdict.seed_table(lambda f: [scaling_verdicts.m3_verdict(f)], oods))
+    rows = [r for table in tables for r in table.to_dict("records")]
+    columns = list(rows[0])
+    lines = md_table(rows, columns, align=len(columns)).splitlines()
+    alone = {v.name: v.status for t in (0.0, 1.0) for v in findings.m1_paper_regime(mains[0], t)}
+    alone |= {"M3": scaling_verdicts.m3_verdict(oods[0]).status}
+    moved = [
+        f"{r['finding']} ({alone[r['finding']]} → {r['verdict']})" for r in rows if r["verdict"] != alone[r["finding"]]
+    ]
+    lines.append("")
+    lines.append(
+        f"Training seeds {', '.join(map(str, sorted(mains)))} (Table 1) and {', '.join(map(str, sorted(oods)))}"
+        " (heatmap). "
+        + ("Every pooled verdict is the one seed 0 gives alone." if not moved
+           else "Pooled verdicts that differ from seed 0's alone: " + "; ".join(moved) + ".")
+    )  # fmt: skip
+    return "\n".join(lines)
+
+
 def tabed_seeds_block(root: Path | None = None) -> str:
     """TABED's findings per training seed and pooled, as ``findings_from_results`` reads them (T1-T4: the draft's
     seeds on the shipped target; T5: Table 3's pair), from the per-seed part of each verdict's detail."""
@@ -124,6 +156,18 @@ def tabed_seeds_block(root: Path | None = None) -> str:
     return "\n".join(lines)
 
 
+def _pair_seed_minutes(pairs) -> str:
+    """The sentence on the other four pairs' retrained drafters (minutes per seed: ``pairs``, models × seeds)."""
+    if not len(pairs):
+        return ""
+    f, pf = pairs[pairs.index.str.contains("-f-")], pairs[pairs.index.str.contains("-pf-")]
+    together = " / ".join(f"{v:.1f}" for v in pairs.sum())
+    return (
+        f" The other four pairs' F and P-F drafters (Table 1: M1, M3): F {f.min().min():.1f} to {f.max().max():.1f}"
+        f" each, P-F {pf.min().min():.1f} to {pf.max().max():.1f} each, {together} together per seed."
+    )
+
+
 def m2_seed_training_block() -> str:
     """Minutes each training seed's drafters took (``ml_training_seeds.csv``) beside seed 0's (``ml_training.csv``).
     Every P-F row's ``seconds`` includes pretraining P (P-F is P, then F): it is subtracted to give the finetune."""
@@ -135,9 +179,12 @@ def m2_seed_training_block() -> str:
     seeds = seeds[seeds.same_as.isna()]
     p_seconds = seed0.seconds["ml-draft-generic"]
     seeds["finetune"] = seeds.seconds - p_seconds * (seeds.recipe == "P-F")
+    from specdec.multilingual.seeds import GRID, PAIR_DRAFTERS
+
     main = ["ml-draft-f-de", "ml-draft-pf-de"]
     per = seeds.pivot_table(index="model", columns="train_seed", values="finetune", aggfunc="sum") / 60
-    grid = per.drop(index=main).sum()
+    grid = per.reindex(index=[m for m in GRID if m not in main]).sum()
+    pairs = per.reindex(index=[m for m in PAIR_DRAFTERS if m in per.index])
     cell = " / ".join
     f0, pf0 = seed0.loc["ml-draft-f-de"], seed0.loc["ml-draft-pf-de"]
     where = "on a GPU" if str(f0.device).startswith("NVIDIA") else "on this CPU"
@@ -146,8 +193,8 @@ def m2_seed_training_block() -> str:
         f" P's {p_seconds:.1f} s, which every P-F row includes, as seed 0's do): `ml-draft-f-de`"
         f" {cell(f'{v:.1f}' for v in per.loc['ml-draft-f-de'])} (seed 0's: {f0.seconds / 60:.1f} {where}),"
         f" `ml-draft-pf-de` {cell(f'{v:.1f}' for v in per.loc['ml-draft-pf-de'])} (seed 0's:"
-        f" {(pf0.seconds - p_seconds) / 60:.1f}), the {len(per) - len(main)} small"
-        f" grid drafters together {cell(f'{v:.1f}' for v in grid)}."
+        f" {(pf0.seconds - p_seconds) / 60:.1f}), the {len(GRID) - len(main)} small"
+        f" grid drafters together {cell(f'{v:.1f}' for v in grid)}." + _pair_seed_minutes(pairs)
     )
 
 
@@ -232,6 +279,7 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (PAPERS / "aasd.md", "a2-measured"): a2_block,
     (PAPERS / "multilingual.md", "m2-seeds"): m2_seeds_block,
     (PAPERS / "multilingual.md", "m2-seed-training"): m2_seed_training_block,
+    (PAPERS / "multilingual.md", "ml-pair-seeds"): ml_pair_seeds_block,
     (PAPERS / "aasd.md", "a5-measured"): a5_block,
     (PAPERS / "multilingual.md", "m3-measured"): m3_block,
     (PAPERS / "multilingual.md", "m-pf-measured"): m_pf_block,

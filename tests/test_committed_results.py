@@ -320,15 +320,34 @@ def test_a_training_seeds_rows_recompute_from_its_drafter_retrained_here(tmp_pat
     assert results.stale_rows(sample, fresh, ms.SEED_KEYS, mb.EXACT_COLUMNS) == []
 
 
-def test_a_sample_of_training_seed_rows_recomputes_where_the_seeds_are_trained():
-    committed = _committed_ml(ms.SEEDS_TABLE)
+@pytest.mark.parametrize("table", sorted(ms.SEED_TABLES.values()))
+def test_a_sample_of_training_seed_rows_recomputes_where_the_seeds_are_trained(table):
+    committed = _committed_ml(table)
     sample = results.stratified_sample(committed[committed.method != "ar"], ["train_seed", "method"], n=1, seed=0)
-    for k in sorted(set(sample.train_seed)):
-        grid = ms.SeedDrafters("tiny", int(k)).budget_grid("de")
-        if not ms.available(int(k), grid):
+    for k, rows in sample.groupby("train_seed"):
+        if not ms.available(int(k), set(rows.drafter)):
             pytest.skip(f"the drafters of training seed {k} are not on this machine (not committed)")
     fresh = recompute_elsewhere("specdec.multilingual.seeds", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records"))
     assert results.stale_rows(sample, fresh, ms.SEED_KEYS, mb.EXACT_COLUMNS) == []
+
+
+@pytest.mark.parametrize("table", ["ml_main", "ml_ood"])
+def test_the_pair_seed_rows_are_lossless_and_cover_seed_0s_runs_of_the_retrained_drafters(table):
+    """``ml_main_seeds`` (M1) and ``ml_ood_seeds`` (M3): training seeds 1 and 2 of every retrained drafter (F and P-F
+    of Table 1; the P-F drafters of the heatmap) on every run of seed 0 (pair, prompt, T, sampling seed), with plain
+    decoding as each prompt's reference; greedy rows lossless; another seed is another drafter (no weights digest
+    of seed 0's); the shared methods (generic SpS, PLD) are not repeated."""
+    seeded, seed0 = _committed_ml(ms.SEED_TABLES[table]), _committed_ml(table)
+    assert set(seeded.train_seed) == {"1", "2"} and not seeded.duplicated(ms.SEED_KEYS).any()
+    drafted = seeded[seeded.method != "ar"]
+    retrained = set(seed0.method) - set(ms.MAIN_SHARED)
+    assert set(drafted.method) == retrained
+    greedy = drafted[drafted.temperature.astype(float) == 0]
+    assert len(greedy) and (greedy.same_as_ar == "True").all()
+    run = ["pair", "prompt", "temperature", "seed"]
+    for (_, method), rows in drafted.groupby(["train_seed", "method"]):
+        assert set(map(tuple, rows[run].to_numpy())) == set(map(tuple, seed0[seed0.method == method][run].to_numpy()))
+    assert not set(drafted.weights) & set(seed0.weights)
 
 
 def test_the_draft_seed_rows_decode_the_shipped_targets_requests_losslessly():

@@ -128,6 +128,18 @@ def m2_frames(profile: str = "tiny", root=None) -> tuple[dict, pd.DataFrame]:
     return seed_frames(notebook_rows(root, "ml_tokens"), root, grid.model), grid
 
 
+def pair_seed_frames(profile: str = "tiny", root=None) -> tuple[dict, dict]:
+    """Table 1's rows (M1, ``ml_main`` and ``ml_main_seeds``) and the heatmap's (M3, ``ml_ood`` and ``ml_ood_seeds``)
+    per training seed at notebooks 30 and 32's defaults: ``({seed: rows}, {seed: rows})`` (``seeds.seed_frames``;
+    Table 1's shared methods are seed 0's rows in every seed). ``root``: the results folder."""
+    root = pathlib.Path(root or RESULTS) / profile
+    main, ood = notebook_rows(root, "ml_main"), notebook_rows(root, "ml_ood", 24)
+    return (
+        seed_frames(main, root, set(main.method), "ml_main", shared=MAIN_SHARED),
+        seed_frames(ood, root, set(ood.method), "ml_ood"),
+    )
+
+
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     """Every multilingual verdict on the tables ``results/<profile>/ml_*.csv`` with the defaults of notebooks
     30-34 (γ = 4; 48 new tokens, 24 for the OOD grid; T = 1 seeds 0-2). ``root``: the results folder (default
@@ -146,14 +158,13 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     ratios = {k: lat.get(v, float("nan")) for k, v in shapes.items()}
     small_c = {"68M-proxy drafters": ratios["small"], "PLD": 0.0}
     out = []
-    mains = seed_frames(main, root, set(main.method), "ml_main", shared=MAIN_SHARED)  # M1 per training seed
+    mains, oods = pair_seed_frames(profile, root.parent)  # M1 and M3 per training seed
     for t in (0.0, 1.0):
         machine = machine_label(main, small_c, device)
         out += in_two_regimes(m1_verdicts, main, t, machine=machine, frames=mains, rules=m1_rules(t))
         out += verdict.over_seeds(lambda f, t=t: [m1_tau_verdict(f, t)], mains)
     out += m2_over_seeds(*m2_frames(profile, root.parent))  # M2 per training seed and pooled
-    ood = read("ml_ood", 24)
-    out += verdict.over_seeds(lambda f: [m3_verdict(f)], seed_frames(ood, root, set(ood.method), "ml_ood"))
+    out += verdict.over_seeds(lambda f: [m3_verdict(f)], oods)
     size = read("ml_size")
     for t in (0.0, 1.0):
         out += in_two_regimes(
