@@ -39,8 +39,12 @@ import pandas as pd
 import torch
 from PIL import Image
 
+from specdec import results
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "results" / "tiny"
+# the rows measured and the file written: the committed tables, or the base layer SPECDEC_BASE_DIR names (a fresh
+# recompute, ``scripts/reproduce_fresh.py``, measures its own rows before its scoreboard reads the conditions)
+RESULTS = results.COMMITTED / "tiny"
 OUT = RESULTS / "proxy_conditions.csv"
 COLUMNS = ["condition", "quantity", "subset", "value", "n", "paper"]
 VOCAB = 4096  # the foundation tokenizer: uniform loss ln 4096 = 8.318

@@ -165,11 +165,17 @@ def span(notebooks: list[pathlib.Path]) -> str:
     return ", ".join(parts)
 
 
+def fresh_env(out: pathlib.Path, threads: int) -> dict:
+    """The environment of a step of the run: ``out`` as the output folder and the base layer, ``threads`` threads."""
+    env = dict(os.environ, SPECDEC_OUTPUT_DIR=str(out), SPECDEC_BASE_DIR=str(out / "results"))
+    env.update((name, str(threads)) for name in THREAD_VARIABLES)
+    return env
+
+
 def run_one(nb: pathlib.Path, out: pathlib.Path, threads: int) -> tuple[str, float]:
     """Execute one notebook on the empty output folder, its kernel at ``threads`` intra-op threads;
     ``(status, seconds)``."""
-    env = dict(os.environ, SPECDEC_OUTPUT_DIR=str(out), SPECDEC_BASE_DIR=str(out / "results"))
-    env.update((name, str(threads)) for name in THREAD_VARIABLES)
+    env = fresh_env(out, threads)
     cmd = [sys.executable, str(ROOT / "scripts" / "run_notebooks.py"), "--only", nb.name]
     cmd += ["--output-dir", str(out / "notebooks")]
     start = time.perf_counter()
@@ -177,6 +183,20 @@ def run_one(nb: pathlib.Path, out: pathlib.Path, threads: int) -> tuple[str, flo
     seconds = time.perf_counter() - start
     status = "ok" if done.returncode == 0 else f"failed (exit {done.returncode}): {done.stdout[-400:]}"
     return status, seconds
+
+
+CONDITIONS = "proxy_conditions"  # a step, not a notebook: scripts/proxy_conditions.py on the recomputed rows
+
+
+def run_conditions(out: pathlib.Path, threads: int) -> tuple[str, float]:
+    """``scripts/proxy_conditions.py`` on the recomputed rows (its base layer is ``out``'s): the conditions the
+    scoreboard's proxy validity reads (``results/tiny/proxy_conditions.csv``), measured before the scoreboard runs,
+    its two live conditions decoded again; ``(status, seconds)``."""
+    start = time.perf_counter()
+    cmd = [sys.executable, str(ROOT / "scripts" / "proxy_conditions.py")]
+    done = subprocess.run(cmd, cwd=ROOT, env=fresh_env(out, threads), capture_output=True, text=True)
+    status = "ok" if done.returncode == 0 else f"failed (exit {done.returncode}): {done.stderr[-400:]}"
+    return status, time.perf_counter() - start
 
 
 def read_rows(path: pathlib.Path) -> tuple[list[str], list[dict]]:
@@ -293,6 +313,12 @@ def run_plan(waves, out: pathlib.Path, cores: int) -> tuple[list[tuple], dict, f
     lines = {}
     STOP.clear()
     for n, (names, wave) in enumerate(zip(worker_names(waves), waves), 1):
+        if any(nb.name.startswith("9") for w in wave for nb in w) and not STOP.is_set():  # the scoreboard's wave
+            progress.say(f"{CONDITIONS} ...")
+            status, seconds = run_conditions(out, cores)
+            times.append((CONDITIONS, status, seconds, CONDITIONS))
+            lines[CONDITIONS] = f"{CONDITIONS} (1 thread) {seconds / 60:.1f} min"
+            progress.say(f"{CONDITIONS}: {seconds / 60:.1f} min ({seconds:.0f} s) {status}")
         threads, start = threads_of(cores, len(wave)), time.perf_counter()
         workers = [
             threading.Thread(target=run_worker, args=(name, chosen, out, threads, progress, times))
@@ -316,8 +342,9 @@ def run_plan(waves, out: pathlib.Path, cores: int) -> tuple[list[tuple], dict, f
 
 
 def record(times: list[tuple], jobs: int, workers: dict[str, str], wall: float | None) -> None:
-    """One ``recompute-<notebook>`` measurement per notebook that ran, and ``recompute-all`` (the whole run's wall
-    time, with each worker's time in its note) when ``wall`` is given, through ``update_readme_numbers.py record``
+    """One ``recompute-<notebook>`` measurement per notebook that ran, and ``make-reproduce-fresh`` (the whole run's
+    wall time, with each worker's time in its note: the README lists it with the other make targets) when ``wall`` is
+    given, through ``update_readme_numbers.py record``
     (``results/measurements.csv``, the generated tables of the README and the docs)."""
     load = os.getloadavg()[0]
     how = f"scripts/reproduce_fresh.py --jobs {jobs}: every row recomputed, none read"
@@ -330,7 +357,7 @@ def record(times: list[tuple], jobs: int, workers: dict[str, str], wall: float |
         note = (
             f"{how}; {len(times)} notebooks; workers {'; '.join(workers.values())}; load average {load:.1f} at the end"
         )
-        subprocess.run([*cmd, "recompute-all", str(round(wall)), "--note", note], cwd=ROOT, check=True)
+        subprocess.run([*cmd, "make-reproduce-fresh", str(round(wall)), "--note", note], cwd=ROOT, check=True)
 
 
 def recompute(args: argparse.Namespace, out: pathlib.Path) -> tuple[list[tuple], dict[str, str], float, int]:

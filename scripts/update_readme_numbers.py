@@ -46,7 +46,16 @@ RUN_TABLES = {
     "engine (notebooks 00-02)": ["engine_speed_rows", "peer_hf_assisted", "quickstart"],
     "TABED": ["tabed_runs", "tabed_runs_seeds", "tabed_windows"],
     "CoS": ["cos_main", "cos_sweeps", "cos_theory", "cos_main_gpu"],
-    "Multilingual": ["ml_main", "ml_tokens", "ml_tokens_seeds", "ml_ood", "ml_size", "ml_generalization"],
+    "Multilingual": [
+        "ml_main",
+        "ml_main_seeds",
+        "ml_tokens",
+        "ml_tokens_seeds",
+        "ml_ood",
+        "ml_ood_seeds",
+        "ml_size",
+        "ml_generalization",
+    ],
     "AASD": ["aasd_runs", "aasd_runs_seeds"],
 }
 

@@ -36,9 +36,10 @@ def seed_store(profile):
 
 
 def seed_runs(profile, train_seed: int, *, gammas=(3, 5), n_per_task: int = 63, max_new_tokens: int = 48,
-              seed: int = 0) -> Suite:  # fmt: skip
+              seed: int = 0, tables=tuple(MODULE_DRAFTS)) -> Suite:  # fmt: skip
     """Seed ``train_seed``'s runs: the AASD module on every target of Table 1 and the ablations on notebook 41's
-    target, with plain decoding as each target's reference (the lossless check), the notebooks' settings."""
+    target (``tables``: which of the two), with plain decoding as each target's reference (the lossless check), the
+    notebooks' settings."""
     profile = Profile.load(profile)
     if train_seed not in trained_seeds(profile):
         raise ValueError(
@@ -48,6 +49,7 @@ def seed_runs(profile, train_seed: int, *, gammas=(3, 5), n_per_task: int = 63, 
     runs = seed_store(profile)
     rows = load_requests(n_per_task, seed=seed, profile=profile)
     cells = [("table1", t) for t in profile_targets(profile)] + [("ablations", experiments.ablation_target(profile))]
+    cells = [(table, target) for table, target in cells if table in tables]
     out = Suite(runs, requests=rows, train_seed=train_seed)
     for table, target in cells:
         out.add(lambda s, table=table, target=target: experiment(
@@ -79,14 +81,19 @@ def pooled_frame(frames: dict[int, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(list(frames.values()), ignore_index=True)
 
 
-def frames_for(frame: pd.DataFrame, profile, table: str) -> dict[int, pd.DataFrame]:
+def frames_for(frame: pd.DataFrame, profile, table: str, **settings) -> dict[int, pd.DataFrame]:
     """``{train seed: runs}`` for a notebook's own ``frame`` (``tables.runs`` of ``table``; seed 0) and the other
-    seeds' stored rows on the same targets, requests, γ and drafts. A seed that lacks any of those rows (other
-    notebook parameters) is left out, so every seed is read on the same runs."""
+    seeds' stored rows on the same targets, requests, γ and drafts. ``settings`` (the notebook's ``gammas``,
+    ``n_per_task``, ``max_new_tokens``, ``seed``): each seed's runs of ``table`` at them are decoded first where they
+    are missing (``seed_runs``; the seeds' modules are committed), so a run from an empty output folder recomputes
+    them too. A seed that lacks any of the notebook's rows is left out, so every seed is read on the same runs."""
     profile = Profile.load(profile)
     out = {0: frame}
     if not trained_seeds(profile):
         return out
+    if settings:
+        for k in trained_seeds(profile):
+            seed_runs(profile, k, tables=(table,), **settings).run()
     stored = experiments.store(profile).frame()
     same = ["target", "row", "gamma", "draft"]
     want = set(map(tuple, frame[same].astype(str).values))
