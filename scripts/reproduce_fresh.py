@@ -7,12 +7,13 @@ the scoreboard reads the recomputed rows. The committed notebooks, results and f
 
 The notebook series (00-09, 10-19, ...: a series shares its tables, so its notebooks run in order) run in ``--jobs``
 parallel workers, the 9x series (the scoreboard) after all the others, as ``run_notebooks.py --executor ray``
-orders them (``run_notebooks.series_waves``). The longest series go first, each to the worker with the least
-work planned so far (``plan``), by the committed ``recompute-*`` times of ``results/measurements.csv``
-(``estimates``). Each worker's kernels get ``cores // workers`` intra-op threads (``OMP_NUM_THREADS``,
-``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``; torch reads the first), the share ``make test``'s nbval workers get
-(``conftest.worker_threads``): so the notebooks that time at the process's thread count (00, 01 (b)-(d)) run, and
-label their rows ``cpu (..., 1 threads)``, at one thread when two workers share two cores.
+orders them (``run_notebooks.series_waves``); before the scoreboard, ``scripts/proxy_conditions.py`` measures
+the proxy conditions its validity reads on the recomputed rows (``run_conditions``). The longest series go first,
+each to the worker with the least work planned so far (``plan``), by the committed ``recompute-*`` times of
+``results/measurements.csv`` (``estimates``). Each worker's kernels get ``cores // workers`` intra-op threads
+(``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``; torch reads the first), the share ``make
+test``'s nbval workers get (``conftest.worker_threads``): so the notebooks that time at the process's thread count
+(00, 01 (b)-(d)) run, and label their rows ``cpu (..., 1 threads)``, at one thread when two workers share two cores.
 
 Afterwards each recomputed table is compared with the committed one on its deterministic columns (τ, α, tokens,
 texts, counts; every column whose name says time, seconds, speed, latency, device, threads or date is walltime or

@@ -101,7 +101,12 @@ def test_run_plan_runs_each_worker_in_order_with_its_thread_share_and_the_scoreb
         events.append(("end", nb.stem[:2], threads))
         return "ok", 1.0
 
+    def fake_conditions(out, threads):
+        events.append(("conditions", "pc", threads))
+        return "ok", 1.0
+
     monkeypatch.setattr(reproduce_fresh, "run_one", fake_run_one)
+    monkeypatch.setattr(reproduce_fresh, "run_conditions", fake_conditions)
     monkeypatch.delenv("SPECDEC_THREADS", raising=False)
     chosen = [pathlib.Path(f"{n}.ipynb") for n in NAMES]
     waves = reproduce_fresh.plan(chosen, 2, SECONDS)
@@ -110,10 +115,12 @@ def test_run_plan_runs_each_worker_in_order_with_its_thread_share_and_the_scoreb
     assert by_worker == {
         "w1.1": ["30", "31", "20", "21", "00", "01", "02"],
         "w1.2": ["40", "41", "10", "11", "12"],
+        reproduce_fresh.CONDITIONS: ["pr"],
         "w2.1": ["90"],
     }
-    assert events[-2:] == [("start", "90", 2), ("end", "90", 2)]  # after every other notebook, alone: 2 threads
-    assert {threads for _, nb, threads in events if nb != "90"} == {1}  # two workers on two cores: one each
+    # the proxy conditions on the recomputed rows, then the scoreboard that reads them, after every other notebook
+    assert events[-3:] == [("conditions", "pc", 2), ("start", "90", 2), ("end", "90", 2)]
+    assert {threads for _, nb, threads in events if nb not in ("90", "pc")} == {1}  # two workers, two cores: one each
 
 
 def test_an_interrupted_notebook_starts_no_further_one(monkeypatch, tmp_path):
