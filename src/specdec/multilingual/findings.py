@@ -150,7 +150,8 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
         return notebook_rows(root, table, max_new_tokens)
 
     drafters = Drafters(profile)
-    main = read("ml_main")
+    mains, oods = pair_seed_frames(profile, root.parent)  # M1 and M3 per training seed; seed 0's are the tables
+    main = mains[0]
     lat = pd.read_csv(root / "ml_latency.csv")
     device = ", ".join(sorted(set(lat.device.astype(str))))
     lat = dict(zip(lat.drafter, lat.latency_ratio))  # keyed by the drafters' shapes
@@ -158,9 +159,8 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     ratios = {k: lat.get(v, float("nan")) for k, v in shapes.items()}
     small_c = {"68M-proxy drafters": ratios["small"], "PLD": 0.0}
     out = []
-    mains, oods = pair_seed_frames(profile, root.parent)  # M1 and M3 per training seed
+    machine = machine_label(main, small_c, device)
     for t in (0.0, 1.0):
-        machine = machine_label(main, small_c, device)
         out += in_two_regimes(m1_verdicts, main, t, machine=machine, frames=mains, rules=m1_rules(t))
         out += verdict.over_seeds(lambda f, t=t: [m1_tau_verdict(f, t)], mains)
     out += m2_over_seeds(*m2_frames(profile, root.parent))  # M2 per training seed and pooled
