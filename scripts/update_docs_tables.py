@@ -5,6 +5,8 @@
   ``results/tiny/ml_tokens.csv`` and ``ml_tokens_seeds.csv``), as notebook 31 computes them;
 - ``docs/papers/multilingual.md``, block ``ml-pair-seeds``: M1 (paper regime), M1-τ and M3 per training seed and
   pooled (``ml_main`` / ``ml_main_seeds``, ``ml_ood`` / ``ml_ood_seeds``), as notebooks 30 and 32 compute them;
+- ``docs/papers/engine.md``, block ``engine-seeds``: notebook 01's findings per training seed of the drafts and pooled
+  (``tau_vs_gamma``, ``engine_speed_rows`` and ``engine_seeds``), and the seeds' training rows;
 - ``docs/papers/aasd.md``, block ``a2-measured``: A2 on the 16- and the 64-position ablation targets
   (``aasd_runs.csv``, the models' configs and training logs);
 - ``docs/papers/aasd.md``, block ``a5-measured``: the A5 proxy condition (``results/tiny/proxy_conditions.csv``, A5
@@ -122,16 +124,15 @@ def ml_pair_seeds_block(root: Path | None = None) -> str:
     return "\n".join(lines)
 
 
-def tabed_seeds_block(root: Path | None = None) -> str:
-    """TABED's findings per training seed and pooled, as ``findings_from_results`` reads them (T1-T4: the draft's
-    seeds on the shipped target; T5: Table 3's pair), from the per-seed part of each verdict's detail."""
+def verdict_seeds_block(verdicts) -> str:
+    """The findings of ``verdicts`` decided over training seeds, one row each: every seed's estimate, interval and
+    status (the per-seed part of the verdict's detail, ``verdict.pooled_over_seeds``), the pooled ones and the
+    verdict; then which pooled verdicts a seed reverses."""
     import re
-
-    from specdec.tabed import findings
 
     pattern = re.compile(r"seed (\d+): (\S+) \[(\S+), (\S+)\] (holds|does not hold|inconclusive)")
     rows, reversed_by = [], {}
-    for v in findings.findings_from_results("tiny", root=root or results.COMMITTED):
+    for v in verdicts:
         per_seed = pattern.findall(v.detail)
         if not per_seed:
             continue
@@ -154,6 +155,39 @@ def tabed_seeds_block(root: Path | None = None) -> str:
         + "."
     )
     return "\n".join(lines)
+
+
+def tabed_seeds_block(root: Path | None = None) -> str:
+    """TABED's findings per training seed and pooled, as ``findings_from_results`` reads them (T1-T4: the draft's
+    seeds on the shipped target; T5: Table 3's pair)."""
+    from specdec.tabed import findings
+
+    return verdict_seeds_block(findings.findings_from_results("tiny", root=root or results.COMMITTED))
+
+
+def engine_seeds_block(root: Path | None = None) -> str:
+    """Notebook 01's findings per training seed of the drafts and pooled (``engine_findings.findings_from_results``),
+    and what each seed's drafts took to train and reached (``data/zoo_training_seeds.csv``)."""
+    import pandas as pd
+
+    from specdec import engine_findings
+
+    lines = verdict_seeds_block(engine_findings.findings_from_results("tiny", root=root or results.COMMITTED))
+    trained = pd.read_csv(ROOT / "data" / "zoo_training_seeds.csv")
+    rows = [
+        {
+            "model": r.model,
+            "training seed": r.train_seed,
+            "model seed": r.seed,
+            "steps": r.steps,
+            "minutes": f"{r.seconds / 60:.1f}" if r.seconds == r.seconds else "",
+            "held-out loss": f"{r.heldout_loss:.3f}",
+        }
+        for r in trained.itertuples()
+    ]
+    table = md_table(rows, list(rows[0]), align=2)
+    return lines + "\n\nThe drafts of each seed (seed 0: the shipped ones; minutes: wall time on this repository's " \
+        "CPU, one thread, the two seeds side by side):\n\n" + table  # fmt: skip
 
 
 def _pair_seed_minutes(pairs) -> str:
@@ -287,6 +321,7 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (PAPERS / "tabed.md", "t2-measured"): t2_block,
     (PAPERS / "tabed.md", "t5-measured"): t5_block,
     (PAPERS / "tabed.md", "tabed-seeds"): tabed_seeds_block,
+    (PAPERS / "engine.md", "engine-seeds"): engine_seeds_block,
     (PAPERS / "tabed.md", "tabed-second-turn-images"): second_turn_images_block,
     (CARD, "card-corpus"): corpus_block,
     (CARD, "card-foundation"): foundation_block,

@@ -370,3 +370,49 @@ def test_the_draft_seed_rows_decode_the_shipped_targets_requests_losslessly():
     default = tables.runs(shipped, gamma=5, window="ALL", criterion="kl")[["method", "row"]]
     for k, frame in seeds.seed_frames("tiny", ROOT / "results").items():
         assert len(default.merge(frame[["method", "row"]], on=["method", "row"])) == len(default), k
+
+
+# ---------------------------------------------------------- training seeds of the foundation drafts (issue 26)
+def _engine_seeds() -> pd.DataFrame:
+    return pd.read_csv(ROOT / "results" / "tiny" / "engine_seeds.csv", dtype=str)
+
+
+def test_the_foundation_draft_seed_rows_are_lossless_and_cover_notebook_01s_runs():
+    """``engine_seeds`` (``tiny-draft-s`` / ``-xs`` of training seeds 1, 2; weights not committed): every run lossless
+    against plain decoding of the shipped target, whose outputs are the same in both seeds (same target, same
+    prompts); each seed covers every (draft, γ, prompt) of seed 0's τ sweep and the timed prompts of (d); another
+    seed is another draft (its own weights digest, none of seed 0's)."""
+    from specdec.harness import engine_seeds as es
+    from specdec.zoo.models import pair_weights
+
+    seeded = _engine_seeds()
+    assert set(seeded.train_seed) == {"1", "2"} and not seeded.duplicated(es.SEED_KEY).any()
+    assert (seeded.lossless == "True").all()
+    plain = seeded[seeded.method == "plain"].pivot_table(
+        index=["prompts", "prompt"], columns="train_seed", values="output", aggfunc="first"
+    )
+    assert len(plain) == 60 + 12 and (plain["1"] == plain["2"]).all()
+    sweep = pd.read_csv(ROOT / "results" / "tiny" / "tau_vs_gamma.csv", dtype=str)
+    sweep = sweep[sweep.weights.isin([pair_weights("tiny", p) for p in ("default", "xs")])]
+    sweep = sweep[sweep.n_prompts == "60"]
+    run = ["draft", "gamma", "prompts", "prompt"]
+    seed0 = set(map(tuple, sweep[run].to_numpy()))
+    for _, rows in seeded[seeded.method != "plain"].groupby("train_seed"):
+        mine = set(map(tuple, rows[run].to_numpy()))
+        assert seed0 <= mine and len(mine - seed0) == 12  # the sweep, and (d)'s 12 prompts at γ 5
+        assert not set(rows.weights) & set(sweep.weights)
+    assert seeded[seeded.method != "plain"].groupby("draft").weights.nunique().eq(2).all()
+    assert es.NOTEBOOK_SETTINGS["sweep"]["gammas"] == sorted(int(g) for g in sweep.gamma.unique())
+
+
+def test_a_sample_of_the_foundation_draft_seed_rows_recomputes_where_the_seeds_are_trained():
+    from specdec import zoo
+    from specdec.harness import engine_seeds as es
+
+    committed = _engine_seeds()
+    for k in sorted(set(committed.train_seed)):
+        if not all((zoo.seed_dir(d, int(k)) / "config.json").exists() for d in es.SEED_DRAFTS):
+            pytest.skip(f"the drafts of training seed {k} are not on this machine (not committed)")
+    sample = results.stratified_sample(committed[committed.method != "plain"], ["train_seed", "draft"], n=1, seed=0)
+    fresh = recompute_elsewhere("specdec.harness.engine_seeds", sample[es.SEED_KEY].to_dict("records"))
+    assert results.stale_rows(sample, fresh, es.SEED_KEY, ["new_tokens", "target_calls", "draft_calls", "output"]) == []

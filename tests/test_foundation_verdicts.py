@@ -137,3 +137,71 @@ def test_peer_speed_is_decided_at_the_stated_goal():
     same, speed = peer.peer_verdicts(frame)
     assert same.section == "sanity" and speed.estimate == pytest.approx(1.15)
     assert speed.status == FAILS and "1.2" in speed.claim and "not other runs" in speed.detail
+
+
+def seed_counts(sd_calls: list[int]) -> pd.DataFrame:
+    """A training seed's runs of the timed prompts (``engine_seeds``): one speculative row per prompt, counts only."""
+    rows = [r for r in counted_rows(sd_calls) if r["method"] == "speculative" and r["repeat"] == 0]
+    return pd.DataFrame(rows).drop(columns=["total_time", "repeat"])
+
+
+@pytest.mark.parametrize(
+    "seeds, status",
+    [
+        ({1: [4] * 8, 2: [5] * 8}, HOLDS),  # every seed fast: holds pooled, none reverses it
+        ({1: [10] * 8, 2: [12] * 8}, INCONCLUSIVE),  # two seeds slow, seed 0 fast: it reverses what they decide
+        ({1: [4] * 8, 2: [12] * 8}, INCONCLUSIVE),  # seed 2 alone is slower than plain decoding: it reverses a hold
+    ],
+)
+def test_engine_speed_over_training_seeds_stands_only_if_no_seed_reverses_it(seeds, status):
+    from specdec import costs
+
+    regime = costs.Regime("test", {"draft": 0.1}, 1.0, "hand-set")
+    frames = {k: seed_counts(calls) for k, calls in seeds.items()}
+    v = engine_findings.engine_speed_verdict(counted_rows([4] * 8), regime=regime, machine="cpu", seeds=frames)
+    assert v.status == status and v.n == 8 and "Training seeds (3" in v.detail
+    per_prompt = [(4 + seeds[1][0] + seeds[2][0]) / 3 * 1.2] * 8  # a prompt's counts: the mean over its seeds
+    assert v.estimate == pytest.approx(10 * 8 / sum(per_prompt))
+    assert v.machine.estimate == pytest.approx(0.5)  # the walltime is seed 0's timed rows alone
+
+
+def test_engine_speed_over_seeds_fails_when_every_seed_is_slow():
+    from specdec import costs
+
+    regime = costs.Regime("test", {"draft": 0.1}, 1.0, "hand-set")
+    frames = {1: seed_counts([10] * 8), 2: seed_counts([11] * 8)}
+    v = engine_findings.engine_speed_verdict(counted_rows([10] * 8), regime=regime, machine="cpu", seeds=frames)
+    assert v.status == FAILS
+
+
+@pytest.mark.parametrize(
+    "betas, status",
+    [
+        ({1: {1: 0.5, 3: 0.5, 6: 0.5}, 2: {1: 0.6, 3: 0.6, 6: 0.6}}, HOLDS),
+        ({1: {1: 0.3, 3: 0.5, 6: 0.7}, 2: {1: 0.3, 3: 0.5, 6: 0.7}}, FAILS),
+        ({1: {1: 0.5, 3: 0.5, 6: 0.5}, 2: {1: 0.2, 3: 0.5, 6: 0.8}}, INCONCLUSIVE),  # seed 2 reverses the pooled hold
+    ],
+)
+def test_iid_acceptance_over_training_seeds(betas, status):
+    base = {1: 0.3, 3: 0.5, 6: 0.7} if status == FAILS else {1: 0.5, 3: 0.5, 6: 0.5}
+    frames = {0: sweep_rows([base] * 10), **{k: sweep_rows([b] * 10) for k, b in betas.items()}}
+    v = engine_findings.iid_over_seeds(frames)
+    assert v.status == status and v.n == 10 and "pooled over training seeds" in v.claim
+
+
+def test_seed_frames_take_a_seed_s_rows_at_seed_0_s_settings():
+    sweep = sweep_rows([{1: 0.5, 3: 0.5}] * 4).assign(prompts="p60", max_new_tokens=48)
+    seeded = pd.concat(
+        [
+            sweep.assign(train_seed=1, method="d γ"),
+            sweep.assign(train_seed=2, method="d γ", max_new_tokens=16),  # another budget: not seed 0's setting
+            sweep.assign(train_seed=1, method="plain", draft=""),  # the reference: no draft
+        ]
+    )
+    frames = engine_findings.sweep_frames(sweep, seeded)
+    assert sorted(frames) == [0, 1] and len(frames[1]) == len(sweep) and set(frames[1].method) == {"d γ"}
+    timed = pd.DataFrame(counted_rows([4] * 3)).assign(prompts="p12", gamma=5, max_new_tokens=48)
+    counts = seed_counts([5] * 3).assign(prompts="p12", gamma=5, max_new_tokens=48, draft="d", train_seed=2)
+    speeds = engine_findings.speed_frames(timed, pd.concat([counts, counts.assign(draft="other", train_seed=1)]), "d")
+    assert sorted(speeds) == [0, 2] and set(speeds[2].method) == {"speculative"}
+    assert engine_findings.sweep_frames(sweep, None)[0] is sweep  # no seed rows: seed 0 alone

@@ -11,7 +11,7 @@ The measurements these judge (latency, speedup, the τ sweep) are ``specdec.benc
 from __future__ import annotations
 
 from specdec.bench import iid_acceptance, summarize_speedup
-from specdec.verdict import Verdict, bootstrap_ci, decide, judge_all, two_regimes, validity
+from specdec.verdict import Verdict, bootstrap_ci, decide, judge_all, over_seeds, two_regimes, validity
 
 IID_TOLERANCE = 0.1
 
@@ -90,41 +90,110 @@ def engine_verdict(
     )
 
 
-def engine_speed_verdict(rows, regime=None, machine: str = "this machine") -> Verdict:
+def engine_speed_verdict(rows, regime=None, machine: str = "this machine", seeds: dict | None = None) -> Verdict:
     """SD over plain decoding on the engine's timed rows (``speedup_rows``: per prompt, repeat and method, with
     ``target_calls``, ``draft_calls``, ``new_tokens``, ``total_time``), > 1.0, bootstrap over prompts. Paper regime
     (decides): the speculative runs' counts priced by ``costs.sd_speedup`` at ``regime`` (default TABED Table 6, 68M
     on 7B: the pair the Eq. (1) headline prices), pooled over prompts (Σ tokens / Σ priced steps); this machine:
-    the measured walltime speedup (Σ per-prompt median AR time / Σ median SD time), as ``summarize_speedup``."""
+    the measured walltime speedup (Σ per-prompt median AR time / Σ median SD time), as ``summarize_speedup``.
+    ``seeds``: ``{train seed k > 0: its speculative runs' counts on the same prompts}`` (``engine_seeds``); the
+    paper-regime verdict is then decided over the seeds (``verdict.over_seeds``), the measured one stays the
+    timed rows'."""
     import pandas as pd
 
     from specdec import costs
 
     regime = regime or costs.paper_table6_regime("7B", "68M")
     df = pd.DataFrame(rows)
-    sd = df[df.method == "speculative"].groupby("prompt")[["new_tokens", "target_calls", "draft_calls"]].median()
     times = df.groupby(["prompt", "method"]).total_time.median().unstack("method")
-    units = [(sd.loc[p].to_numpy(float), times.loc[p].to_dict()) for p in sd.index]
-
-    def priced(sample):
-        c = sum(u[0] for u in sample)
-        return float(costs.sd_speedup(c[0], c[1], c[2], regime))
+    units = [times.loc[p].to_dict() for p in times.index]
 
     def measured(sample):
-        return sum(u[1]["autoregressive"] for u in sample) / sum(u[1]["speculative"] for u in sample)
+        return sum(u["autoregressive"] for u in sample) / sum(u["speculative"] for u in sample)
 
-    claim = "speculative decoding in this engine is faster than plain decoding (speedup > 1.0)"
-    paper = "(our check: SD must beat plain decoding at the paper's call costs)"
-    verdicts = []
-    for stat, detail in (
-        (priced, "Counts of the speculative runs priced at the regime's costs, pooled over prompts."),
-        (measured, "Measured walltime, per-prompt medians over repeats, summed over prompts."),
-    ):
-        est, low, high = bootstrap_ci(units, stat, n_boot=500)
-        verdicts.append(
-            Verdict("engine speed", claim, est, low, high, len(units), decide(low, high, 1.0), paper, detail)
-        )
-    return two_regimes(verdicts[0], verdicts[1], regime.label(), machine)
+    est, low, high = bootstrap_ci(units, measured, n_boot=500)
+    detail = "Measured walltime, per-prompt medians over repeats, summed over prompts."
+    on_machine = Verdict("engine speed", SPEED_CLAIM, est, low, high, len(units), decide(low, high, 1.0), SPEED_PAPER,
+                         detail)  # fmt: skip
+    frames = {0: df.assign(train_seed=0), **{int(k): pd.DataFrame(f).assign(train_seed=int(k)) for k, f in
+                                              (seeds or {}).items()}}  # fmt: skip
+    paper = over_seeds(lambda f: [priced_speed_verdict(f, regime)], frames, {"engine speed": (1.0, True)})[0]
+    return two_regimes(paper, on_machine, regime.label(), machine)
+
+
+SPEED_CLAIM = "speculative decoding in this engine is faster than plain decoding (speedup > 1.0)"
+SPEED_PAPER = "(our check: SD must beat plain decoding at the paper's call costs)"
+
+
+def priced_speed_verdict(frame, regime) -> Verdict:
+    """The paper-regime half of ``engine_speed_verdict``: the speculative runs' counts (``new_tokens``,
+    ``target_calls``, ``draft_calls``) priced at ``regime``, pooled over prompts; a prompt is one unit (its counts
+    averaged over repeats and, in frames of several training seeds, over the seeds: column ``train_seed``)."""
+    from specdec import costs
+
+    sd = frame[frame.method == "speculative"]
+    sd = sd.assign(train_seed=sd.train_seed if "train_seed" in sd else 0)
+    columns = ["new_tokens", "target_calls", "draft_calls"]
+    per_prompt = sd.groupby(["prompt", "train_seed"])[columns].mean().groupby("prompt").mean()
+    units = [per_prompt.loc[p].to_numpy(float) for p in per_prompt.index]
+
+    def priced(sample):
+        c = sum(sample)
+        return float(costs.sd_speedup(c[0], c[1], c[2], regime))
+
+    est, low, high = bootstrap_ci(units, priced, n_boot=500)
+    detail = "Counts of the speculative runs priced at the regime's costs, pooled over prompts."
+    return Verdict("engine speed", SPEED_CLAIM, est, low, high, len(units), decide(low, high, 1.0), SPEED_PAPER, detail)
+
+
+def iid_over_seeds(frames: dict, tolerance: float = IID_TOLERANCE) -> Verdict:
+    """``iid_verdict`` over training seeds (``frames``: ``{seed: τ-sweep rows}``; one seed: its verdict)."""
+    return over_seeds(lambda f: [iid_verdict(f, tolerance)], frames, {"i.i.d. acceptance": (tolerance, False)})[0]
+
+
+# the foundation drafts' training seeds k > 0: their runs (``harness.engine_seeds``), keyed by ``train_seed``
+SEED_TABLE = "engine_seeds"
+
+
+def seed_rows(folder):
+    """The rows of ``engine_seeds`` in a results folder (``results/<profile>``), or ``None`` where there are none."""
+    import pathlib
+
+    import pandas as pd
+
+    from specdec import results
+
+    path = pathlib.Path(folder) / f"{SEED_TABLE}.csv"
+    return pd.read_csv(path, dtype=results.DIGEST_DTYPES) if path.exists() else None
+
+
+def sweep_frames(seed0, rows) -> dict:
+    """``{train seed: its τ-sweep rows}`` (columns ``draft, gamma, prompt, new_tokens, target_calls``): seed 0 from
+    ``tau_vs_gamma`` (``seed0``), each seed k > 0 from its ``engine_seeds`` rows on the same prompts and token
+    budget."""
+    frames = {0: seed0}
+    if rows is None:
+        return frames
+    prompts, tokens = seed0.prompts.iloc[0], int(seed0.max_new_tokens.iloc[0])
+    mine = rows[(rows.method != "plain") & (rows.prompts == prompts) & (rows.max_new_tokens == tokens)]
+    mine = mine[mine.gamma.isin(seed0.gamma.unique())]
+    for k, group in mine.groupby("train_seed", sort=True):
+        frames[int(k)] = group.reset_index(drop=True)
+    return frames
+
+
+def speed_frames(timed, rows, draft: str) -> dict:
+    """``{train seed: rows of engine_speed_verdict}``: seed 0 the timed rows of (d) (``timed``), each seed k > 0 its
+    ``engine_seeds`` runs of ``draft`` on the same prompts, γ and budget as method ``speculative`` (counts, no time)."""
+    frames = {0: timed.assign(train_seed=0)}
+    if rows is None:
+        return frames
+    first = timed.iloc[0]
+    mine = rows[(rows.draft == draft) & (rows.prompts == first.prompts) & (rows.gamma == int(first.gamma))]
+    mine = mine[mine.max_new_tokens == int(first.max_new_tokens)]
+    for k, group in mine.groupby("train_seed", sort=True):
+        frames[int(k)] = group.assign(method="speculative").reset_index(drop=True)
+    return frames
 
 
 ENGINE_VALIDITY = {
@@ -172,5 +241,10 @@ def findings_from_results(
     timed = timed[(timed[keys] == last[keys]).all(axis=1)]
     engine = engine_verdict(timed.to_dict("records"), int(last.gamma), last.latency_ratio, last.verify_cost)
     machine = f"measured walltime, {last.device}; c {last.latency_ratio:.2f}, verify {last.verify_cost:.2f} steps"
-    speed = engine_speed_verdict(timed.to_dict("records"), machine=machine)
-    return judge_all([iid_verdict(sweep), engine, speed], ENGINE_VALIDITY, strict=strict)
+    seeded = seed_rows(folder)  # the drafts' training seeds k > 0, where their rows are
+    speeds = speed_frames(timed, seeded, load_profile(profile)["pairs"][pair]["draft"])
+    speed = engine_speed_verdict(
+        timed.to_dict("records"), machine=machine, seeds={k: f for k, f in speeds.items() if k}
+    )
+    iid = iid_over_seeds(sweep_frames(sweep, seeded))
+    return judge_all([iid, engine, speed], ENGINE_VALIDITY, strict=strict)

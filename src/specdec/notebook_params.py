@@ -25,6 +25,7 @@ from specdec import papers, validate
 # list parameters whose entries are counts or lengths (>= 1); ``windows`` may also hold "ALL"
 SIZE_LISTS = {
     "gammas",
+    "train_seeds",
     "theory_gammas",
     "mu_gammas",
     "latency_gammas",

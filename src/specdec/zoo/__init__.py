@@ -6,6 +6,7 @@ Every model is a transformers ``LlamaForCausalLM`` built from a config and train
 
 from __future__ import annotations
 
+import os
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -13,6 +14,9 @@ DATA = ROOT / "data"
 MODELS = DATA / "models"
 TOKENIZER_DIR = MODELS / "tokenizer"
 PROMPTS = DATA / "prompts" / "heldout.jsonl"
+# training seeds k > 0 of retrained models (gitignored, ``seed<k>/<name>``); SPECDEC_SEED_MODELS: another folder
+SEED_MODELS = pathlib.Path(os.environ.get("SPECDEC_SEED_MODELS") or DATA / "models-seeds")
+SEED_STEP = 1000  # a model's seed of training seed k: its seed 0's + SEED_STEP * k (the papers' zoos do the same)
 
 VOCAB_SIZE = 4096
 MAX_POSITIONS = 1024
@@ -63,3 +67,8 @@ def model_dir(name: str) -> pathlib.Path:
 def list_seed(name: str) -> int:
     """A fixed training seed per foundation model (its position in the zoo; a paper's zoo numbers on after it)."""
     return list(TINY_ZOO).index(name)
+
+
+def seed_dir(name: str, train_seed: int) -> pathlib.Path:
+    """Where training seed ``train_seed`` > 0 of a zoo model is (``SEED_MODELS/seed<k>/<name>``)."""
+    return SEED_MODELS / f"seed{int(train_seed)}" / name

@@ -353,9 +353,20 @@ def main(argv=None):
     parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
     parser.add_argument("--skip-tokenizer", action="store_true", help="reuse the shipped tokenizer")
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument(
+        "--train-seed",
+        type=int,
+        default=0,
+        help="training seed k > 0: each model's seed + 1000 k (initialisation and data order), into "
+        "data/models-seeds/seed<k> unless --out is given; the shipped tokenizer, prompts and corpus card stay",
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.train_seed < 0:
+        parser.error(f"--train-seed must be 0 (the shipped zoo) or a seed k > 0, got {args.train_seed}")
+    if args.train_seed:
+        return train_seed(args.models, args.train_seed, args.out if args.out != zoo.MODELS else None, args.steps_scale)
 
     docs = corpus_lib.build_corpus()  # split by content: no held-out text inside a training document
     tok_dir = args.out / "tokenizer"
@@ -394,6 +405,63 @@ def main(argv=None):
         save_half(model, args.out / name)  # float16 tensors, float32 config: loads as float32
         tokenizer.save_pretrained(args.out / name)
         (args.out / name / "training_log.json").write_text(json.dumps(log, indent=0) + "\n")
+
+
+def train_seed(names, train_seed: int, out: pathlib.Path | None = None, steps_scale: float = 1.0) -> None:
+    """Retrain the zoo models ``names`` with training seed ``train_seed`` > 0 (model seed ``zoo.list_seed(name) +
+    zoo.SEED_STEP * train_seed``; the same corpus, steps and shipped tokenizer) into ``out`` (default
+    ``zoo.seed_dir``); each folder's ``training_log.json`` names the seed and the seconds it took."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
+    docs = corpus_lib.build_corpus()
+    train, heldout = token_streams(docs, tokenizer, "train"), token_streams(docs, tokenizer, "heldout")
+    for name in names:
+        folder = (out / name) if out is not None else zoo.seed_dir(name, train_seed)
+        seed = zoo.list_seed(name) + zoo.SEED_STEP * train_seed
+        start = time.perf_counter()
+        steps = max(1, int(zoo.TRAIN_STEPS[name] * steps_scale))
+        model, log = train_model(name, train, heldout, steps=steps, seed=seed)
+        seconds = round(time.perf_counter() - start, 1)
+        save_half(model, folder)
+        tokenizer.save_pretrained(folder)
+        summary = dict(train_seed=train_seed, seed=seed, steps=steps, seconds=seconds, threads=torch.get_num_threads())
+        (folder / "training_log.json").write_text(json.dumps({**summary, "log": log}, indent=0) + "\n")
+        print(f"{name} seed {train_seed}: {seconds:.0f} s, final {log[-1]}")
+    if out is None:
+        seed_summary().to_csv(SEED_SUMMARY, index=False)
+
+
+SEED_SUMMARY = zoo.DATA / "zoo_training_seeds.csv"  # committed: the seeds' weights are not
+
+
+def seed_summary(names=("tiny-draft-s", "tiny-draft-xs")):
+    """One row per zoo model of ``names`` and training seed found (seed 0: the shipped ``data/models``, seeds k > 0:
+    ``zoo.seed_dir``): ``model, train_seed, seed, steps, seconds, threads, train_loss, heldout_loss`` (the last log
+    row's; seed 0's seconds are its training log's, thread count unknown); seeds whose folder is not on this machine
+    keep their row of the committed ``SEED_SUMMARY``."""
+    import pandas as pd
+
+    rows = []
+    for name in names:
+        log = json.loads((zoo.model_dir(name) / "training_log.json").read_text())
+        last = log[-1]  # the shipped log: a list of rows, no thread count
+        rows.append(dict(model=name, train_seed=0, seed=zoo.list_seed(name), steps=last["step"],
+                         seconds=last["seconds"], threads=None, train_loss=last["train_loss"],
+                         heldout_loss=last["heldout_loss"]))  # fmt: skip
+        for folder in sorted(zoo.SEED_MODELS.glob(f"seed*/{name}/training_log.json")):
+            entry = json.loads(folder.read_text())
+            last = entry["log"][-1]
+            keep = ("train_seed", "seed", "steps", "seconds", "threads")
+            rows.append(dict(model=name, **{k: entry[k] for k in keep}, train_loss=last["train_loss"],
+                             heldout_loss=last["heldout_loss"]))  # fmt: skip
+    frame = pd.DataFrame(rows)
+    if SEED_SUMMARY.exists():
+        old = pd.read_csv(SEED_SUMMARY)
+        old = old[old.model.isin(names) & ~old.set_index(["model", "train_seed"]).index.isin(
+            frame.set_index(["model", "train_seed"]).index)]  # fmt: skip
+        frame = pd.concat([frame, old], ignore_index=True)
+    return frame.sort_values(["model", "train_seed"]).reset_index(drop=True)
 
 
 if __name__ == "__main__":
