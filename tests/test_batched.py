@@ -35,6 +35,8 @@ def assert_rows_equal_batch_one(target, prompts, drafter, **kwargs):
         assert row.accepted_per_block == one.accepted_per_block and row.drafted_per_block == one.drafted_per_block
         assert row.from_draft == one.from_draft and row.stop_reason == one.stop_reason
         assert row.target_calls == one.target_calls and row.target_tokens_fed == one.target_tokens_fed
+        # the draft's per-row counts too (what the cost model prices): a row past its block feeds nothing
+        assert (row.draft_calls, row.draft_tokens_fed) == (one.draft_calls, one.draft_tokens_fed), f"row {i}"
         for stat in ("block_efficiency", "acceptance_rate"):
             a, b = getattr(row, stat), getattr(one, stat)
             assert a == b or (a != a and b != b), (i, stat, a, b)  # NaN α when nothing was drafted

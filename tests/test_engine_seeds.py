@@ -75,3 +75,11 @@ def test_seeds_exist_for_the_shipped_zoo_only():
     eng = ee.Engine.load(Profile.load("tiny", "cpu"), ["default"])
     with pytest.raises(ValueError, match="tiny zoo only"):
         engine_seeds.SeedEngine.of(eng, 0)
+
+
+def test_the_seed_summary_has_a_row_per_draft_and_seed(seed_models, monkeypatch):
+    monkeypatch.setattr(zoo, "SEED_MODELS", seed_models)
+    frame = training.seed_summary()
+    assert frame.groupby("model").train_seed.apply(list).to_dict() == {d: [0, 1, 2] for d in engine_seeds.SEED_DRAFTS}
+    retrained = frame[frame.train_seed > 0]
+    assert (retrained.steps == 3).all() and (retrained.seed % zoo.SEED_STEP == retrained.model.map(zoo.list_seed)).all()

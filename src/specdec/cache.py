@@ -286,7 +286,7 @@ class BatchedLM(_ModelCache):
         counts = valid.sum(1)
         self.lengths += counts
         self.fed.index_add_(0, self.rows, counts)  # on the device: no synchronisation per call
-        self.row_calls.index_add_(0, self.rows, torch.ones_like(counts))
+        self.row_calls.index_add_(0, self.rows, (counts > 0).long())  # a call a row takes part in with a token
         return logits.float()
 
     @property

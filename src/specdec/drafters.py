@@ -251,22 +251,25 @@ class BatchModelDrafter:
     @torch.no_grad()
     def propose(self, sequences, blocks, sampling, generators, want_probs):
         width = max(blocks)
-        # Pending tokens (1, or 2 after a fully accepted block: the last draft token was never fed), right-aligned.
-        pending = [seq[n:] for seq, n in zip(sequences, self.cached)]
+        # Pending tokens (1, or 2 after a fully accepted block: the last draft token was never fed), right-aligned;
+        # a row drafting nothing (its block is 0 near the token limit) feeds nothing, as alone.
+        pending = [seq[n:] if b > 0 else [] for seq, n, b in zip(sequences, self.cached, blocks)]
         ids = torch.zeros((len(pending), max(map(len, pending))), dtype=torch.long)
         for r, toks in enumerate(pending):
-            ids[r, ids.shape[1] - len(toks) :] = torch.tensor(toks)
+            if toks:
+                ids[r, ids.shape[1] - len(toks) :] = torch.tensor(toks)
         device = self.lm.device
         logits = self.lm.feed(ids.to(device), _right_aligned(pending, ids.shape[1], device), last_only=True)
         tokens, probs = [], []
         for j in range(width):
-            if j:
-                logits = self.lm.feed(tokens[-1][:, None], torch.ones_like(tokens[-1][:, None], dtype=torch.bool), True)
+            if j:  # a row past its own block goes quiet (a masked column): its calls and tokens are its batch-1 run's
+                inside = torch.tensor([[j < b] for b in blocks], device=device)
+                logits = self.lm.feed(tokens[-1][:, None], inside, True)
             dist = mixing_probs(logits[:, -1], sampling)  # [A, V], what ModelDrafter mixes (one row)
             tokens.append(_pick(dist, j, blocks, sampling, generators))
             if want_probs:
                 probs.append(dist)
-        self.cached = [n + len(toks) + width - 1 for n, toks in zip(self.cached, pending)]
+        self.cached = [n + len(toks) + b - 1 if b > 0 else n for n, toks, b in zip(self.cached, pending, blocks)]
         return torch.stack(tokens, 1), (torch.stack(probs, 1) if want_probs else None), list(blocks)
 
     def rollback(self, sequences) -> None:

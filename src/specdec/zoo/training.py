@@ -461,6 +461,7 @@ def seed_summary(names=("tiny-draft-s", "tiny-draft-xs")):
         old = old[old.model.isin(names) & ~old.set_index(["model", "train_seed"]).index.isin(
             frame.set_index(["model", "train_seed"]).index)]  # fmt: skip
         frame = pd.concat([frame, old], ignore_index=True)
+    frame["threads"] = frame.threads.astype("Int64")  # empty for seed 0, whose log has no thread count
     return frame.sort_values(["model", "train_seed"]).reset_index(drop=True)
 
 
