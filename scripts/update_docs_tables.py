@@ -186,8 +186,8 @@ def engine_seeds_block(root: Path | None = None) -> str:
         for r in trained.itertuples()
     ]
     table = md_table(rows, list(rows[0]), align=2)
-    return lines + "\n\nThe drafts of each seed (seed 0: the shipped ones; minutes: wall time on this repository's " \
-        "CPU, one thread, the two seeds side by side):\n\n" + table  # fmt: skip
+    return lines + "\n\nThe drafts of each seed (seed 0: the shipped ones; minutes: training wall time on this " \
+        "repository's CPU, seeds 1 and 2 at one thread each, side by side):\n\n" + table  # fmt: skip
 
 
 def _pair_seed_minutes(pairs) -> str:

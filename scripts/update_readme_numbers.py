@@ -43,7 +43,7 @@ MEASUREMENTS = ROOT / "results" / "measurements.csv"
 FIELDS = ["target", "seconds", "date", "machine", "note"]
 # the committed tables of runs, per paper (rows = decoding runs)
 RUN_TABLES = {
-    "engine (notebooks 00-02)": ["engine_speed_rows", "peer_hf_assisted", "quickstart"],
+    "engine (notebooks 00-02)": ["engine_speed_rows", "peer_hf_assisted", "quickstart", "tau_vs_gamma", "engine_seeds"],
     "TABED": ["tabed_runs", "tabed_runs_seeds", "tabed_windows"],
     "CoS": ["cos_main", "cos_sweeps", "cos_theory", "cos_main_gpu"],
     "Multilingual": [
