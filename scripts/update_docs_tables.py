@@ -7,6 +7,8 @@
   pooled (``ml_main`` / ``ml_main_seeds``, ``ml_ood`` / ``ml_ood_seeds``), as notebooks 30 and 32 compute them;
 - ``docs/papers/engine.md``, block ``engine-seeds``: notebook 01's findings per training seed of the drafts and pooled
   (``tau_vs_gamma``, ``engine_speed_rows`` and ``engine_seeds``), and the seeds' training rows;
+- ``docs/papers/aasd.md``, block ``aasd-seeds``: A1-A4 per training seed of the modules and pooled (``aasd_runs``,
+  ``aasd_runs_seeds``);
 - ``docs/papers/aasd.md``, block ``a2-measured``: A2 on the 16- and the 64-position ablation targets
   (``aasd_runs.csv``, the models' configs and training logs);
 - ``docs/papers/aasd.md``, block ``a5-measured``: the A5 proxy condition (``results/tiny/proxy_conditions.csv``, A5
@@ -161,6 +163,13 @@ def tabed_seeds_block(root: Path | None = None) -> str:
     """TABED's findings per training seed and pooled, as ``findings_from_results`` reads them (T1-T4: the draft's
     seeds on the shipped target; T5: Table 3's pair)."""
     from specdec.tabed import findings
+
+    return verdict_seeds_block(findings.findings_from_results("tiny", root=root or results.COMMITTED))
+
+
+def aasd_seeds_block(root: Path | None = None) -> str:
+    """A1-A4 per training seed of the modules and pooled, as ``aasd.findings.findings_from_results`` reads them."""
+    from specdec.aasd import findings
 
     return verdict_seeds_block(findings.findings_from_results("tiny", root=root or results.COMMITTED))
 
@@ -322,6 +331,7 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (PAPERS / "tabed.md", "t5-measured"): t5_block,
     (PAPERS / "tabed.md", "tabed-seeds"): tabed_seeds_block,
     (PAPERS / "engine.md", "engine-seeds"): engine_seeds_block,
+    (PAPERS / "aasd.md", "aasd-seeds"): aasd_seeds_block,
     (PAPERS / "tabed.md", "tabed-second-turn-images"): second_turn_images_block,
     (CARD, "card-corpus"): corpus_block,
     (CARD, "card-foundation"): foundation_block,
