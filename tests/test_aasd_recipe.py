@@ -40,6 +40,10 @@ NARROW = {
     "MKL_CBWR": "AVX2",
     "OMP_NUM_THREADS": "1",
 }
+# The fingerprints were recorded where these settings gave the same bits on every x86 CI host then seen; an AMD
+# host with AVX-512 (2026-11-26) moved every weight hash and the losses by up to 4e-5 relative, so the losses and
+# held-out losses are compared at LOSS_REL and the hashes all-or-none.
+LOSS_REL = 2e-4
 # 3 steps of 4 rows for every model; 6 prompts answered with up to 16 tokens per target
 SLICE = dict(steps=3, batch_size=4)
 DISTILL = dict(rows=6, max_new_tokens=16)
@@ -159,9 +163,16 @@ def test_the_merged_recipe_trains_the_tiny_zoo_bit_for_bit_as_before(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **NARROW}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.split("RESULT ", 1)[1])
-    assert {k: (v["sha256"][:16], v["losses"]) for k, v in got["train"].items()} == BEFORE_TRAIN | REBUILT_TRAIN
-    assert got["heldout"] == BEFORE_HELDOUT | REBUILT_HELDOUT
-    assert got["answers"] == BEFORE_ANSWERS
+    want = BEFORE_TRAIN | REBUILT_TRAIN
+    assert set(got["train"]) == set(want)
+    for name, (_, losses) in want.items():  # float32 losses: another CPU's rounding moves them by ~1e-5 relative
+        assert got["train"][name]["losses"] == pytest.approx(losses, rel=LOSS_REL), name
+    heldout = BEFORE_HELDOUT | REBUILT_HELDOUT
+    assert got["heldout"] == pytest.approx(heldout, rel=LOSS_REL)
+    assert got["answers"] == BEFORE_ANSWERS  # every answer token
+    # the weights' bits: all as recorded, or none (a CPU that rounds differently: see LOSS_REL)
+    same = [k for k, (sha, _) in want.items() if got["train"][k]["sha256"][:16] == sha]
+    assert len(same) in (0, len(want)), f"only {same} reproduce their recorded bits: a stage changed"
 
 
 if __name__ == "__main__":  # python tests/test_aasd_recipe.py OUT.json: the slice's records, for a new BEFORE

@@ -317,7 +317,10 @@ def test_a_training_seeds_rows_recompute_from_its_drafter_retrained_here(tmp_pat
     sample = results.stratified_sample(cheapest, ["train_seed"], n=3, seed=0)
     monkeypatch.setenv("SPECDEC_SEED_MODELS", str(tmp_path))  # the retrained drafters (the weights key must match)
     fresh = recompute_elsewhere("specdec.multilingual.seeds", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records"))
-    assert results.stale_rows(sample, fresh, ms.SEED_KEYS, mb.EXACT_COLUMNS) == []
+    # matched without the weights digest: on a CPU whose portable kernels round differently from the one that trained
+    # the committed rows, the retrained drafter's bits (so its digest) differ (tests/test_multilingual_recipe.py)
+    key = [k for k in ms.SEED_KEYS if k != "weights"]
+    assert results.stale_rows(sample, fresh, key, mb.EXACT_COLUMNS) == []
 
 
 @pytest.mark.parametrize("table", sorted(ms.SEED_TABLES.values()))
