@@ -155,8 +155,11 @@ def heldout_image_losses(model, data_file: pathlib.Path = ROOT / ".cache" / "tab
 
 def aasd_image_use(n_per_task: int) -> list[dict]:
     """τ of each LLaVA draft with the request's image and with a white one (the draft's pixels only), and its
-    held-out answer loss with real and with white images."""
+    held-out answer loss with real and with white images; FT-LLaVA and DT-LLaVA of every training seed on this
+    machine as well (``aasd.seeds.baselines_here``: A5 is read over them), labelled ``<draft> seed <k>``."""
     from specdec.aasd import experiments as ab
+    from specdec.aasd import seeds
+    from specdec.aasd.zoo_specs import TARGETS
     from specdec.cache import CachedLM
     from specdec.drafters import ModelDrafter
     from specdec.engine import generate
@@ -166,19 +169,26 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
     requests = ab.load_requests(n_per_task)
     out, live = [], {}
     cells = [
-        ("tabed-target", "FT-LLaVA"),
-        ("tabed-target", "DT-LLaVA"),
-        ("aasd-target-s", "FT-LLaVA"),
-        ("aasd-target-s", "DT-LLaVA"),
-        ("tabed-target", "tabed-draft"),
+        ("tabed-target", "FT-LLaVA", 0),
+        ("tabed-target", "DT-LLaVA", 0),
+        ("aasd-target-s", "FT-LLaVA", 0),
+        ("aasd-target-s", "DT-LLaVA", 0),
+        *[
+            (t, d, k)
+            for k in seeds.trained_seeds("tiny")
+            for t in TARGETS
+            for d in ("FT-LLaVA", "DT-LLaVA")
+            if d in seeds.baselines_here(t, k)
+        ],
+        ("tabed-target", "tabed-draft", 0),
     ]
-    for target_name, draft_name in cells:
+    for target_name, draft_name, k in cells:
         target, processor = ab.load_target(target_name)
         eos = processor.tokenizer.eos_token_id
         if draft_name == "tabed-draft":
             drafter = ModelDrafter(models.load(draft_name, kind="llava", with_tokenizer=False)[0])
         else:
-            drafter, _ = ab.make_drafter(draft_name, target_name, target, CachedLM(target), processor)
+            drafter, _ = ab.make_drafter(draft_name, target_name, target, CachedLM(target), processor, train_seed=k)
         taus: dict[str, list[float]] = {"real": [], "blank": []}
         for r in requests:
             ids, inputs = encode(processor, r["prompt"], r["images"])
@@ -187,8 +197,8 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
                 res = generate(CachedLM(target), ids, drafter, gamma=5, max_new_tokens=48, eos_token_id=eos,
                                target_inputs=inputs, draft_inputs=draft_inputs)  # fmt: skip
                 taus[cond].append(res.block_efficiency)
-        label = f"{draft_name} on {target_name}"
-        live[label] = (target_name, draft_name, {r["id"]: tau for r, tau in zip(requests, taus["real"])})
+        label = f"{draft_name}{f' seed {k}' if k else ''} on {target_name}"
+        live[label] = (target_name, draft_name, k, {r["id"]: tau for r, tau in zip(requests, taus["real"])})
         for cond, values in taus.items():
             out.append(row("A5", f"tau ({cond} image)", label, float(np.mean(values)), len(values)))
         for cond, loss in heldout_image_losses(drafter.model).items():
@@ -201,11 +211,15 @@ def aasd_image_use(n_per_task: int) -> list[dict]:
 
 def committed_equal(live: dict) -> list[dict]:
     """Per cell, the share of requests whose live real-image τ equals the committed ``aasd_runs`` row (Table 1,
-    γ = 5; stored with 6 digits), read after the measurement (the table may be filling meanwhile)."""
-    committed = pd.read_csv(RESULTS / "aasd_runs.csv")
-    committed = committed[(committed.table == "table1") & (committed.gamma == 5)]
+    γ = 5; stored with 6 digits; a seed's: its ``aasd_runs_seeds`` row), read after the measurement (the table may
+    be filling meanwhile)."""
+    tables = {0: pd.read_csv(RESULTS / "aasd_runs.csv")}
+    seeded = pd.read_csv(RESULTS / "aasd_runs_seeds.csv")
+    tables |= {int(k): rows for k, rows in seeded.groupby("train_seed")}
     out = []
-    for label, (target_name, draft_name, taus) in live.items():
+    for label, (target_name, draft_name, k, taus) in live.items():
+        committed = tables.get(k, seeded.iloc[:0])
+        committed = committed[(committed.table == "table1") & (committed.gamma == 5)]
         stored = committed[(committed.target == target_name) & (committed.draft == draft_name)]
         stored = stored[stored.row.isin(list(taus))].set_index("row").block_efficiency
         same = [abs(float(stored[i]) - taus[i]) < 1e-4 for i in stored.index]

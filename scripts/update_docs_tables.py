@@ -7,8 +7,8 @@
   pooled (``ml_main`` / ``ml_main_seeds``, ``ml_ood`` / ``ml_ood_seeds``), as notebooks 30 and 32 compute them;
 - ``docs/papers/engine.md``, block ``engine-seeds``: notebook 01's findings per training seed of the drafts and pooled
   (``tau_vs_gamma``, ``engine_speed_rows`` and ``engine_seeds``), and the seeds' training rows;
-- ``docs/papers/aasd.md``, block ``aasd-seeds``: A1-A4 per training seed of the modules and pooled (``aasd_runs``,
-  ``aasd_runs_seeds``);
+- ``docs/papers/aasd.md``, block ``aasd-seeds``: A1-A5 per training seed of the modules and baselines and pooled
+  (``aasd_runs``, ``aasd_runs_seeds``), and each baseline seed's training (``data/aasd_baseline_seeds.csv``);
 - ``docs/papers/aasd.md``, block ``a2-measured``: A2 on the 16- and the 64-position ablation targets
   (``aasd_runs.csv``, the models' configs and training logs);
 - ``docs/papers/aasd.md``, block ``a5-measured``: the A5 proxy condition (``results/tiny/proxy_conditions.csv``, A5
@@ -168,10 +168,29 @@ def tabed_seeds_block(root: Path | None = None) -> str:
 
 
 def aasd_seeds_block(root: Path | None = None) -> str:
-    """A1-A4 per training seed of the modules and pooled, as ``aasd.findings.findings_from_results`` reads them."""
-    from specdec.aasd import findings
+    """A1-A5 per training seed of the modules and baselines and pooled, as ``aasd.findings.findings_from_results``
+    reads them, and what each baseline seed took to train and reached (``data/aasd_baseline_seeds.csv``)."""
+    import pandas as pd
 
-    return verdict_seeds_block(findings.findings_from_results("tiny", root=root or results.COMMITTED))
+    from specdec.aasd import findings, seeds
+
+    lines = verdict_seeds_block(findings.findings_from_results("tiny", root=root or results.COMMITTED))
+    trained = pd.read_csv(seeds.BASELINE_SUMMARY, keep_default_na=False)
+    rows = [
+        {
+            "baseline": r.model,
+            "target": f"`{r.target}`" if r.target else "",
+            "training seed": r.train_seed,
+            "model seed": r.seed,
+            "minutes": f"{r.seconds / 60:.1f}",
+            "held-out loss real / white": f"{r.heldout_loss:.3f} / {r.heldout_loss_blank_images:.3f}",
+        }
+        for r in trained.itertuples()
+    ]
+    table = md_table(rows, list(rows[0]), align=2)
+    return lines + "\n\nThe baselines of each seed (seed 0: the shipped ones, timed under the load of their first " \
+        "training; seeds 1 and 2 on this repository's CPU, one thread each, side by side; the held-out answer loss " \
+        "with the rows' images and with white ones):\n\n" + table  # fmt: skip
 
 
 def engine_seeds_block(root: Path | None = None) -> str:

@@ -128,9 +128,8 @@ def test_findings_carry_validity_and_a4_is_judged():
     assert found["A4"].status != NOT_TESTABLE and found["A4"].validity == "partly" and "Pooled α" in found["A4"].detail
     assert "w/o prompt text KV" in found["A4"].detail
     assert found["A1-omega"].machine is not None
-    for name in ("A1-tau", "A2", "A3", "A4"):  # the module's findings over the committed training seeds' runs
+    for name in ("A1-tau", "A2", "A3", "A4", "A5"):  # over the committed training seeds' runs
         assert "Training seeds (3" in found[name].detail, name
-    assert "Training seeds" not in found["A5"].detail
 
 
 def _a5_conditions(root, gain: float, share: float, real: float, blank: float):
@@ -222,3 +221,94 @@ def test_a_module_finding_holds_over_seeds_only_if_no_seed_reverses_it(second_se
     assert v.status == expected and "Training seeds (3" in v.detail and "pooled over training seeds" in v.claim
     pooled = seeds.pooled_frame(frames)
     assert af.paired_part(pooled, "AASD", "AASD w/o projector", "tau")[3] == 12  # a request's seeds: one unit
+
+
+def _table1_seeded(dt_llava_by_seed: dict, llama=2.0, noise=0.05):
+    """``(stored, seeded)`` Table 1 runs: seed 0's every draft (with plain decoding) in ``stored``; seeds 1 and 2
+    move the module and every baseline (``seeds.SEEDED_DRAFTS``), DT-LLaVA's τ as given per seed."""
+    taus = {k: {**BASE, "AASD": 3.0, "DT-LLaMA": llama, "DT-LLaVA": t} for k, t in dt_llava_by_seed.items()}
+
+    def counted(f):  # the counts A1-omega prices: 48 tokens in 48 / τ target calls
+        calls = 48 / f.block_efficiency
+        return f.assign(table="table1", request=f.row, device="cpu", new_tokens=48, target_calls=calls,
+                        drafted=f.gamma * calls, draft_seconds=0.3 * calls, verify_seconds=calls)  # fmt: skip
+
+    stored = counted(frame({"AR": 1.0, **taus[0]}, noise=noise))
+    seeded = [counted(frame(t, noise=noise, seed=k)).assign(train_seed=k) for k, t in taus.items() if k]
+    return stored, pd.concat(seeded, ignore_index=True)
+
+
+@pytest.mark.parametrize(
+    "dt_llava, expected",
+    [({0: 1.8, 1: 1.7, 2: 1.8}, HOLDS), ({0: 1.8, 1: 1.7, 2: 2.4}, INCONCLUSIVE), ({0: 2.4, 1: 2.5, 2: 2.6}, FAILS)],
+    ids=["every seed holds", "a seed reverses", "every seed fails"],
+)
+def test_a5_moves_with_the_distilled_baselines_seeds(dt_llava, expected):
+    """A seed replaces seed 0's module and baseline rows with its own, and A5 holds over the seeds only where no
+    seed's DT-LLaVA reverses it (DT-LLaMA's τ is 2.0 in every seed)."""
+    from specdec.aasd import seeds
+
+    stored, seeded = _table1_seeded(dt_llava)
+    frames = seeds.seed_frames(stored, seeded, "table1")
+    assert sorted(frames) == [0, 1, 2]
+    for k, f in frames.items():
+        assert (f.draft == "FT-LLaVA").sum() == (stored.draft == "FT-LLaVA").sum()
+        assert f[f.draft == "DT-LLaVA"].block_efficiency.mean() == pytest.approx(dt_llava[k], abs=0.05)
+        same = f[f.draft == "FT-LLaVA"].block_efficiency.values == stored[stored.draft == "FT-LLaVA"].block_efficiency
+        assert same.all() == (k == 0)  # seed k's own FT-LLaVA rows (other noise), not seed 0's
+    a5 = {v.name: v for v in af.table1_over_seeds(frames)}["A5"]
+    assert a5.status == expected and "pooled over training seeds" in a5.claim
+    assert "Training seeds (3" in a5.detail
+
+
+def test_a_seed_without_its_baseline_rows_is_left_out():
+    """Rows of the module alone for a seed (a recompute from nothing without that seed's baselines decodes only the
+    module) are not read with seed 0's baselines in their place: that seed is left out of Table 1."""
+    from specdec.aasd import seeds
+
+    stored, seeded = _table1_seeded({0: 1.8, 1: 1.7, 2: 1.6})
+    partial = seeded[~((seeded.train_seed == 1) & seeded.draft.isin(list(BASE)))]
+    frames = seeds.seed_frames(stored, partial, "table1")
+    assert sorted(frames) == [0, 2] and len(frames[2]) == len(stored)
+
+
+def test_a_missing_baseline_seed_names_the_command_that_trains_it(tmp_path, monkeypatch):
+    from specdec import zoo
+    from specdec.aasd import experiments, seeds
+
+    monkeypatch.setattr(zoo, "SEED_MODELS", tmp_path)
+    assert seeds.baselines_here("tabed-target", 1) == ()
+    with pytest.raises(FileNotFoundError, match="train baseline-seeds --train-seeds 1"):
+        experiments.draft_source("DT-LLaVA", "tabed-target", "tiny", train_seed=1)
+    for name in ("aasd-dt-llava-tabed-target", "aasd-ft-llava"):  # a DT baseline is a target's, an FT one is not
+        (tmp_path / "seed1" / name).mkdir(parents=True)
+        (tmp_path / "seed1" / name / "config.json").write_text("{}")
+    for draft, name in (("DT-LLaVA", "aasd-dt-llava-tabed-target"), ("FT-LLaVA", "aasd-ft-llava")):
+        assert experiments.draft_source(draft, "tabed-target", "tiny", train_seed=1) == (
+            tmp_path / "seed1" / name,
+            None,
+        )
+    assert seeds.baselines_here("tabed-target", 1) == ("FT-LLaVA", "DT-LLaVA")
+    assert experiments.draft_source("FT-LLaVA", "tabed-target", "tiny")[0] == "aasd-ft-llava"  # seed 0: shipped
+
+
+def test_the_baseline_seed_summary_keeps_the_rows_of_seeds_not_here(tmp_path, monkeypatch):
+    """On a machine without the baseline seeds' weights (gitignored) the summary keeps the committed rows of seeds
+    1 and 2 and reads seed 0's from the shipped training logs: every baseline (a DT one per target) in every seed,
+    each seed's model seed moved by 1000 k."""
+    import shutil
+
+    from specdec import zoo
+    from specdec.aasd import seeds, zoo_specs
+
+    monkeypatch.setattr(zoo, "SEED_MODELS", tmp_path / "none")
+    path = tmp_path / "summary.csv"
+    shutil.copy(seeds.BASELINE_SUMMARY, path)
+    committed = pd.read_csv(path, keep_default_na=False)
+    again = seeds.baseline_summary(path)
+    assert len(again) == len(committed) == 3 * (2 + 2 * len(zoo_specs.TARGETS))
+    key = ["model", "target", "train_seed"]
+    pd.testing.assert_frame_equal(again.sort_values(key, ignore_index=True),
+                                  committed.sort_values(key, ignore_index=True), check_dtype=False)  # fmt: skip
+    for _, rows in committed.groupby(["model", "target"]):
+        assert (rows.seed - rows.seed[rows.train_seed == 0].iloc[0]).tolist() == [1000 * k for k in rows.train_seed]

@@ -174,15 +174,18 @@ def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_wi
     assert results.stale_rows(sample, fresh, ab.KEY, ab.EXACT_COLUMNS, {"block_efficiency": 1e-6}) == []
 
 
-def test_a_sample_of_the_aasd_seed_runs_recomputes_exactly_at_another_vector_width():
-    """The modules' runs of training seeds 1 and 2 (``specdec.aasd.seeds``; their weights are committed): every
-    run lossless, every module method on every request of its seed-0 table, and one seeded random run of every
-    (seed, table, target, draft) decodes again to the same tokens."""
+def aasd_seed_rows() -> pd.DataFrame:
+    """The committed runs of training seeds 1 and 2 (``specdec.aasd.seeds``): every run lossless, every method a
+    seed moves (``SEEDED_DRAFTS``: the modules, and in Table 1 the DT baselines) on every request of its seed-0
+    table, each with other weights than seed 0's."""
     from specdec.aasd import seeds
 
     committed = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs_seeds.csv", dtype=str)
     assert set(committed.train_seed) == {"1", "2"} and (committed.lossless == "True").all()
     seed0 = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs.csv", dtype=str)
+    for table, drafts in seeds.SEEDED_DRAFTS.items():
+        moved = committed[committed.table == table]
+        assert set(moved.draft) == {"AR", *drafts}, table
     for (k, table, target, draft, gamma), rows in committed.groupby(
         ["train_seed", "table", "target", "draft", "gamma"]
     ):
@@ -190,11 +193,36 @@ def test_a_sample_of_the_aasd_seed_runs_recomputes_exactly_at_another_vector_wid
             (seed0.table == table) & (seed0.target == target) & (seed0.draft == draft) & (seed0.gamma == gamma)
         ]
         assert set(rows.row) == set(same.row), (k, table, target, draft, gamma)
-        if draft != "AR":  # another seed's module: other weights than seed 0's
+        if draft != "AR":  # another seed's module or baseline: other weights than seed 0's
             assert not set(rows.weights) & set(same.weights), (k, draft)
-    sample = results.stratified_sample(
-        committed[committed.draft != "AR"], ["train_seed", "table", "target", "draft"], n=1, seed=0
-    )
+    return committed
+
+
+def test_a_sample_of_the_aasd_seed_runs_recomputes_exactly_at_another_vector_width():
+    """The modules' seed runs (their weights are committed): one seeded random run of every (seed, table, target,
+    module draft) decodes again to the same tokens."""
+    from specdec.aasd import seeds
+
+    committed = aasd_seed_rows()
+    modules = committed[committed.draft.str.startswith("AASD")]
+    sample = results.stratified_sample(modules, ["train_seed", "table", "target", "draft"], n=1, seed=0)
+    fresh = recompute_elsewhere("specdec.aasd.seeds", sample[seeds.SEED_KEY].to_dict("records"))
+    exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
+    assert results.stale_rows(sample, fresh, seeds.SEED_KEY, exact, {"block_efficiency": 1e-6}) == []
+
+
+def test_a_sample_of_the_distilled_baselines_seed_runs_recomputes_where_their_weights_are():
+    """The DT baselines' seed runs: their weights are gitignored (``zoo_specs.baseline_seed_dir``; ``python -m
+    specdec.aasd.train dt-seeds`` trains them), so on a machine without them this skips; where they are, one seeded
+    random run of every (seed, target, DT draft) decodes again to the same tokens at the other vector width."""
+    from specdec.aasd import seeds, zoo_specs
+
+    committed = aasd_seed_rows()
+    dt = committed[committed.draft.isin(zoo_specs.SEEDED_BASELINES)]
+    for (k, target), _ in dt.groupby(["train_seed", "target"]):
+        if seeds.baselines_here(target, int(k)) != zoo_specs.SEEDED_BASELINES:
+            pytest.skip(f"the DT baselines of training seed {k} are not on this machine (not committed)")
+    sample = results.stratified_sample(dt, ["train_seed", "target", "draft"], n=1, seed=0)
     fresh = recompute_elsewhere("specdec.aasd.seeds", sample[seeds.SEED_KEY].to_dict("records"))
     exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
     assert results.stale_rows(sample, fresh, seeds.SEED_KEY, exact, {"block_efficiency": 1e-6}) == []

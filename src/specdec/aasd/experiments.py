@@ -97,13 +97,23 @@ def draft_source(
 ) -> tuple[str | pathlib.Path, str | None]:
     """``(folder or hub id, revision)`` of a draft name's weights (``make_drafter`` loads from there): a module
     folder (``AASD*``; ``train_seed`` k > 0: the module trained with the k-th other seed), the shipped zoo's
-    baseline, or otherwise the paper-scale zoo's distilled baseline or the public draft of ``aasd.drafts`` at its
-    pinned revision."""
+    baseline (of ``train_seed`` k > 0: ``zoo_specs.baseline_seed_dir``, gitignored; missing: the error names
+    ``baseline-seeds``), or otherwise the paper-scale zoo's distilled baseline or the public draft of
+    ``aasd.drafts`` at its pinned revision."""
     validate.choice("AASD draft", name, [*MAIN_DRAFTS, *ABLATIONS])
     profile = Profile.load(profile)
     zoo_dir = zoo.MODELS if profile.shipped else zoo_specs.zoo_dir()
     if name.startswith("AASD"):
         return zoo_dir / module_name(target_name, ABLATIONS[name][0], train_seed), None
+    if profile.shipped and train_seed and name in zoo_specs.SEEDED_BASELINES:
+        folder = zoo_specs.baseline_seed_dir(name, target_name, train_seed)
+        if not (folder / "config.json").exists():
+            raise FileNotFoundError(
+                f"no {name} of training seed {train_seed} for {target_name} at {folder} (not committed: "
+                f"data/models/ is full). Train it with `python -m specdec.aasd.train baseline-seeds --train-seeds "
+                f"{train_seed}` (about 20 CPU minutes), or set SPECDEC_SEED_MODELS to a folder holding it"
+            )
+        return folder, None
     if profile.shipped:
         return draft_name(name, target_name if name.startswith("DT") else None), None
     draft = profile.spec["aasd"]["drafts"][name]

@@ -199,9 +199,9 @@ def ablation_findings(frame: pd.DataFrame) -> list[Verdict]:
 
 
 def findings_over_seeds(stored: pd.DataFrame, seeded: pd.DataFrame, target: str) -> list[Verdict]:
-    """A1-A5 from the stored runs (``aasd_runs``) and the other training seeds' module runs (``aasd_runs_seeds``;
-    empty: seed 0 alone): A1 and A2-A4 rest on the module, so they are read per seed and pooled; A5 compares the
-    baselines alone. The ablations are read on ``target`` (notebook 41's; the table keeps older targets' rows)."""
+    """A1-A5 from the stored runs (``aasd_runs``) and the other training seeds' runs (``aasd_runs_seeds``; empty:
+    seed 0 alone): each is read per seed and pooled (A1-A4 rest on the module, A1 and A5 on the baselines too).
+    The ablations are read on ``target`` (notebook 41's; the table keeps older targets' rows)."""
     table1 = {k: runs(f, "table1") for k, f in seeds.seed_frames(stored, seeded, "table1").items()}
     ablated = {k: runs(f, "ablations") for k, f in seeds.seed_frames(stored, seeded, "ablations").items()}
     ablated = {k: f[f.target == target] for k, f in ablated.items()}
@@ -209,10 +209,9 @@ def findings_over_seeds(stored: pd.DataFrame, seeded: pd.DataFrame, target: str)
 
 
 def table1_over_seeds(frames: dict[int, pd.DataFrame]) -> list[Verdict]:
-    """Table 1's findings from ``{train seed: runs}`` (``seeds.frames_for`` / ``seeds.seed_frames``): A1 per seed
-    and pooled; A5 (the baselines alone) on seed 0's runs."""
-    a1 = over_seeds(lambda f: [verdict_a1(f, "tau"), verdict_a1(f, "alpha"), a1_omega(f)], frames)
-    return a1 + [verdict_a5(frames[0])]
+    """Table 1's findings from ``{train seed: runs}`` (``seeds.frames_for`` / ``seeds.seed_frames``), per seed and
+    pooled: A1 and A5 (the module and every baseline move with the seed; ``seeds.SEEDED_DRAFTS``)."""
+    return over_seeds(table1_findings, frames)
 
 
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:

@@ -32,7 +32,7 @@ from specdec.aasd.algorithm import SpeculatingModule, config_for, save_module
 from specdec.aasd.baselines import NEWLINE
 from specdec.aasd.rows import Rows, pick_rows, text_only_batch
 from specdec.aasd.tda import TDAObjective, tda_loss
-from specdec.aasd.zoo_specs import SEED_STEP, draft_name, module_name
+from specdec.aasd.zoo_specs import SEED_STEP, baseline_seed_dir, draft_name, module_name
 from specdec.cache import CachedLM
 from specdec.engine import generate
 from specdec.zoo import models, training
@@ -274,9 +274,10 @@ def heldout_answer_loss(model, batch_of, n_rows: int, answer_positions_only=Fals
 
 
 def train_draft(name: str, draft: dict, rows: Rows, settings: dict, out: pathlib.Path, *, seed: int, device,
-                heldout: dict | None = None, spec: dict | None = None, accelerator=None) -> pathlib.Path:  # fmt: skip
+                heldout: dict | None = None, spec: dict | None = None, accelerator=None,
+                folder: pathlib.Path | None = None) -> pathlib.Path:  # fmt: skip
     """One baseline: ``new_draft``, ``finetune`` on ``rows``, held-out losses (``heldout``: ``{label: Rows}``),
-    saved as ``out/<name>`` with ``training_log.json`` by the main process."""
+    saved as ``folder`` (default ``out/<name>``) with ``training_log.json`` by the main process."""
     model, tokenizer, save = new_draft(draft, seed, device, rows.files, spec)
     sparse = draft.get("answer_positions_only", False)
     cfg = {**settings["finetune"], **draft.get("finetune", {})}
@@ -298,7 +299,7 @@ def train_draft(name: str, draft: dict, rows: Rows, settings: dict, out: pathlib
     for label, held in (heldout or {}).items():
         batch_of = draft_batches(model, held, draft, tokenizer)
         summary[f"heldout_loss{label}"] = heldout_answer_loss(model, batch_of, len(held), sparse)
-    folder = out / name
+    folder = folder or out / name
     if is_main(accelerator):
         save(model, folder)
         (folder / "training_log.json").write_text(json.dumps({"summary": summary, "log": log.rows}) + "\n")
@@ -331,29 +332,40 @@ def pretrain_draft(name: str, draft: dict, out: pathlib.Path, *, seed: int, devi
     return folder
 
 
-def resolve(draft: dict, settings: dict, out: pathlib.Path) -> dict:
+def resolve(draft: dict, settings: dict, out: pathlib.Path, train_seed: int = 0) -> dict:
     """``draft`` with an ``init`` / ``language_model`` that names another baseline of ``settings["drafts"]`` (one
-    trained before it, on the data or the corpus) replaced by that baseline's folder under ``out``."""
+    trained before it, on the data or the corpus) replaced by that baseline's folder under ``out`` (``train_seed``
+    k > 0: its seed-k folder, ``baseline_seed_dir``, but for a pretrained one, which every seed shares)."""
+
+    def folder(v: str) -> str:
+        if train_seed and settings["drafts"][v]["answers"] != "corpus":
+            return str(baseline_seed_dir(v, None, train_seed))
+        return str(out / draft_name(v))
+
     named = ("init", "language_model")
-    return {k: str(out / draft_name(v)) if k in named and v in settings["drafts"] else v for k, v in draft.items()}
+    return {k: folder(v) if k in named and v in settings["drafts"] else v for k, v in draft.items()}
 
 
 def train_drafts(rows: Rows | None, settings: dict, answers: str, out: pathlib.Path, *, target: str | None = None,
-                 target_index: int = 0, device="cpu", heldout=None, spec=None, accelerator=None) -> dict:  # fmt: skip
+                 target_index: int = 0, device="cpu", heldout=None, spec=None, accelerator=None,
+                 train_seed: int = 0) -> dict:  # fmt: skip
     """Every baseline of ``settings["drafts"]`` trained on ``answers``, in the order listed (``"corpus"``: once,
     ``pretrain_draft``; ``"task"``: once, on the data's answers; ``"target"``: on ``target``'s, its seed moved by
-    ``target_seed_step * target_index``); ``{name: folder}``."""
+    ``target_seed_step * target_index``); ``train_seed`` k > 0: every one but the pretrained, its seed moved by
+    ``SEED_STEP * k`` as well, on seed k's parents, saved as ``zoo_specs.baseline_seed_dir``; ``{name: folder}``."""
     saved = {}
     for draft_id, draft in settings["drafts"].items():
-        if draft["answers"] != answers:
+        if draft["answers"] != answers or (train_seed and answers == "corpus"):
             continue
         name = draft_name(draft_id, target if answers == "target" else None)
-        seed = draft["seed"] + settings["target_seed_step"] * target_index
+        seed = draft["seed"] + settings["target_seed_step"] * target_index + SEED_STEP * train_seed
+        folder = baseline_seed_dir(draft_id, target, train_seed) if train_seed else None
         if answers == "corpus":
             saved[name] = pretrain_draft(name, draft, out, seed=seed, device=device)
             continue
-        folder = train_draft(name, resolve(draft, settings, out), rows, settings, out, seed=seed, device=device,
-                             heldout=heldout, spec=spec, accelerator=accelerator)  # fmt: skip
+        parents = resolve(draft, settings, out, train_seed)
+        folder = train_draft(name, parents, rows, settings, out, seed=seed, device=device, heldout=heldout, spec=spec,
+                             accelerator=accelerator, folder=folder)  # fmt: skip
         if is_main(accelerator):
             saved[name] = folder
     return saved
@@ -375,7 +387,8 @@ def run_target(profile, target_name: str, settings: dict, make_rows, out: pathli
     """The recipe for one target of ``profile`` (a ``harness.profile.Profile``): its answers to the training
     prompts ``make_rows(target, processor)`` when something trains on them, its ``modules`` (the variants
     ``settings["targets"]`` names) and its distilled baselines (``drafts``); ``heldout``: ``{label: Rows}`` the
-    summaries score (``""``: the module's). Returns ``{name: folder}`` of what it saved."""
+    summaries score (``""``: the module's); ``train_seed`` k > 0: both with their seeds moved by ``SEED_STEP * k``.
+    Returns ``{name: folder}`` of what it saved."""
     target, processor, revision = load_target(profile, target_name, accelerator)
     rows = make_rows(target, processor)
     device = next(target.parameters()).device
@@ -397,5 +410,6 @@ def run_target(profile, target_name: str, settings: dict, make_rows, out: pathli
                                info, (heldout or {}).get(""), accelerator, train_seed)  # fmt: skip
     if drafts and answered is not None:
         saved |= train_drafts(answered, settings, "target", out, target=target_name, target_index=target_index,
-                              device=device, heldout=heldout, spec=profile.spec, accelerator=accelerator)  # fmt: skip
+                              device=device, heldout=heldout, spec=profile.spec, accelerator=accelerator,
+                              train_seed=train_seed)  # fmt: skip
     return saved

@@ -1,19 +1,24 @@
-"""AASD's findings over training seeds (issue 26): the modules again with seeds 1 and 2, their runs, and the frames
-each seed's findings are read from.
+"""AASD's findings over training seeds (issue 26): the modules and the baselines again with seeds 1 and 2, their runs,
+and the frames each seed's findings are read from.
 
 The modules retrain in seconds to minutes (``python -m specdec.aasd.train seeds``: ``zoo_specs.TRAIN_SEEDS``, the
-module's seeds moved by ``zoo_specs.SEED_STEP * k``); the targets, the data, the baselines and every setting stay
-those of seed 0, the shipped zoo. Seed k's runs (``seed_runs``) are the modules' methods of notebooks 40 and 41 with
-the seed-k modules, stored in ``results/<profile>/aasd_runs_seeds.csv`` keyed by ``train_seed`` as well; seed 0's are
-the committed ``aasd_runs`` rows. ``seed_frames`` gives, per seed, the stored rows of one notebook table with the
-modules' rows of that seed and everything else (plain decoding, the baselines) from seed 0, so each seed's findings
-are read exactly as seed 0's; ``pooled_frame`` stacks them, a request's seeds averaged into one unit.
+module's seeds moved by ``zoo_specs.SEED_STEP * k``), the FT and DT baselines in about 20 on the fixed pretrained
+PT-LLaMA (``train baseline-seeds``, weights gitignored); the targets, PT-LLaMA, the data and every setting stay those
+of seed 0, the shipped zoo. Seed k's runs (``seed_runs``) are the methods of notebooks 40 and 41 whose weights the seed
+moves (``SEEDED_DRAFTS``) with the seed-k weights, stored in ``results/<profile>/aasd_runs_seeds.csv`` keyed by
+``train_seed`` as well; seed 0's are the committed ``aasd_runs`` rows. ``seed_frames`` gives, per seed, the stored
+rows of one notebook table with those methods' rows of that seed and everything else (plain decoding) from seed 0,
+so each seed's findings are read exactly as seed 0's; ``pooled_frame`` stacks them, a request's seeds averaged into
+one unit.
 """
 
 from __future__ import annotations
 
+import pathlib
+
 import pandas as pd
 
+from specdec import zoo
 from specdec.aasd import experiments, zoo_specs
 from specdec.aasd.experiments import KEY, experiment, load_requests, profile_targets, recompute  # noqa: F401
 from specdec.aasd.tables import ABLATIONS, runs
@@ -21,7 +26,9 @@ from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 
 SEED_KEY = [*KEY, "train_seed"]  # ``recompute`` (``experiments.recompute``) decodes such keys with their seed's modules
-MODULE_DRAFTS = {"table1": ("AASD",), "ablations": tuple(ABLATIONS)}  # the methods whose weights a seed moves
+MODULE_DRAFTS = {"table1": ("AASD",), "ablations": tuple(ABLATIONS)}  # the module's methods
+# the methods whose weights a seed moves: the modules', and in Table 1 every baseline's
+SEEDED_DRAFTS = {"table1": ("AASD", *zoo_specs.SEEDED_BASELINES), "ablations": tuple(ABLATIONS)}
 
 
 def trained_seeds(profile) -> tuple[int, ...]:
@@ -37,9 +44,10 @@ def seed_store(profile):
 
 def seed_runs(profile, train_seed: int, *, gammas=(3, 5), n_per_task: int = 63, max_new_tokens: int = 48,
               seed: int = 0, tables=tuple(MODULE_DRAFTS)) -> Suite:  # fmt: skip
-    """Seed ``train_seed``'s runs: the AASD module on every target of Table 1 and the ablations on notebook 41's
-    target (``tables``: which of the two), with plain decoding as each target's reference (the lossless check), the
-    notebooks' settings."""
+    """Seed ``train_seed``'s runs: the AASD module and the baselines on every target of Table 1 and the ablations
+    on notebook 41's target (``tables``: which of the two), with plain decoding as each target's reference (the
+    lossless check), the notebooks' settings. A baseline whose seed-k weights are not on this machine
+    (``baselines_here``) is left out: its stored rows are read as they are."""
     profile = Profile.load(profile)
     if train_seed not in trained_seeds(profile):
         raise ValueError(
@@ -52,24 +60,39 @@ def seed_runs(profile, train_seed: int, *, gammas=(3, 5), n_per_task: int = 63, 
     cells = [(table, target) for table, target in cells if table in tables]
     out = Suite(runs, requests=rows, train_seed=train_seed)
     for table, target in cells:
-        out.add(lambda s, table=table, target=target: experiment(
-            runs, profile, table, target, rows, MODULE_DRAFTS[table], gammas, max_new_tokens, train_seed=train_seed
+        drafts = MODULE_DRAFTS[table] + (baselines_here(target, train_seed) if table == "table1" else ())
+        out.add(lambda s, table=table, target=target, drafts=drafts: experiment(
+            runs, profile, table, target, rows, drafts, gammas, max_new_tokens, train_seed=train_seed
         ))  # fmt: skip
     return out
 
 
+def baselines_here(target: str, train_seed: int) -> tuple[str, ...]:
+    """The baselines (of ``target``) whose training seed ``train_seed`` is on this machine
+    (``zoo_specs.baseline_seed_dir``; gitignored, ``python -m specdec.aasd.train baseline-seeds`` trains them)."""
+    return tuple(
+        d for d in zoo_specs.SEEDED_BASELINES
+        if (zoo_specs.baseline_seed_dir(d, target, train_seed) / "config.json").exists()
+    )  # fmt: skip
+
+
 def seed_frames(stored: pd.DataFrame, seeded: pd.DataFrame, table: str) -> dict[int, pd.DataFrame]:
     """``{train seed: stored rows of ``table``}``: seed 0 the committed rows (``stored``, ``aasd_runs``), seed k
-    those with the modules' rows (``MODULE_DRAFTS``) replaced by seed k's (``seeded``, ``aasd_runs_seeds``), on the
-    targets seed k ran. Columns are ``stored``'s."""
+    those with the rows of the methods it moves (``SEEDED_DRAFTS``) replaced by seed k's (``seeded``,
+    ``aasd_runs_seeds``), on the targets seed k ran. A seed without rows of every such method of ``stored`` (a
+    recompute from nothing on a machine without the seed's baselines) is left out rather than read with seed 0's
+    rows in their place. Columns are ``stored``'s."""
     base = stored[stored.table == table]
     out = {0: base}
     if seeded.empty:
         return out
     seeded = seeded[seeded.table == table]
     for k, rows in seeded.groupby(seeded.train_seed.astype(int)):
-        modules = rows[rows.draft.isin(MODULE_DRAFTS[table])][base.columns]
-        keep = base[base.target.isin(set(rows.target)) & ~base.draft.isin(MODULE_DRAFTS[table])]
+        moved = set(rows.draft) & set(SEEDED_DRAFTS[table])
+        if set(base.draft) & set(SEEDED_DRAFTS[table]) - moved:
+            continue
+        modules = rows[rows.draft.isin(moved)][base.columns]
+        keep = base[base.target.isin(set(rows.target)) & ~base.draft.isin(moved)]
         out[int(k)] = pd.concat([keep, modules], ignore_index=True)
     return out
 
@@ -108,8 +131,42 @@ def frames_for(frame: pd.DataFrame, profile, table: str, **settings) -> dict[int
 
 
 def seed_summary(frames: dict[int, pd.DataFrame]) -> pd.DataFrame:
-    """Mean τ per (target, γ, module draft) and training seed, one column per seed (the modules' rows only)."""
+    """Mean τ per (target, γ, draft a seed moves) and training seed, one column per seed (``SEEDED_DRAFTS``)."""
     rows = [f.assign(seed=k) for k, f in frames.items()]
     frame = pd.concat(rows, ignore_index=True)
-    frame = frame[frame.draft.isin({d for drafts in MODULE_DRAFTS.values() for d in drafts})]
+    frame = frame[frame.draft.isin({d for drafts in SEEDED_DRAFTS.values() for d in drafts})]
     return frame.pivot_table(index=["target", "gamma", "draft"], columns="seed", values="block_efficiency")
+
+
+BASELINE_SUMMARY = zoo.DATA / "aasd_baseline_seeds.csv"  # committed: the baseline seeds' weights are not
+
+
+def baseline_summary(path=BASELINE_SUMMARY) -> pd.DataFrame:
+    """One row per baseline (a DT one per target), training seed found (seed 0: the shipped ``data/models``; k > 0:
+    ``zoo_specs.baseline_seed_dir``) from its ``training_log.json``: ``model, target, train_seed, seed, steps,
+    seconds, heldout_loss, heldout_loss_blank_images`` (``target`` empty for the FT baselines); a seed whose folder
+    is not on this machine keeps its row of ``path``. Written to ``path`` (``python -m specdec.aasd.train
+    baseline-seeds`` does) and returned."""
+    import json
+
+    rows = []
+    for draft in zoo_specs.SEEDED_BASELINES:
+        distilled = zoo_specs.TINY["drafts"][draft]["answers"] == "target"
+        for target in zoo_specs.TARGETS if distilled else ("",):
+            folders = {0: zoo.MODELS / zoo_specs.draft_name(draft, target or None)}
+            folders |= {k: zoo_specs.baseline_seed_dir(draft, target, k) for k in zoo_specs.TRAIN_SEEDS}
+            for k, folder in folders.items():
+                if not (folder / "training_log.json").exists():
+                    continue
+                s = json.loads((folder / "training_log.json").read_text())["summary"]
+                rows.append(dict(model=draft, target=target, train_seed=k, seed=s["seed"], steps=s["steps"],
+                                 seconds=s["seconds"], heldout_loss=s["heldout_loss"],
+                                 heldout_loss_blank_images=s.get("heldout_loss_blank_images")))  # fmt: skip
+    frame = pd.DataFrame(rows)
+    if pathlib.Path(path).exists():
+        old = pd.read_csv(path, keep_default_na=False)  # an FT baseline's target is "", not NaN
+        here = frame.set_index(["model", "target", "train_seed"]).index if len(frame) else []
+        frame = pd.concat([frame, old[~old.set_index(["model", "target", "train_seed"]).index.isin(here)]])
+    frame = frame.sort_values(["target", "model", "train_seed"]).reset_index(drop=True)
+    frame.to_csv(path, index=False, lineterminator="\n")
+    return frame

@@ -9,6 +9,8 @@
     python -m specdec.aasd.train modules      # the AASD modules of both targets and the ablation modules
     python -m specdec.aasd.train p8 --device cuda   # A2's 64-position target and its modules (p8-target, p8-modules)
     python -m specdec.aasd.train seeds        # the modules with training seeds 1 and 2 (``zoo_specs.TRAIN_SEEDS``)
+    python -m specdec.aasd.train baseline-seeds   # FT and DT baselines with seeds 1 and 2 (data/models-seeds/seed<k>)
+    python -m specdec.aasd.train baseline-seeds --train-seeds 2   # one seed (two processes side by side)
     python -m specdec.aasd.train paper --target llava-hf/llava-1.5-7b-hf   # paper scale (one GPU)
     accelerate launch --config_file configs/accelerate/ddp.yaml -m specdec.aasd.train paper --target ...
 
@@ -46,10 +48,12 @@ from specdec.harness.profile import SHIPPED, Profile
 
 DATA_FILE = pathlib.Path(".cache/tabed_data.pt")
 STEPS = ("all", "target", "baselines", "ft", "answers", "dt", "modules", "p8", "p8-target", "p8-modules", "seeds")
+STEPS += ("baseline-seeds",)
 STEPS += ("paper",)
 
 
-def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TINY, device: str = "cpu") -> dict:
+def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TINY, device: str = "cpu",
+         train_seeds=zoo_specs.TRAIN_SEEDS) -> dict:  # fmt: skip
     """A step of the tiny zoo (``all``, ``target``, ``baselines`` = ``ft`` then ``dt``, ``modules``, ``answers``,
     ``p8`` = ``p8-target`` then ``p8-modules``) on the TABED data file ``data``, saved under ``out``; returns
     ``{name: folder}`` of the recipe's models."""
@@ -58,7 +62,7 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
     if step.startswith("p8"):
         return p8(step, data, out, device)
     if step == "seeds":
-        return seeds(data, out, device)
+        return seeds(data, out, device, train_seeds)
     profile = Profile.load(SHIPPED)
     rows = file_rows(data, "train")
     heldout = {"": file_rows(data, "heldout"), "_blank_images": file_rows(data, "heldout", blank=True)}
@@ -79,6 +83,15 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
         for k, target in enumerate(settings["targets"]):
             saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, modules=False,
                                        target_index=k, heldout=heldout)  # fmt: skip
+    if step == "baseline-seeds":  # on the pretrained PT-LLaMA and the target answers of ``out`` (the shipped zoo's)
+        for k in train_seeds:
+            saved |= recipe.train_drafts(rows, settings, "task", out, heldout=heldout, train_seed=k)
+            for i, target in enumerate(settings["targets"]):
+                saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, modules=False,
+                                           target_index=i, heldout=heldout, train_seed=k)  # fmt: skip
+        from specdec.aasd.seeds import baseline_summary
+
+        print(baseline_summary().to_string(index=False), flush=True)  # data/aasd_baseline_seeds.csv, committed
     if step in ("all", "modules"):
         for k, target in enumerate(settings["targets"]):
             saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, drafts=False,
@@ -164,6 +177,8 @@ def main(argv=None):
     parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--drafts", nargs="*", help="tiny baselines: only these (and those they start from)")
+    parser.add_argument("--train-seeds", type=int, nargs="+", default=list(zoo_specs.TRAIN_SEEDS),
+                        help="seeds and dt-seeds: which training seeds (default: zoo_specs.TRAIN_SEEDS)")  # fmt: skip
     group = parser.add_argument_group("paper (python -m specdec.aasd.train paper --target ID)")
     group.add_argument("--target", action="append", help="hub target (repeatable; default: aasd.targets)")
     group.add_argument("--profile", default="paper")
@@ -186,7 +201,8 @@ def main(argv=None):
         args.data.parent.mkdir(parents=True, exist_ok=True)
         torch.save(build_data(), args.data)
     data = torch.load(args.data, weights_only=True)
-    tiny(args.step, data, args.out, only_drafts(zoo_specs.TINY, args.drafts), device=args.device or "cpu")
+    settings = only_drafts(zoo_specs.TINY, args.drafts)
+    tiny(args.step, data, args.out, settings, device=args.device or "cpu", train_seeds=tuple(args.train_seeds))
 
 
 def only_drafts(settings: dict, names: list[str] | None) -> dict:

@@ -122,6 +122,12 @@ TINY: dict = dict(
 # and every other setting stay. TRAIN_SEEDS trains the main module of every target and the ablation target's variants.
 SEED_STEP = 1000
 TRAIN_SEEDS = (1, 2)
+# The baselines above the pretrained PT-LLaMA (FT-LLaMA, FT-LLaVA on it, the DT baselines on those) retrain in about
+# 20 CPU minutes, so they take the same seeds: seed k moves each one's seed by SEED_STEP * k and trains it on seed k's
+# parents (PT-LLaMA, 16 CPU minutes of pretraining, the data, the target answers and the settings stay). Their
+# weights (5.4 MiB a seed) do not fit data/models/'s 80 MiB, so they go to the gitignored zoo.seed_dir and their rows
+# are committed (``python -m specdec.aasd.train baseline-seeds`` rebuilds them).
+SEEDED_BASELINES = ("FT-LLaMA", "DT-LLaMA", "FT-LLaVA", "DT-LLaVA")
 # the modules of A2's target: the same settings and variants as tabed-target's, at the paper's compression ratio
 P8 = dict(TINY, targets={P8_TARGET: ALL_VARIANTS}, module=dict(TINY["module"], projector_k=7), drafts={})
 
@@ -164,6 +170,13 @@ def draft_name(draft: str, target: str | None = None) -> str:
     the target's name (``DT-LLaMA``, ``llava-hf/llava-1.5-7b-hf`` -> ``aasd-dt-llama-llava-1.5-7b-hf``)."""
     kind, family = draft.split("-")
     return f"aasd-{kind.lower()}-{family.lower()}" + (f"-{target.split('/')[-1]}" if target else "")
+
+
+def baseline_seed_dir(draft: str, target: str | None, train_seed: int) -> pathlib.Path:
+    """Where training seed ``train_seed`` > 0 of a tiny baseline is (``zoo.seed_dir``); ``target`` names a DT
+    baseline's target (the FT baselines have none)."""
+    distilled = TINY["drafts"][draft]["answers"] == "target"
+    return zoo.seed_dir(draft_name(draft, target if distilled else None), train_seed)
 
 
 def zoo_dir() -> pathlib.Path:
