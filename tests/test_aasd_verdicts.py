@@ -40,6 +40,29 @@ def test_a1(aasd, expected):
         assert af.verdict_a1(f, metric).status == expected
 
 
+@pytest.mark.parametrize(
+    "matched, expected", [(3.0, HOLDS), (1.5, FAILS), (2.0, INCONCLUSIVE)], ids=["holds", "fails", "inconclusive"]
+)
+def test_a1_matched_reads_the_budget_matched_module(matched, expected):
+    """A1-matched compares the module trained at the baselines' budget with every baseline, whatever the A1 module
+    does (here it loses to every baseline); the table's findings carry both where the frame has both."""
+    from specdec.aasd.tables import MATCHED_DRAFT
+
+    taus = {"AASD": 1.5, MATCHED_DRAFT: matched, **BASE}
+    f = frame(taus, noise=0.05 if expected != INCONCLUSIVE else None)
+    for metric in ("tau", "alpha", "omega"):
+        v = af.verdict_a1(f, metric, MATCHED_DRAFT)
+        assert v.name == f"A1-matched-{metric}" and v.status == expected and "baselines’ budget" in v.claim
+        if expected != INCONCLUSIVE:  # (with the alternating values every comparison is wide)
+            assert af.verdict_a1(f, metric).status == FAILS
+    priced = af.with_priced_speedup(f.assign(new_tokens=48, target_calls=24, drafted=72, device="cpu",
+                                             draft_seconds=1.0, verify_seconds=1.0))  # fmt: skip
+    same = priced[priced.draft == MATCHED_DRAFT].priced_speedup.values == priced[priced.draft == "AASD"].priced_speedup
+    assert same.all()  # priced at the paper's AASD cost
+    names = [v.name for v in af.table1_findings(priced.assign(seconds=1.0))]
+    assert names == ["A1-tau", "A1-alpha", "A1-omega", "A1-matched-tau", "A1-matched-alpha", "A1-matched-omega", "A5"]
+
+
 def test_a1_needs_every_part():
     """Beating three baselines is not enough: one lost comparison makes A1 not hold."""
     f = frame({**BASE, "DT-LLaMA": 3.5, "AASD": 3.0})

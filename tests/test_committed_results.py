@@ -169,7 +169,7 @@ def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_wi
 
     committed = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs.csv", dtype=str)
     sample = aasd_sample(committed)
-    assert sample.draft.nunique() == 10 and len(sample) < len(committed) / 10
+    assert sample.draft.nunique() == 11 and len(sample) < len(committed) / 10
     fresh = recompute_elsewhere("specdec.aasd.experiments", sample[ab.KEY].to_dict("records"))
     assert results.stale_rows(sample, fresh, ab.KEY, ab.EXACT_COLUMNS, {"block_efficiency": 1e-6}) == []
 
@@ -199,29 +199,34 @@ def aasd_seed_rows() -> pd.DataFrame:
 
 
 def test_a_sample_of_the_aasd_seed_runs_recomputes_exactly_at_another_vector_width():
-    """The modules' seed runs (their weights are committed): one seeded random run of every (seed, table, target,
-    module draft) decodes again to the same tokens."""
+    """The modules' seed runs whose weights are committed (all but the budget-matched one): one seeded random run of
+    every (seed, table, target, module draft) decodes again to the same tokens."""
     from specdec.aasd import seeds
+    from specdec.aasd.tables import MATCHED_DRAFT
 
     committed = aasd_seed_rows()
-    modules = committed[committed.draft.str.startswith("AASD")]
+    modules = committed[committed.draft.str.startswith("AASD") & (committed.draft != MATCHED_DRAFT)]
     sample = results.stratified_sample(modules, ["train_seed", "table", "target", "draft"], n=1, seed=0)
     fresh = recompute_elsewhere("specdec.aasd.seeds", sample[seeds.SEED_KEY].to_dict("records"))
     exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
     assert results.stale_rows(sample, fresh, seeds.SEED_KEY, exact, {"block_efficiency": 1e-6}) == []
 
 
-def test_a_sample_of_the_distilled_baselines_seed_runs_recomputes_where_their_weights_are():
-    """The DT baselines' seed runs: their weights are gitignored (``zoo_specs.baseline_seed_dir``; ``python -m
-    specdec.aasd.train dt-seeds`` trains them), so on a machine without them this skips; where they are, one seeded
-    random run of every (seed, target, DT draft) decodes again to the same tokens at the other vector width."""
-    from specdec.aasd import seeds, zoo_specs
+def test_a_sample_of_the_gitignored_aasd_seed_runs_recomputes_where_their_weights_are():
+    """The seed runs of the baselines and the budget-matched module: their weights are gitignored
+    (``zoo_specs.baseline_seed_dir``, ``zoo_specs.matched_dir``; ``python -m specdec.aasd.train baseline-seeds`` and
+    ``matched`` train them), so on a machine without them this skips; where they are, one seeded random run of
+    every (seed, target, draft) decodes again to the same tokens at the other vector width."""
+    from specdec.aasd import seeds
+    from specdec.aasd.tables import MATCHED_DRAFT
 
     committed = aasd_seed_rows()
-    dt = committed[committed.draft.isin(zoo_specs.SEEDED_BASELINES)]
+    gitignored = set(seeds.SEEDED_DRAFTS["table1"]) - {"AASD"}
+    dt = committed[committed.draft.isin(gitignored)]
+    assert set(dt.draft) == gitignored and MATCHED_DRAFT in gitignored
     for (k, target), _ in dt.groupby(["train_seed", "target"]):
-        if seeds.baselines_here(target, int(k)) != zoo_specs.SEEDED_BASELINES:
-            pytest.skip(f"the DT baselines of training seed {k} are not on this machine (not committed)")
+        if set(seeds.here(target, int(k))) != gitignored:
+            pytest.skip(f"the baselines and matched module of training seed {k} are not here (not committed)")
     sample = results.stratified_sample(dt, ["train_seed", "target", "draft"], n=1, seed=0)
     fresh = recompute_elsewhere("specdec.aasd.seeds", sample[seeds.SEED_KEY].to_dict("records"))
     exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]

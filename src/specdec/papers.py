@@ -62,7 +62,7 @@ def vocabulary(parameter: str, notebook: str = "") -> set[str] | None:
 
         return set(LANGUAGES) | ({"en"} if parameter == "langs" else set())  # English: a source of the OOD directions
     if parameter == "drafts":
-        from specdec.aasd.tables import ABLATIONS, MAIN_DRAFTS
+        from specdec.aasd.tables import ABLATIONS, MAIN_DRAFTS, MATCHED_DRAFT
 
-        return set(MAIN_DRAFTS) | set(ABLATIONS)
+        return set(MAIN_DRAFTS) | set(ABLATIONS) | {MATCHED_DRAFT}
     return None

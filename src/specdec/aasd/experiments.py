@@ -26,7 +26,7 @@ from specdec import hub, results, validate, zoo
 from specdec.aasd import baselines, zoo_specs
 from specdec.aasd.algorithm import AASDDrafter, config_for, load_module
 from specdec.aasd.rows import image_requests
-from specdec.aasd.tables import ABLATIONS, MAIN_DRAFTS
+from specdec.aasd.tables import ABLATIONS, MAIN_DRAFTS, MATCHED_DRAFT
 from specdec.aasd.zoo_specs import draft_name, module_name
 from specdec.batching import batchable, generate_batch
 from specdec.cache import CachedLM
@@ -100,9 +100,20 @@ def draft_source(
     baseline (of ``train_seed`` k > 0: ``zoo_specs.baseline_seed_dir``, gitignored; missing: the error names
     ``baseline-seeds``), or otherwise the paper-scale zoo's distilled baseline or the public draft of
     ``aasd.drafts`` at its pinned revision."""
-    validate.choice("AASD draft", name, [*MAIN_DRAFTS, *ABLATIONS])
+    validate.choice("AASD draft", name, [*MAIN_DRAFTS, *ABLATIONS, MATCHED_DRAFT])
     profile = Profile.load(profile)
     zoo_dir = zoo.MODELS if profile.shipped else zoo_specs.zoo_dir()
+    if name == MATCHED_DRAFT:
+        if not profile.shipped:
+            raise ValueError(f"{MATCHED_DRAFT!r} is the tiny zoo's (a hub target's module trains on its answers)")
+        folder = zoo_specs.matched_dir(target_name, train_seed)
+        if not (folder / "module.safetensors").exists():
+            raise FileNotFoundError(
+                f"no {MATCHED_DRAFT} module of training seed {train_seed} for {target_name} at {folder} (seeds "
+                f"1 and 2 are not committed). Train it with `python -m specdec.aasd.train matched --train-seeds "
+                f"{train_seed}` (about 8 CPU minutes a seed), or set SPECDEC_SEED_MODELS to a folder holding it"
+            )
+        return folder, None
     if name.startswith("AASD"):
         return zoo_dir / module_name(target_name, ABLATIONS[name][0], train_seed), None
     if profile.shipped and train_seed and name in zoo_specs.SEEDED_BASELINES:
@@ -141,7 +152,7 @@ def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, p
         if not (source / "module.safetensors").exists():
             raise zoo_specs.missing(source, f"AASD module ({name})", target_name)
         module = load_module(source, target)
-        context = ABLATIONS[name][1]
+        context = ABLATIONS.get(name, ("", None))[1]
         if context:
             module.config = dataclasses.replace(module.config, context=context)
         return AASDDrafter(module, lm), False
@@ -315,8 +326,11 @@ def suite(profile, table: str, targets, drafts, gammas, n_per_task: int, max_new
 
 def table1(profile, *, targets=(), drafts=MAIN_DRAFTS, gammas=(3, 5), n_per_task: int = 63, max_new_tokens: int = 48,
            seed: int = 0) -> Suite:  # fmt: skip
-    """Table 1 (notebook 40): every main draft against plain decoding on every target (``()``: the profile's)."""
+    """Table 1 (notebook 40): every main draft against plain decoding on every target (``()``: the profile's);
+    ``MATCHED_DRAFT`` only on the tiny zoo (a hub target's module trains on its answers already)."""
     targets = list(targets) or profile_targets(profile)
+    if not Profile.load(profile).shipped:
+        drafts = [d for d in drafts if d != MATCHED_DRAFT]
     return suite(profile, "table1", targets, drafts, gammas, n_per_task, max_new_tokens, seed)
 
 

@@ -165,10 +165,12 @@ def module_heldout_loss(module, target, heldout: Rows, cfg: dict, n_rows: int = 
 
 
 def train_modules(target, target_name: str, rows: Rows, settings: dict, variants, out: pathlib.Path, info: dict,
-                  heldout: Rows | None = None, accelerator=None, train_seed: int = 0) -> dict:  # fmt: skip
+                  heldout: Rows | None = None, accelerator=None, train_seed: int = 0,
+                  folder_of=None) -> dict:  # fmt: skip
     """The module variants ``variants`` (``""``: the main one) of one target, saved under ``out`` with ``info``
     (target, revision, profile); ``train_seed`` k > 0: with the module's seed moved by ``SEED_STEP * k``, saved as
-    ``module_name(.., train_seed=k)``. Returns ``{name: folder}``."""
+    ``module_name(.., train_seed=k)``; ``folder_of(variant)``: where to save a variant instead of ``out/<name>``.
+    Returns ``{name: folder}``."""
     saved = {}
     cfg = {**settings["module"], "seed": settings["module"].get("seed", 0) + SEED_STEP * train_seed}
     for variant in variants:
@@ -178,9 +180,10 @@ def train_modules(target, target_name: str, rows: Rows, settings: dict, variants
         if is_main(accelerator):
             log = summary.pop("log")
             meta = {**info, "variant": variant or "main", "train_seed": train_seed, "training": summary, "log": log}
-            save_module(module, out / name, meta)
+            folder = folder_of(variant) if folder_of else out / name
+            save_module(module, folder, meta)
             print(json.dumps(summary), flush=True)
-            saved[name] = out / name
+            saved[name] = folder
     return saved
 
 
@@ -383,12 +386,12 @@ def load_target(profile, name: str, accelerator=None):
 
 def run_target(profile, target_name: str, settings: dict, make_rows, out: pathlib.Path, *, modules=True,
                drafts=True, target_index: int = 0, heldout: dict | None = None, accelerator=None,
-               train_seed: int = 0) -> dict:  # fmt: skip
+               train_seed: int = 0, module_folder=None) -> dict:  # fmt: skip
     """The recipe for one target of ``profile`` (a ``harness.profile.Profile``): its answers to the training
     prompts ``make_rows(target, processor)`` when something trains on them, its ``modules`` (the variants
     ``settings["targets"]`` names) and its distilled baselines (``drafts``); ``heldout``: ``{label: Rows}`` the
-    summaries score (``""``: the module's); ``train_seed`` k > 0: both with their seeds moved by ``SEED_STEP * k``.
-    Returns ``{name: folder}`` of what it saved."""
+    summaries score (``""``: the module's); ``train_seed`` k > 0: both with their seeds moved by ``SEED_STEP * k``;
+    ``module_folder(variant)``: where a module is saved (default ``out/<name>``). Returns ``{name: folder}``."""
     target, processor, revision = load_target(profile, target_name, accelerator)
     rows = make_rows(target, processor)
     device = next(target.parameters()).device
@@ -407,7 +410,7 @@ def run_target(profile, target_name: str, settings: dict, make_rows, out: pathli
         info = {"target": target_name, "revision": revision, "profile": profile.name,
                 "answers": path.name if on_answers else "task"}  # fmt: skip
         saved |= train_modules(target, target_name, module_rows, settings, settings["targets"][target_name], out,
-                               info, (heldout or {}).get(""), accelerator, train_seed)  # fmt: skip
+                               info, (heldout or {}).get(""), accelerator, train_seed, module_folder)  # fmt: skip
     if drafts and answered is not None:
         saved |= train_drafts(answered, settings, "target", out, target=target_name, target_index=target_index,
                               device=device, heldout=heldout, spec=profile.spec, accelerator=accelerator,

@@ -21,14 +21,14 @@ import pandas as pd
 from specdec import zoo
 from specdec.aasd import experiments, zoo_specs
 from specdec.aasd.experiments import KEY, experiment, load_requests, profile_targets, recompute  # noqa: F401
-from specdec.aasd.tables import ABLATIONS, runs
+from specdec.aasd.tables import ABLATIONS, MATCHED_DRAFT, runs
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 
 SEED_KEY = [*KEY, "train_seed"]  # ``recompute`` (``experiments.recompute``) decodes such keys with their seed's modules
-MODULE_DRAFTS = {"table1": ("AASD",), "ablations": tuple(ABLATIONS)}  # the module's methods
+MODULE_DRAFTS = {"table1": ("AASD", MATCHED_DRAFT), "ablations": tuple(ABLATIONS)}  # the module's methods
 # the methods whose weights a seed moves: the modules', and in Table 1 every baseline's
-SEEDED_DRAFTS = {"table1": ("AASD", *zoo_specs.SEEDED_BASELINES), "ablations": tuple(ABLATIONS)}
+SEEDED_DRAFTS = {"table1": (*MODULE_DRAFTS["table1"], *zoo_specs.SEEDED_BASELINES), "ablations": tuple(ABLATIONS)}
 
 
 def trained_seeds(profile) -> tuple[int, ...]:
@@ -46,8 +46,8 @@ def seed_runs(profile, train_seed: int, *, gammas=(3, 5), n_per_task: int = 63, 
               seed: int = 0, tables=tuple(MODULE_DRAFTS)) -> Suite:  # fmt: skip
     """Seed ``train_seed``'s runs: the AASD module and the baselines on every target of Table 1 and the ablations
     on notebook 41's target (``tables``: which of the two), with plain decoding as each target's reference (the
-    lossless check), the notebooks' settings. A baseline whose seed-k weights are not on this machine
-    (``baselines_here``) is left out: its stored rows are read as they are."""
+    lossless check), the notebooks' settings. A method whose seed-k weights are gitignored and not on this machine
+    (``here``: the budget-matched module, the baselines) is left out: its stored rows are read as they are."""
     profile = Profile.load(profile)
     if train_seed not in trained_seeds(profile):
         raise ValueError(
@@ -60,11 +60,18 @@ def seed_runs(profile, train_seed: int, *, gammas=(3, 5), n_per_task: int = 63, 
     cells = [(table, target) for table, target in cells if table in tables]
     out = Suite(runs, requests=rows, train_seed=train_seed)
     for table, target in cells:
-        drafts = MODULE_DRAFTS[table] + (baselines_here(target, train_seed) if table == "table1" else ())
+        drafts = MODULE_DRAFTS[table] if table == "ablations" else ("AASD", *here(target, train_seed))
         out.add(lambda s, table=table, target=target, drafts=drafts: experiment(
             runs, profile, table, target, rows, drafts, gammas, max_new_tokens, train_seed=train_seed
         ))  # fmt: skip
     return out
+
+
+def here(target: str, train_seed: int) -> tuple[str, ...]:
+    """The gitignored Table 1 methods of training seed ``train_seed`` on this machine: the budget-matched module
+    (``zoo_specs.matched_dir``) and the baselines (``baselines_here``)."""
+    matched = (zoo_specs.matched_dir(target, train_seed) / "module.safetensors").exists()
+    return ((MATCHED_DRAFT,) if matched else ()) + baselines_here(target, train_seed)
 
 
 def baselines_here(target: str, train_seed: int) -> tuple[str, ...]:

@@ -10,6 +10,7 @@
     python -m specdec.aasd.train p8 --device cuda   # A2's 64-position target and its modules (p8-target, p8-modules)
     python -m specdec.aasd.train seeds        # the modules with training seeds 1 and 2 (``zoo_specs.TRAIN_SEEDS``)
     python -m specdec.aasd.train baseline-seeds   # FT and DT baselines with seeds 1 and 2 (data/models-seeds/seed<k>)
+    python -m specdec.aasd.train matched --train-seeds 0 1 2   # A1's budget-matched modules (``zoo_specs.MATCHED``)
     python -m specdec.aasd.train baseline-seeds --train-seeds 2   # one seed (two processes side by side)
     python -m specdec.aasd.train paper --target llava-hf/llava-1.5-7b-hf   # paper scale (one GPU)
     accelerate launch --config_file configs/accelerate/ddp.yaml -m specdec.aasd.train paper --target ...
@@ -48,7 +49,7 @@ from specdec.harness.profile import SHIPPED, Profile
 
 DATA_FILE = pathlib.Path(".cache/tabed_data.pt")
 STEPS = ("all", "target", "baselines", "ft", "answers", "dt", "modules", "p8", "p8-target", "p8-modules", "seeds")
-STEPS += ("baseline-seeds",)
+STEPS += ("baseline-seeds", "matched")
 STEPS += ("paper",)
 
 
@@ -92,6 +93,12 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
         from specdec.aasd.seeds import baseline_summary
 
         print(baseline_summary().to_string(index=False), flush=True)  # data/aasd_baseline_seeds.csv, committed
+    if step == "matched":  # on the target answers of ``out``; seed 0 into data/models, seeds k > 0 gitignored
+        for k in train_seeds:
+            for target in zoo_specs.MATCHED["targets"]:
+                folder = lambda v, t=target, k=k: zoo_specs.matched_dir(t, k)  # noqa: E731
+                saved |= recipe.run_target(profile, target, zoo_specs.MATCHED, lambda *_: rows, out, drafts=False,
+                                           heldout=heldout, train_seed=k, module_folder=folder)  # fmt: skip
     if step in ("all", "modules"):
         for k, target in enumerate(settings["targets"]):
             saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, drafts=False,

@@ -128,6 +128,17 @@ TRAIN_SEEDS = (1, 2)
 # weights (5.4 MiB a seed) do not fit data/models/'s 80 MiB, so they go to the gitignored zoo.seed_dir and their rows
 # are committed (``python -m specdec.aasd.train baseline-seeds`` rebuilds them).
 SEEDED_BASELINES = ("FT-LLaMA", "DT-LLaMA", "FT-LLaVA", "DT-LLaVA")
+# A1 at the baselines' budget (docs/papers/aasd.md, A1): the main module of each Table 1 target trained as the DT
+# baselines' last stage is, 200 x 32 rows of the target's greedy answers to the same 2,000 training prompts, its
+# other settings unchanged; seed 0 in data/models, seeds k > 0 (gitignored) in zoo.seed_dir.
+MATCHED_VARIANT = "matched"
+MATCHED = dict(
+    TINY,
+    targets={t: (MATCHED_VARIANT,) for t in TARGETS},
+    variants={MATCHED_VARIANT: {}},
+    module=dict(TINY["module"], answers="target", steps=200, batch_size=32),
+    drafts={},
+)
 # the modules of A2's target: the same settings and variants as tabed-target's, at the paper's compression ratio
 P8 = dict(TINY, targets={P8_TARGET: ALL_VARIANTS}, module=dict(TINY["module"], projector_k=7), drafts={})
 
@@ -177,6 +188,13 @@ def baseline_seed_dir(draft: str, target: str | None, train_seed: int) -> pathli
     baseline's target (the FT baselines have none)."""
     distilled = TINY["drafts"][draft]["answers"] == "target"
     return zoo.seed_dir(draft_name(draft, target if distilled else None), train_seed)
+
+
+def matched_dir(target: str, train_seed: int = 0) -> pathlib.Path:
+    """Where the budget-matched module (``MATCHED``) of ``target`` and training seed ``train_seed`` is: seed 0 in
+    ``data/models``, seeds k > 0 in the gitignored ``zoo.seed_dir``."""
+    name = module_name(target, MATCHED_VARIANT)
+    return zoo.seed_dir(name, train_seed) if train_seed else zoo.MODELS / name
 
 
 def zoo_dir() -> pathlib.Path:
