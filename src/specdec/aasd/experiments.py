@@ -107,30 +107,31 @@ def draft_source(
         if not profile.shipped:
             raise ValueError(f"{MATCHED_DRAFT!r} is the tiny zoo's (a hub target's module trains on its answers)")
         folder = zoo_specs.matched_dir(target_name, train_seed)
-        if not (folder / "module.safetensors").exists():
-            raise FileNotFoundError(
-                f"no {MATCHED_DRAFT} module of training seed {train_seed} for {target_name} at {folder} (seeds "
-                f"1 and 2 are not committed). Train it with `python -m specdec.aasd.train matched --train-seeds "
-                f"{train_seed}` (about 8 CPU minutes a seed), or set SPECDEC_SEED_MODELS to a folder holding it"
-            )
-        return folder, None
+        return trained(folder, "module.safetensors", name, target_name, train_seed, "matched", 8), None
     if name.startswith("AASD"):
         return zoo_dir / module_name(target_name, ABLATIONS[name][0], train_seed), None
     if profile.shipped and train_seed and name in zoo_specs.SEEDED_BASELINES:
         folder = zoo_specs.baseline_seed_dir(name, target_name, train_seed)
-        if not (folder / "config.json").exists():
-            raise FileNotFoundError(
-                f"no {name} of training seed {train_seed} for {target_name} at {folder} (not committed: "
-                f"data/models/ is full). Train it with `python -m specdec.aasd.train baseline-seeds --train-seeds "
-                f"{train_seed}` (about 20 CPU minutes), or set SPECDEC_SEED_MODELS to a folder holding it"
-            )
-        return folder, None
+        return trained(folder, "config.json", name, target_name, train_seed, "baseline-seeds", 20), None
     if profile.shipped:
         return draft_name(name, target_name if name.startswith("DT") else None), None
     draft = profile.spec["aasd"]["drafts"][name]
     if "model" in draft:
         return draft["model"], models.revision_of(profile.spec, draft["model"])
     return zoo_dir / draft_name(name, target_name), None
+
+
+def trained(folder: pathlib.Path, marker: str, name: str, target_name: str, train_seed: int, step: str,
+            minutes: int) -> pathlib.Path:  # fmt: skip
+    """``folder`` if it holds ``marker`` (a model of the tiny zoo whose seeds k > 0 are gitignored: ``data/models/``
+    is full), else the one error naming ``python -m specdec.aasd.train <step>``, which trains it."""
+    if not (folder / marker).exists():
+        raise FileNotFoundError(
+            f"no {name} of training seed {train_seed} for {target_name} at {folder} (seeds 1 and 2 are not "
+            f"committed: data/models/ is full). Train it with `python -m specdec.aasd.train {step} --train-seeds "
+            f"{train_seed}` (about {minutes} CPU minutes a seed), or set SPECDEC_SEED_MODELS to a folder holding it"
+        )
+    return folder
 
 
 def weights_of(draft: str, target_name: str, profile="tiny", train_seed: int = 0) -> str:
