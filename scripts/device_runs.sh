@@ -34,6 +34,15 @@ print(store.frame().to_string())" ;;
       python3 -m specdec.multilingual.train train --data .gpu/ml_data.pt --device cuda --out /tmp/ml \
         ${ML_ARGS:-} > "$OUT/ml_log.txt" 2>&1
       tail -n 5 "$OUT/ml_log.txt"; tar czf - -C /tmp/ml . | split -b 15m - "$OUT/ml_models.tgz." ;;  # files come back in <16 MiB parts
+    cos-seeds)  # the CoS zoo's training seeds 1 and 2: ten processes, one model each, sharing the GPU
+      for k in 1 2; do for m in cos-general cos-code cos-math cos-amateur cos-expert; do
+        OMP_NUM_THREADS=1 python3 -m specdec.cos.train train --streams .gpu/cos_streams.pt --device cuda \
+          --train-seed "$k" --out "/tmp/cos/seed$k" --models "$m" > "$OUT/cos_seed${k}_$m.txt" 2>&1 &
+      done; done
+      wait; tail -qn 1 "$OUT"/cos_seed*.txt | cut -c1-300
+      for k in 1 2; do tar czf "$OUT/cos_seed$k.tgz" -C "/tmp/cos/seed$k" .; done
+      mkdir -p "$OUT/logs"; mv "$OUT"/cos_seed*.txt "$OUT/logs/" 2>/dev/null; tar czf "$OUT/cos_seed_logs.tgz" -C "$OUT" logs
+      rm -rf "$OUT/logs" ;;
   esac
 done
 echo "== done $(date +%T)"

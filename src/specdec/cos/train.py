@@ -2,7 +2,7 @@
 
 Two steps, so the training can run on a machine without the corpus sources (e.g. a GPU box):
 
-    python -m specdec.cos.train streams --out .gpu/cos_streams.pt   # tokenise corpus + task documents
+    python -m specdec.cos.train streams --streams .gpu/cos_streams.pt   # tokenise corpus + task documents
     python -m specdec.cos.train train --streams .gpu/cos_streams.pt --device cuda --out data/models
 
 ``python -m specdec.cos.train`` (what ``make models-cos`` runs) does both on this machine. All models use the
@@ -42,10 +42,13 @@ COS_ZOO: dict[str, dict] = {
 COS_TRAIN = dict(steps=3000, batch_size=32, seq_len=256, lr=3e-3)
 
 
-def model_seed(name: str) -> int:
-    """The fixed training seed of a CoS model: its position in ``COS_ZOO`` after the foundation zoo's models (the
-    seeds the shipped weights were trained with)."""
-    return len(zoo.TINY_ZOO) + list(COS_ZOO).index(name)
+SEED_STEP = 1000  # training seed k of a model: its seed + SEED_STEP * k, saved under zoo.seed_dir(name, k)
+
+
+def model_seed(name: str, train_seed: int = 0) -> int:
+    """The training seed of a CoS model: its position in ``COS_ZOO`` after the foundation zoo's models (the seeds
+    the shipped weights were trained with), moved by ``SEED_STEP * train_seed`` for training seed k > 0."""
+    return len(zoo.TINY_ZOO) + list(COS_ZOO).index(name) + SEED_STEP * train_seed
 
 
 TASK_DOCS = {"gsm8k": 8000, "mmlu": 4000, "cnndm": None}  # documents per task (None: all of the split)
@@ -87,8 +90,10 @@ def train_all(
     device: str = "cpu",
     steps_scale: float = 1.0,
     tokenizer_dir: pathlib.Path = zoo.TOKENIZER_DIR,
+    train_seed: int = 0,
 ) -> list[dict]:
-    """Train ``names`` of ``COS_ZOO`` and save each under ``out_dir/<name>``; returns summary rows."""
+    """Train ``names`` of ``COS_ZOO`` with training seed ``train_seed`` (initialisation and window draws) and save
+    each under ``out_dir/<name>``; returns summary rows."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -107,7 +112,7 @@ def train_all(
             batch_size=COS_TRAIN["batch_size"],
             seq_len=COS_TRAIN["seq_len"],
             lr=COS_TRAIN["lr"],
-            seed=model_seed(name),
+            seed=model_seed(name, train_seed),
             config=spec["config"],
             mix=spec["mix"],
             device=device,
@@ -121,6 +126,7 @@ def train_all(
             "model": name,
             "parameters": sum(p.numel() for p in model.parameters()),
             "steps": steps,
+            "train_seed": train_seed,
             "device": device_name(device),
             "seconds": round(seconds, 1),
             "heldout_loss": per_kind,
@@ -139,7 +145,17 @@ def main(argv=None):
     parser.add_argument("--models", nargs="*", default=list(COS_ZOO))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps-scale", type=float, default=1.0, help="multiply the steps (CI smoke runs)")
+    parser.add_argument(
+        "--train-seed",
+        type=int,
+        default=0,
+        help="training seed k > 0: each model's seed + 1000 k, into data/models-seeds/seed<k> unless --out is given",
+    )
     args = parser.parse_args(argv)
+    if args.train_seed < 0:
+        parser.error(f"--train-seed must be 0 (the shipped zoo) or a seed k > 0, got {args.train_seed}")
+    if args.train_seed and args.out == zoo.MODELS:
+        args.out = zoo.SEED_MODELS / f"seed{args.train_seed}"
     if args.step in ("streams", "all"):
         from transformers import AutoTokenizer
 
@@ -149,7 +165,9 @@ def main(argv=None):
         print({split: {k: len(v) for k, v in s.items()} for split, s in streams.items()})
     if args.step in ("train", "all"):
         streams = torch.load(args.streams, weights_only=True)
-        train_all(streams, args.models, args.out, device=args.device, steps_scale=args.steps_scale)
+        train_all(
+            streams, args.models, args.out, device=args.device, steps_scale=args.steps_scale, train_seed=args.train_seed
+        )
 
 
 if __name__ == "__main__":
