@@ -7,6 +7,8 @@
   pooled (``ml_main`` / ``ml_main_seeds``, ``ml_ood`` / ``ml_ood_seeds``), as notebooks 30 and 32 compute them;
 - ``docs/papers/engine.md``, block ``engine-seeds``: notebook 01's findings per training seed of the drafts and pooled
   (``tau_vs_gamma``, ``engine_speed_rows`` and ``engine_seeds``), and the seeds' training rows;
+- ``docs/papers/cos.md``, block ``cos-seeds``: C1 and C4 per training seed of the CoS zoo and pooled (``cos_*`` and
+  ``cos_*_seeds``);
 - ``docs/papers/aasd.md``, block ``aasd-seeds``: A1-A5 per training seed of the modules and baselines and pooled
   (``aasd_runs``, ``aasd_runs_seeds``), and each baseline seed's training (``data/aasd_baseline_seeds.csv``);
 - ``docs/papers/aasd.md``, block ``a2-measured``: A2 on the 16- and the 64-position ablation targets
@@ -193,6 +195,32 @@ def aasd_seeds_block(root: Path | None = None) -> str:
         "with the rows' images and with white ones):\n\n" + table  # fmt: skip
 
 
+def cos_seeds_block(root: Path | None = None) -> str:
+    """C1 and C4 per training seed of the CoS zoo and pooled, as ``cos.findings.findings_from_results`` reads them,
+    and each seed's models: training device and seconds, held-out loss per kind (``data/cos_training_seeds.csv``)."""
+    import pandas as pd
+
+    from specdec.cos import findings, seeds
+
+    lines = verdict_seeds_block(findings.findings_from_results("tiny", root=root or results.COMMITTED))
+    trained = pd.read_csv(seeds.TRAINING_SUMMARY)
+    kinds = [c for c in trained.columns if c.startswith("heldout_")]
+    rows = [
+        {
+            "model": f"`{r.model}`",
+            "training seed": r.train_seed,
+            "model seed": r.seed,
+            "device": r.device,
+            "seconds": f"{r.seconds:.0f}",
+            **{k.removeprefix("heldout_"): f"{getattr(r, k):.3f}" for k in kinds},
+        }
+        for r in trained.itertuples()
+    ]
+    return lines + "\n\nEach seed's models (the training device and seconds from their training logs; the held-out " \
+        "loss per kind, in nats, measured on this CPU for every seed on today's held-out split):\n\n" + \
+        md_table(rows, list(rows[0]), align=3)  # fmt: skip
+
+
 def engine_seeds_block(root: Path | None = None) -> str:
     """Notebook 01's findings per training seed of the drafts and pooled (``engine_findings.findings_from_results``),
     and what each seed's drafts took to train and reached (``data/zoo_training_seeds.csv``)."""
@@ -351,6 +379,7 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (PAPERS / "tabed.md", "tabed-seeds"): tabed_seeds_block,
     (PAPERS / "engine.md", "engine-seeds"): engine_seeds_block,
     (PAPERS / "aasd.md", "aasd-seeds"): aasd_seeds_block,
+    (PAPERS / "cos.md", "cos-seeds"): cos_seeds_block,
     (PAPERS / "tabed.md", "tabed-second-turn-images"): second_turn_images_block,
     (CARD, "card-corpus"): corpus_block,
     (CARD, "card-foundation"): foundation_block,

@@ -275,6 +275,61 @@ def test_a_sample_of_committed_cos_rows_recomputes_exactly_at_another_vector_wid
     assert results.stale_rows(sample, fresh, COS_KEY, cx.EXACT_COLUMNS) == []
 
 
+def cos_seed_rows(table: str, dtype=None) -> pd.DataFrame:
+    """The committed rows of the CoS zoo's training seeds 1 and 2 beside seed 0's ``table`` (``cos.seeds.TABLES``)."""
+    from specdec.cos import seeds
+
+    return pd.read_csv(ROOT / "results" / "tiny" / f"{seeds.TABLES[table]}.csv", dtype=dtype)
+
+
+def test_the_cos_seed_runs_are_the_findings_cells_of_seed_0_lossless_and_with_other_weights():
+    """Every cell a seeded CoS finding reads (``cos.findings``' selections) has, for seeds 1 and 2, the prompts and
+    methods seed 0 has, decoded with other weights; every greedy (T = 0) run's text is standard decoding's."""
+    from specdec.cos import findings as cf
+
+    picks = {
+        "cos_main": [cf.main_cells],
+        "cos_sweeps": [cf.lambda_cells, cf.mu_cells, cf.gamma_cells],
+        "cos_theory": [cf.apf_cells],
+    }
+    key = ["set", "task", "method", "gamma", "temperature", "lam", "mu", "max_new_tokens", "prompt"]
+    for table, selections in picks.items():
+        seed0, seeded = pd.read_csv(ROOT / "results" / "tiny" / f"{table}.csv"), cos_seed_rows(table)
+        assert set(seeded.train_seed) == {1, 2}, table
+        for k, rows in seeded.groupby("train_seed"):
+            for pick in selections:
+                want, got = pick(seed0), pick(rows)
+                assert set(map(tuple, got[key].values)) == set(map(tuple, want[key].values)), (table, k, pick)
+            weights = rows.groupby("set").weights.agg(set)
+            assert all(not (w & set(seed0[seed0.set == s].weights)) for s, w in weights.items()), (table, k)
+        greedy = seeded[seeded.temperature == 0]
+        cell = ["train_seed", "set", "task", "lam", "mu", "max_new_tokens", "prompt"]
+        standard = greedy[greedy.method == "standard"].set_index(cell).text
+        assert len(standard) and (greedy.set_index(cell).text == standard.reindex(greedy.set_index(cell).index)).all()
+
+
+def test_a_sample_of_the_gitignored_cos_seed_runs_recomputes_where_their_weights_are():
+    """The seeds' models are gitignored (``python -m specdec.cos.train train --train-seed k``), so on a machine
+    without them this skips; where they are, one seeded random row of every (seed, set, method) of each table
+    decodes again to the same row at the other vector width."""
+    from specdec import zoo
+    from specdec.cos import seeds
+    from specdec.harness.profile import Profile
+
+    for k in seeds.TRAIN_SEEDS:
+        for name in {m for s in Profile.load("tiny").spec["collab"].values() for m in s["models"]}:
+            if not (zoo.seed_dir(name, k) / "config.json").exists():
+                pytest.skip(f"the CoS zoo of training seed {k} is not here (not committed): {zoo.seed_dir(name, k)}")
+    sample = pd.concat(
+        [
+            results.stratified_sample(cos_seed_rows(t, str), ["train_seed", "set", "method"], n=1, seed=0)
+            for t in COS_TABLES
+        ]
+    )
+    fresh = recompute_elsewhere("specdec.cos.experiments", sample[seeds.SEED_KEY].to_dict("records"))
+    assert results.stale_rows(sample, fresh, seeds.SEED_KEY, cx.EXACT_COLUMNS) == []
+
+
 ML_TABLES = ("ml_main", "ml_tokens", "ml_ood", "ml_size", "ml_generalization")  # notebooks 30-34
 
 

@@ -19,6 +19,7 @@ from specdec import costs, results
 from specdec.aasd import seeds
 from specdec.aasd.experiments import KEY, ablation_target
 from specdec.aasd.tables import MATCHED_DRAFT, PAPER_TARGET, paper_table1, runs
+from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
 from specdec.verdict import (
     FAILS,
@@ -220,6 +221,7 @@ def table1_over_seeds(frames: dict[int, pd.DataFrame]) -> list[Verdict]:
     return over_seeds(table1_findings, frames)
 
 
+@cached
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     """A1-A5 on the committed ``results/<profile>/aasd_runs.csv`` (``root``: the results folder, default
     ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""

@@ -83,11 +83,12 @@ class ModelSet:
     tokenizer: object
     kind: str
     weights: str
+    train_seed: int = 0  # the models' training seed (``cos.seeds``; 0: the shipped zoo)
 
     @classmethod
-    def load(cls, profile: Profile, name: str) -> ModelSet:
-        models, tokenizer, kind = profile.load_collab(name)
-        return cls(models, tokenizer, kind, model_weights(*models))
+    def load(cls, profile: Profile, name: str, train_seed: int = 0) -> ModelSet:
+        models, tokenizer, kind = profile.load_collab(name, train_seed)
+        return cls(models, tokenizer, kind, model_weights(*models), int(train_seed))
 
     @property
     def device_type(self) -> str:
@@ -179,6 +180,7 @@ def cell(
 
     fixed = dict(set=label, weights=models.weights, task=task, temperature=temperature, lam=lam, mu=mu)
     fixed |= dict(max_new_tokens=max_new_tokens, seed=seed, device=models.device_type)
+    fixed |= dict(train_seed=models.train_seed) if "train_seed" in store.key else {}  # a seeds table (``cos.seeds``)
     return Experiment(
         store,
         reqs,
@@ -214,12 +216,14 @@ def main_table(
     task_rows: dict | None = None,
     runs: ResultStore | None = None,
     costs: ResultStore | None = None,
+    train_seed: int = 0,
 ) -> Suite:
     """Tables 2-4 (notebook 20): every method on every task for each ``{"set", "temperature"}`` config.
 
     ``suite.context["costs"]``: ``{set: per-model call costs}`` (seconds of one one-token call, measured once per
     set and device and stored). task_rows: ``{task: rows}`` to use instead of ``tasks.load_task`` (a machine without
-    the sources). runs / costs: the stores (default ``store(profile, "cos_main")`` and ``cost_store(profile)``)."""
+    the sources). runs / costs: the stores (default ``store(profile, "cos_main")`` and ``cost_store(profile)``).
+    train_seed: the sets' training seed (``ModelSet.load``)."""
     profile = Profile.load(profile)
     profile.use_threads()
     runs = runs or store(profile, "cos_main")
@@ -229,7 +233,7 @@ def main_table(
     for cfg in configs:
         name = cfg["set"]
         if name not in sets:
-            sets[name] = ModelSet.load(profile, name)
+            sets[name] = ModelSet.load(profile, name, train_seed)
             suite.context["costs"][name] = stored_call_costs(costs, name, sets[name].models)
         for task in tasks:
             rows = (task_rows or {}).get(task) or cos_tasks.load_task(task, n_prompts, profile=profile.name)
@@ -313,20 +317,22 @@ def sweeps(
     tradeoff_gamma: int,
     tradeoff_max_new_tokens: int,
     seed: int = 0,
+    runs: ResultStore | None = None,
+    train_seed: int = 0,
 ) -> Suite:
     """Notebook 21's sweeps, in the order they must run: the γ sweep (Fig. 6) first, since its WE λ = 0.5 and CD
     μ = 0.1 points are also points of the λ sweep (Fig. 4) and the μ sweep (Fig. 5), and a speedup is a per-prompt
     ratio of walltimes measured back to back; then the λ sweep, the μ sweep and the quality trade-off (Fig. 8: the CD
     pair combined as WE, ``cd+we``, model 0 proposing). ``context``: ``rows`` (``{task: rows}``, with answers) and
-    ``costs`` (``{set: per-model call costs}``, for Thm 3.6's γ trend)."""
+    ``costs`` (``{set: per-model call costs}``, for Thm 3.6's γ trend). runs / train_seed: as ``main_table``'s."""
     profile = Profile.load(profile)
     profile.use_threads()
-    runs = store(profile, "cos_sweeps")
+    runs = runs or store(profile, "cos_sweeps")
     rows = {
         t: cos_tasks.load_task(t, max(n_prompts, tradeoff_prompts), profile=profile.name)
         for t in {*tasks, *tradeoff_tasks}
     }
-    sets = {name: ModelSet.load(profile, name) for name in ("we", "cd")}
+    sets = {name: ModelSet.load(profile, name, train_seed) for name in ("we", "cd")}
     costs = {name: stored_call_costs(cost_store(profile), name, s.models) for name, s in sets.items()}
     suite = Suite(runs, rows=rows, costs=costs)
 
@@ -350,15 +356,16 @@ def sweeps(
     return suite
 
 
-def theory(profile, *, tasks, n_prompts: int, max_new_tokens: int, lams, theory_gammas, seed: int = 0) -> Suite:
+def theory(profile, *, tasks, n_prompts: int, max_new_tokens: int, lams, theory_gammas, seed: int = 0, runs=None,
+           train_seed: int = 0) -> Suite:  # fmt: skip
     """Notebook 22's runs: Naive-CoS with either WE model proposing at every λ (Thm 3.2, sets ``we/proposer<k>``),
     then standard, Naive-CoS and CoS at every γ of ``theory_gammas`` (Thms 3.1 / 3.6 and the APF ablation).
-    ``context``: ``rows``, ``sets`` (``{name: ModelSet}``) and ``costs``."""
+    ``context``: ``rows``, ``sets`` (``{name: ModelSet}``) and ``costs``. runs / train_seed: as ``main_table``'s."""
     profile = Profile.load(profile)
     profile.use_threads()
-    runs = store(profile, "cos_theory")
+    runs = runs or store(profile, "cos_theory")
     rows = {t: cos_tasks.load_task(t, n_prompts, profile=profile.name) for t in tasks}
-    sets = {name: ModelSet.load(profile, name) for name in ("we", "cd")}
+    sets = {name: ModelSet.load(profile, name, train_seed) for name in ("we", "cd")}
     costs = {name: stored_call_costs(cost_store(profile), name, s.models) for name, s in sets.items()}
     suite = Suite(runs, rows=rows, sets=sets, costs=costs)
     common = dict(max_new_tokens=max_new_tokens, seed=seed)
@@ -404,15 +411,17 @@ def recompute(keys: list[dict], *, profile="tiny", n_prompts: int = 64) -> pd.Da
     prompt text (a row made with other weights, or for another text, comes back stale).
 
     The set label says which models, combination and proposer (``collab_of``); a plain set's proposer follows the
-    key's λ. Prompts are looked up by id among the first ``n_prompts`` of each task. The tests run this in a
-    subprocess with another CPU vector width and demand the committed rows back (all but the walltime columns)."""
+    key's λ. Prompts are looked up by id among the first ``n_prompts`` of each task. A key with ``train_seed`` (a
+    ``cos.seeds`` table) decodes with that seed's zoo. The tests run this in a subprocess with another CPU vector
+    width and demand the committed rows back (all but the walltime columns)."""
     torch.set_num_threads(1)  # as the notebooks on CPU: the tiny models' rows do not depend on it
     loaded, prompts, out = {}, {}, []
     for key in keys:
         name, kind, proposer = collab_of(str(key["set"]), profile)
-        if (name, key["device"]) not in loaded:
-            loaded[name, key["device"]] = ModelSet.load(Profile.load(profile, str(key["device"])), name)
-        ms = loaded[name, key["device"]]
+        at = (name, str(key["device"]), int(key.get("train_seed", 0)))
+        if at not in loaded:
+            loaded[at] = ModelSet.load(Profile.load(profile, at[1]), name, at[2])
+        ms = loaded[at]
         kind = kind or ms.kind
         lam, mu, temperature = float(key["lam"]), float(key["mu"]), float(key["temperature"])
         proposer = algorithm.default_proposer(kind, len(ms.models), lam) if proposer is None else proposer
@@ -427,7 +436,7 @@ def recompute(keys: list[dict], *, profile="tiny", n_prompts: int = 64) -> pd.Da
         ids, method, gamma = encode(ms.tokenizer, text), str(key["method"]), int(key["gamma"])
         new_tokens, seed = int(key["max_new_tokens"]), int(key["seed"])
         row = decode_row(ms.models, ms.tokenizer, ids, combine, method, gamma, proposer, new_tokens, sampling, seed)
-        out.append({**{k: key[k] for k in ROW_KEY}, **row})
+        out.append({**{k: key[k] for k in ROW_KEY + (["train_seed"] if "train_seed" in key else [])}, **row})
     return pd.DataFrame(out)
 
 

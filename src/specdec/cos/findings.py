@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, verdict
+from specdec.cos import seeds
 from specdec.cos.speed_verdicts import (
     c1_gpu_verdict,
     c1_verdicts,
@@ -22,6 +23,7 @@ from specdec.cos.speed_verdicts import (
     c4_mu_verdicts,
 )
 from specdec.cos.theory_verdicts import c2_verdict, c3_verdict
+from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
 from specdec.results import RESULTS
 from specdec.verdict import PRICED, Verdict, judge_all, sanity, validity
@@ -68,17 +70,81 @@ def machine_label(call_costs: pd.DataFrame | None) -> str:
     return f"measured walltime, {device}; c (model 0 / model 1 call) {c}"
 
 
-def in_two_regimes(make, frame: pd.DataFrame, *args, machine: str, speed_only: int | None = None, **kw):
-    """``verdict.in_two_regimes`` with CoS's prices (``with_priced_speed``) and the regimes of the frame's sets."""
+def in_two_regimes(make, frame, *args, machine: str, speed_only: int | None = None, **kw):
+    """``verdict.in_two_regimes`` with CoS's prices (``with_priced_speed``) and the regimes of the frame's sets.
+    ``frame``: the rows, or ``{train seed: rows}`` (seed 0 first; ``seeds.seed_frames``): then the paper-regime
+    verdicts per seed and pooled (``verdict.in_two_regimes_over_seeds`` with ``SEED_RULES``), walltime seed 0's."""
+    frames = frame if isinstance(frame, dict) else {0: frame}
     regimes = paper_regimes()
-    sets = sorted({str(x).split("/")[0] for x in frame.set})
+    sets = sorted({str(x).split("/")[0] for x in frames[min(frames)].set})
     label = "; ".join(f"{x}: {regimes[x].label()}" for x in sets)
-    return verdict.in_two_regimes(
-        make, frame, with_priced_speed(frame), *args, regime=label, machine=machine, speed_only=speed_only, **kw
-    )
+    return verdict.in_two_regimes_over_seeds(
+        make, frames, with_priced_speed, *args, regime=label, machine=machine, rules=SEED_RULES,
+        speed_only=speed_only, **kw,
+    )  # fmt: skip
+
+
+# Each seeded finding's own decision (threshold, greater), by which a training seed's estimate reverses the pooled
+# verdict (``verdict.over_seeds``): the speed ratios at 1.0x, C4-λ at the paper's 1.5x, C4-μ-trend's slope below 0,
+# C4-γ WE's max/min spread below 1.10.
+SEED_RULES = {
+    **{n: (1.0, True) for n in ("C1", "C1-SD", "C1 cd T=0", "C1 cd T=1", "C1 we T=1", "C1 we3 T=1", "C4-μ", "C4-γ CD")},
+    "C4-APF": (1.0, True),
+    "C4-λ": (1.5, True),
+    "C4-μ-trend": (0.0, False),
+    "C4-γ WE": (1.1, False),
+}
+
+
+# ------------------------------------------------------------------------------------------------ the cells read
+# What each finding reads of a table, at the defaults of notebooks 20-22: the same selection on every training seed.
+def main_cells(main: pd.DataFrame) -> pd.DataFrame:
+    """C1: ``cos_main`` at 40 new tokens, λ 0.5, μ 0.1, sampling seed 0; standard, SD and CoS at γ 0, 1, 5."""
+    main = main[(main.max_new_tokens == 40) & (main.lam == 0.5) & (main.mu == 0.1) & (main.seed == 0)]
+    return main[main.method.isin(["standard", "sd", "cos"]) & main.gamma.isin([0, 1, 5])]
+
+
+def _sweeps(sw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``cos_sweeps`` at 32 new tokens on HumanEval and GSM8K: (WE at T 1, μ 0.1; CD at T 0, λ 0.5)."""
+    sw = sw[(sw.max_new_tokens == 32) & sw.task.isin(["humaneval", "gsm8k"])]
+    return sw[(sw.set == "we") & (sw.temperature == 1) & (sw.mu == 0.1)], sw[
+        (sw.set == "cd") & (sw.temperature == 0) & (sw.lam == 0.5)
+    ]
+
+
+def lambda_cells(sw: pd.DataFrame) -> pd.DataFrame:
+    """C4-λ: WE at γ 0 and 1, λ 0.1-0.9."""
+    we, _ = _sweeps(sw)
+    return we[we.gamma.isin([0, 1]) & we.lam.isin([0.1, 0.3, 0.5, 0.7, 0.9])]
+
+
+def mu_cells(sw: pd.DataFrame) -> pd.DataFrame:
+    """C4-μ: CD at γ 0, 1, 5, μ 0.1-0.5."""
+    _, cd = _sweeps(sw)
+    return cd[cd.gamma.isin([0, 1, 5]) & cd.mu.isin([0.1, 0.2, 0.3, 0.4, 0.5])]
+
+
+def gamma_cells(sw: pd.DataFrame) -> pd.DataFrame:
+    """C4-γ (Fig. 6): WE at λ 0.5 and CD at μ 0.1, standard and CoS at γ 0-5."""
+    we, cd = _sweeps(sw)
+    fig6 = pd.concat([we[we.lam == 0.5], cd[cd.mu == 0.1]])
+    return fig6[fig6.method.isin(["standard", "cos"]) & fig6.gamma.isin([0, 1, 2, 3, 4, 5])]
+
+
+def theory_cells(theory: pd.DataFrame) -> pd.DataFrame:
+    """``cos_theory`` at 32 new tokens on HumanEval and GSM8K."""
+    return theory[(theory.max_new_tokens == 32) & theory.task.isin(["humaneval", "gsm8k"])]
+
+
+def apf_cells(theory: pd.DataFrame) -> pd.DataFrame:
+    """C4-APF: WE and CD at λ 0.5, γ 0, 1, 3, 5."""
+    apf = theory_cells(theory)
+    apf = apf[apf.set.isin(["we", "cd"]) & (apf.lam == 0.5)]
+    return apf[apf.gamma.isin([0, 1, 3, 5])]
 
 
 # ------------------------------------------------------------------------------------------------ scoreboard
+@cached
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     """Every CoS verdict on the tables ``results/<profile>/cos_*.csv`` with the defaults of notebooks 20-22
     (C3-sanity needs the models and is left out; C3 is a sanity check). Speed findings in two regimes
@@ -88,39 +154,27 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     root = pathlib.Path(root or RESULTS) / profile
     call_costs = root / "cos_call_costs.csv"
     machine = machine_label(pd.read_csv(call_costs) if call_costs.exists() else None)
-    main = pd.read_csv(root / "cos_main.csv")
-    main = main[(main.max_new_tokens == 40) & (main.lam == 0.5) & (main.mu == 0.1) & (main.seed == 0)]
-    out = in_two_regimes(
-        c1_verdicts, main[main.method.isin(["standard", "sd", "cos"]) & main.gamma.isin([0, 1, 5])], machine=machine
-    )
+    read = {t: pd.read_csv(root / f"{t}.csv") for t in ("cos_main", "cos_sweeps", "cos_theory")}
+    seeded = {0: read, **seeds.seed_frames(profile, root.parent)}  # {train seed: {table: rows}}
+
+    def two(make, pick, speed_only=None):  # ``make`` on ``pick(tables)`` of every training seed
+        return in_two_regimes(make, {k: pick(t) for k, t in seeded.items()}, machine=machine, speed_only=speed_only)
+
+    out = two(c1_verdicts, lambda t: main_cells(t["cos_main"]))
     gpu = root / "cos_main_gpu.csv"
     out.append(c1_gpu_verdict(pd.read_csv(gpu) if gpu.exists() else None))
 
-    theory = pd.read_csv(root / "cos_theory.csv")
-    theory = theory[(theory.max_new_tokens == 32) & theory.task.isin(["humaneval", "gsm8k"])]
+    theory = theory_cells(read["cos_theory"])
     out.append(sanity(c3_verdict(theory[theory.lam.isin([0.1, 0.3, 0.5, 0.7, 0.9]) & (theory.method == "naive")])))
     c2 = root / "cos_c2.csv"
     if c2.exists() or Profile.load(profile).strict:  # a shipped table: its absence is an error
         cells = pd.read_csv(c2, dtype={"cell": str, "weights": str})
         out.append(sanity(c2_verdict(cells[(cells.draws == C2_DRAWS) & (cells.seed == 0)])))
 
-    sw = pd.read_csv(root / "cos_sweeps.csv")
-    sw = sw[(sw.max_new_tokens == 32) & sw.task.isin(["humaneval", "gsm8k"])]
-    we = sw[(sw.set == "we") & (sw.temperature == 1) & (sw.mu == 0.1)]
-    lam = we[we.gamma.isin([0, 1]) & we.lam.isin([0.1, 0.3, 0.5, 0.7, 0.9])]
-    out += in_two_regimes(lambda f, value: [c4_lambda_verdict(f, value=value)], lam, machine=machine)
-    cd = sw[(sw.set == "cd") & (sw.temperature == 0) & (sw.lam == 0.5)]
-    out += in_two_regimes(
-        c4_mu_verdicts, cd[cd.gamma.isin([0, 1, 5]) & cd.mu.isin([0.1, 0.2, 0.3, 0.4, 0.5])], machine=machine
-    )
-    fig6 = pd.concat([we[we.lam == 0.5], cd[cd.mu == 0.1]])
-    fig6 = fig6[fig6.method.isin(["standard", "cos"]) & fig6.gamma.isin([0, 1, 2, 3, 4, 5])]
-    out += in_two_regimes(c4_gamma_verdicts, fig6, machine=machine)
-
-    apf = theory[theory.set.isin(["we", "cd"]) & (theory.lam == 0.5)]
-    out += in_two_regimes(
-        lambda f, value: [c4_apf_verdict(f, value=value)], apf[apf.gamma.isin([0, 1, 3, 5])], machine=machine
-    )
+    out += two(lambda f, value: [c4_lambda_verdict(f, value=value)], lambda t: lambda_cells(t["cos_sweeps"]))
+    out += two(c4_mu_verdicts, lambda t: mu_cells(t["cos_sweeps"]))
+    out += two(c4_gamma_verdicts, lambda t: gamma_cells(t["cos_sweeps"]))
+    out += two(lambda f, value: [c4_apf_verdict(f, value=value)], lambda t: apf_cells(t["cos_theory"]))
     return judge_all(out, VALIDITY, strict=Profile.load(profile).strict)
 
 

@@ -46,8 +46,10 @@ def paper_cells(a: str, b: str) -> str:
     )
 
 
-def wide(frame: pd.DataFrame, unit: list[str], columns: list[str], value: str, aggfunc="sum") -> pd.DataFrame:
-    """Units (rows) × ``columns`` of ``value``; units missing a column are dropped (methods are paired)."""
+def wide(frame: pd.DataFrame, unit: list[str], columns: list[str], value: str, aggfunc="mean") -> pd.DataFrame:
+    """Units (rows) × ``columns`` of ``value``; units missing a column are dropped (methods are paired). A unit has
+    one row per column, or one per training seed where seeds are pooled (``verdict.over_seeds``): the mean is then
+    the unit's value averaged over its seeds."""
     return frame.pivot_table(index=unit, columns=columns, values=value, aggfunc=aggfunc).dropna()
 
 

@@ -117,8 +117,10 @@ def c3_verdict(theory: pd.DataFrame) -> Verdict:
         acc=t[["accepted_0", "accepted_1"]].fillna(0).sum(axis=1),
         prop=t[["proposed_0", "proposed_1"]].fillna(0).sum(axis=1),
     )
-    acc = wide(t, ["task", "prompt"], ["lam", "proposer"], "acc")
-    prop = wide(t, ["task", "prompt"], ["lam", "proposer"], "prop").reindex(index=acc.index, columns=acc.columns)
+    acc = wide(t, ["task", "prompt"], ["lam", "proposer"], "acc", aggfunc="sum")
+    prop = wide(t, ["task", "prompt"], ["lam", "proposer"], "prop", aggfunc="sum").reindex(
+        index=acc.index, columns=acc.columns
+    )
     bound = np.array([lam if k == 0 else 1 - lam for lam, k in acc.columns])
     values = np.concatenate([acc.to_numpy(float), prop.to_numpy(float)], axis=1)
     half = acc.shape[1]

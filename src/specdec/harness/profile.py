@@ -92,9 +92,12 @@ class Profile:
         """``(target, draft, tokenizer)`` of one of its pairs, on its device and dtype."""
         return models.load_pair(self.name, pair, device=self.device, dtype=self.dtype)
 
-    def load_collab(self, name: str):
-        """``(models, tokenizer, combination kind)`` of one of its CoS model sets, on its device and dtype."""
-        return models.load_collab(self.name, name, device=self.device, dtype=self.dtype)
+    def load_collab(self, name: str, train_seed: int = 0):
+        """``(models, tokenizer, combination kind)`` of one of its CoS model sets, on its device and dtype;
+        ``train_seed`` k > 0: the set's models of training seed k (a shipped zoo only)."""
+        if train_seed and not self.shipped:
+            raise ValueError(f"CoS training seeds > 0 exist for a shipped zoo only, not profile {self.name!r}")
+        return models.load_collab(self.name, name, device=self.device, dtype=self.dtype, train_seed=train_seed)
 
     def collab_sets(self) -> list[str]:
         """The names of its CoS model sets."""

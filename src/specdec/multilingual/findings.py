@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, verdict
+from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
 from specdec.multilingual.drafter_verdicts import (
     m1_rules,
@@ -140,6 +141,7 @@ def pair_seed_frames(profile: str = "tiny", root=None) -> tuple[dict, dict]:
     )
 
 
+@cached
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     """Every multilingual verdict on the tables ``results/<profile>/ml_*.csv`` with the defaults of notebooks
     30-34 (γ = 4; 48 new tokens, 24 for the OOD grid; T = 1 seeds 0-2). ``root``: the results folder (default

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from specdec import results
+from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
 from specdec.tabed import seeds
 from specdec.tabed.data import load_suite, rests_on
@@ -462,6 +463,7 @@ def findings(
     ]
 
 
+@cached
 def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "ALL"), root=None) -> list[Verdict]:
     """``findings`` on the committed ``results/<profile>/tabed_runs.csv`` with the notebooks' default settings
     (γ = 5, h = ALL, criterion KL, ``captioners.CAPTIONER``) and the paper's table of the profile's default pair;

@@ -251,11 +251,30 @@ def load_pair(profile: str = "tiny", pair: str = "default", device=None, dtype=N
     return target, draft, tokenizer
 
 
-def load_collab(profile: str = "tiny", name: str = "we", device=None, dtype=None):
+COS_SEED_COMMAND = (
+    "python -m specdec.cos.train streams --streams .gpu/cos_streams.pt && python -m specdec.cos.train train "
+    "--streams .gpu/cos_streams.pt --train-seed <k> (one H200: about 3 minutes for the zoo; this CPU: about 5 hours)"
+)
+
+
+def collab_seed_source(name: str, train_seed: int):
+    """Where training seed k of a shipped CoS zoo model lives: its zoo ``name`` for k = 0, else
+    ``zoo.seed_dir(name, k)`` (gitignored; ``ModelNotAvailableError`` naming ``COS_SEED_COMMAND`` where missing)."""
+    k = int(train_seed)
+    if k == 0:
+        return name
+    source = zoo.seed_dir(name, k)
+    if not (source / "config.json").exists():
+        raise ModelNotAvailableError(f"no {source} (not committed): {COS_SEED_COMMAND.replace('<k>', str(k))}")
+    return source
+
+
+def load_collab(profile: str = "tiny", name: str = "we", device=None, dtype=None, train_seed: int = 0):
     """Load a CoS model set of a profile: ``(models, tokenizer, combination_kind)``.
 
     ``models`` are in the profile's order, smallest / amateur first (the default proposer); all tokenizers
-    must agree. Device and dtype default to the profile's.
+    must agree. Device and dtype default to the profile's. ``train_seed`` k > 0: every model of the set at training
+    seed k (``collab_seed_source``; a shipped zoo only: ``Profile.load_collab`` checks).
     """
     spec_all = load_profile(profile)
     sets = spec_all.get("collab", {})
@@ -263,8 +282,12 @@ def load_collab(profile: str = "tiny", name: str = "we", device=None, dtype=None
         raise ValueError(f"profile {profile!r} has no collaborative model set {name!r}; known: {sorted(sets)}")
     spec = sets[name]
     device, dtype = profile_device(spec_all, device, dtype)
+    sources = [collab_seed_source(m, train_seed) for m in spec["models"]]
     models, tokenizers = zip(
-        *(load(m, device=device, dtype=dtype, revision=revision_of(spec_all, m)) for m in spec["models"])
+        *(
+            load(s, device=device, dtype=dtype, revision=revision_of(spec_all, m))
+            for s, m in zip(sources, spec["models"])
+        )
     )
     for tok in tokenizers[1:]:
         check_same_vocabulary(tokenizers[0], tok)
