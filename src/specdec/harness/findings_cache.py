@@ -4,7 +4,7 @@ Every ``findings_from_results`` reads committed tables and decides dozens of fin
 several readers ask for the same ones: the scoreboard (notebook 90), the paper pages' generated tables, the
 findings' tests. ``cached`` keeps each answer under ``CACHE`` keyed by the function, its arguments and a stamp of
 everything it can read: every file (path, size, modification time) of the profile's results folder, of ``data/``
-and of the ``specdec`` sources. A changed row, parameter, weight file or line of code is another key, so an answer
+and of the ``specdec`` sources, and the numeric libraries' versions. A changed row, parameter, weight file or line of code is another key, so an answer
 never outlives its inputs; a second process asking for a key being computed waits for it (a file lock) instead of
 computing it again. Only the shipped profile is cached (another profile's verdicts depend on the machine's hub);
 ``SPECDEC_FINDINGS_CACHE=0`` turns the cache off.
@@ -24,6 +24,17 @@ from specdec.harness.profile import ships
 
 CACHE = zoo.ROOT / ".cache" / "findings"
 SOURCES = pathlib.Path(__file__).resolve().parent.parent  # the specdec package
+
+
+def _versions() -> str:
+    """Python's and the numeric libraries' versions: another numpy or pandas may round a statistic otherwise."""
+    import sys
+    from importlib.metadata import version
+
+    return " ".join([sys.version.split()[0], *(f"{p} {version(p)}" for p in ("numpy", "pandas", "scipy"))])
+
+
+_VERSIONS = _versions()
 
 
 def _stamp(digest, folder: pathlib.Path) -> None:
@@ -48,7 +59,7 @@ def _plain(value):
 def key(function, profile: str, results_root: pathlib.Path, arguments: dict) -> str:
     """The cache key of ``function(**arguments)`` on ``results_root/profile``: the function, its arguments and the
     stamp of its inputs (the results folder, ``data/``, the sources)."""
-    digest = hashlib.sha256(f"{function.__module__}.{function.__qualname__}\n".encode())
+    digest = hashlib.sha256(f"{function.__module__}.{function.__qualname__}\n{_VERSIONS}\n".encode())
     digest.update(repr(sorted((k, _plain(v)) for k, v in arguments.items())).encode())
     for folder in (results_root.resolve() / profile, zoo.DATA, SOURCES):
         _stamp(digest, folder)
