@@ -4,10 +4,10 @@ Every ``findings_from_results`` reads committed tables and decides dozens of fin
 several readers ask for the same ones: the scoreboard (notebook 90), the paper pages' generated tables, the
 findings' tests. ``cached`` keeps each answer under ``CACHE`` keyed by the function, its arguments and a stamp of
 everything it can read: every file (path, size, modification time) of the profile's results folder, of ``data/``
-and of the ``specdec`` sources, and the numeric libraries' versions. A changed row, parameter, weight file or line of code is another key, so an answer
-never outlives its inputs; a second process asking for a key being computed waits for it (a file lock) instead of
-computing it again. Only the shipped profile is cached (another profile's verdicts depend on the machine's hub);
-``SPECDEC_FINDINGS_CACHE=0`` turns the cache off.
+and of the ``specdec`` sources, and the numeric libraries' versions. A changed row, parameter, weight file or line
+of code is another key, so an answer never outlives its inputs; a second process asking for a key being computed
+waits for it (a file lock) instead of computing it again. Only the shipped profile is cached (another profile's
+verdicts depend on the machine's hub); ``SPECDEC_FINDINGS_CACHE=0`` turns the cache off.
 """
 
 from __future__ import annotations
