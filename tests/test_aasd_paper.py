@@ -92,6 +92,9 @@ def test_the_paper_recipe_trains_resumes_and_every_draft_is_lossless(hf_home, tm
     assert out["tasks"] == ["COCO Caption", "LLaVA-Bench", "ScienceQA CoT"] and out["device"] == ["cpu"]
 
 
+# Marked slow (make test-all): a multi-process launch (accelerate, two processes) costs about 16 s of make test's
+# 15 minutes on two cores, mostly process start-up; the single-process path it distributes is tested in make test.
+@pytest.mark.slow
 def test_accelerate_launch_trains_the_paper_recipe_on_two_processes(hf_home, tmp_path):
     """DDP over two CPU processes (gloo): the TDA objective and both distilled baselines train and save once."""
     import json

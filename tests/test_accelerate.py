@@ -55,6 +55,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# Marked slow (make test-all): a multi-process launch (accelerate, two processes) costs about 17 s of make test's
+# 15 minutes on two cores, mostly process start-up; the single-process path it distributes is tested in make test.
+@pytest.mark.slow
 def test_accelerate_launch_two_processes_follows_the_single_process_curve(tmp_path):
     """DDP averages the two processes' gradients of their halves of the global batch: the full batch's gradient
     up to float summation order. Measured: every logged loss equal at 4 decimals but for one ±1e-4 rounding

@@ -188,6 +188,9 @@ def test_settings_come_from_paper_yaml():
         paper_settings(learning_rate=1.0)
 
 
+# Marked slow (make test-all): a multi-process launch (accelerate, two processes) costs about 12 s of make test's
+# 15 minutes on two cores, mostly process start-up; the single-process path it distributes is tested in make test.
+@pytest.mark.slow
 def test_accelerate_launch_two_processes_runs_the_recipe(hf_home, tmp_path):
     """``accelerate launch`` (DDP over gloo on 2 CPU processes) of ``scripts/train_accelerate.py
     multilingual-paper``: the distillation files are dealt to the two processes, every drafter trains on both

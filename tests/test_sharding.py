@@ -114,6 +114,9 @@ def _grid(root, **kw):
     return store
 
 
+# Marked slow (make test-all): a multi-process launch (a local Ray cluster) costs about 40 s of make test's
+# 15 minutes on two cores, mostly process start-up; the single-process path it distributes is tested in make test.
+@pytest.mark.slow
 def test_ray_executors(tmp_path):
     """One local Ray cluster on CPU (started once: ~15 s) for both Ray executors."""
     ray = pytest.importorskip("ray")  # in requirements.txt; skipped only where someone removed it

@@ -200,17 +200,20 @@ def pooled_over_seeds(pooled: Verdict, seeds: dict, rule: Callable[[float, float
     return replace(pooled, status=status, detail=(pooled.detail + note).strip())
 
 
-def over_seeds(findings: Callable, frames: dict, rules: dict | None = None) -> list[Verdict]:
+def over_seeds(
+    findings: Callable, frames: dict, rules: dict | None = None, per_seed: dict | None = None
+) -> list[Verdict]:
     """``findings(frame) -> [Verdict]`` on each training seed's frame (``frames``: ``{seed: frame}``) and on all of
     them stacked (the findings' per-request statistics, ``per_request``, average a request's seeds into one unit),
     combined per finding by ``pooled_over_seeds``; one seed: its verdicts as they are. ``rules``: ``{finding name:
     (threshold, greater)}`` for a finding not decided at 0, greater (the default), or ``{finding name: rule}``, the
-    finding's own decision ``rule(low, high) -> status``."""
+    finding's own decision ``rule(low, high) -> status``. ``per_seed``: ``{seed: {name: verdict}}`` already computed
+    (``seed_table``'s), so that no seed's findings are decided twice."""
     import pandas as pd
 
     if len(frames) == 1:
         return findings(next(iter(frames.values())))
-    per_seed = {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
+    per_seed = per_seed or {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
     pooled = findings(pd.concat(list(frames.values()), ignore_index=True))
     out = []
     for v in pooled:
@@ -235,7 +238,7 @@ def seed_table(findings: Callable, frames: dict, rules: dict | None = None):
 
     per_seed = {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
     rows = []
-    for v in over_seeds(findings, frames, rules):
+    for v in over_seeds(findings, frames, rules, per_seed):
         row = {"finding": v.name}
         for k, verdicts in per_seed.items():
             s = verdicts[v.name]

@@ -3,14 +3,13 @@
 Every method decodes the same requests, so methods are compared *paired by request* and the bootstrap resamples
 requests (distinct ``request`` digests; ``row`` ids in a frame without them), never tokens; cell-level statistics
 (ranks, window spreads) resample requests within their cell. T1b is also split by what a second turn's answer rests
-on (``verdict_t1b_by_rest``). Thresholds default to the paper's own numbers (``data/paper``).
-``findings_from_results`` reads the committed ``tabed_runs`` table (the scoreboard, notebook 90).
-
-The paper numbers quoted (and the thresholds drawn from them) follow the model pair: ``setting`` (the pair's rows of
-``tabed_block_efficiency``, ``tables.pair_setting(profile, pair)``; default ``tables.PAPER_SETTING``, Table 10) picks
-Table 10, 11, 12, 13 or 14. Where the paper has no table for the pair (``setting=None``) a verdict says so
-(``NO_NUMBER``) and its default threshold is Table 10's, the setting of the paper's main text. The window table
-(Table 3, T5) exists for Table 10's pair only.
+on (``verdict_t1b_by_rest``). Thresholds default to the paper's own numbers (``data/paper``). ``findings_from_results``
+reads the committed ``tabed_runs`` table (the scoreboard, notebook 90). The paper numbers quoted (and the thresholds
+drawn from them) follow the model pair: ``setting`` (the pair's rows of ``tabed_block_efficiency``,
+``tables.pair_setting(profile, pair)``; default ``tables.PAPER_SETTING``, Table 10) picks Table 10, 11, 12, 13 or
+14. Where the paper has no table for the pair (``setting=None``) a verdict says so (``NO_NUMBER``) and its default
+threshold is Table 10's, the setting of the paper's main text. The window table (Table 3, T5) exists for Table 10's
+pair only.
 """
 
 from __future__ import annotations
@@ -82,8 +81,7 @@ def _paired(frame: pd.DataFrame, a: str, b: str, n_boot: int, seed: int):
     if a not in wide or b not in wide:
         return float("nan"), float("nan"), float("nan"), 0
     both = wide[[a, b]].dropna()
-    est, low, high = paired_difference(both[a], both[b], n_boot=n_boot, seed=seed)
-    return est, low, high, len(both)
+    return (*paired_difference(both[a], both[b], n_boot=n_boot, seed=seed), len(both))
 
 
 def _cell_bootstrap(cells: list[np.ndarray], statistic, *, n_boot: int, seed: int) -> tuple[float, float, float]:
