@@ -45,7 +45,15 @@ FIELDS = ["target", "seconds", "date", "machine", "note"]
 RUN_TABLES = {
     "engine (notebooks 00-02)": ["engine_speed_rows", "peer_hf_assisted", "quickstart", "tau_vs_gamma", "engine_seeds"],
     "TABED": ["tabed_runs", "tabed_runs_seeds", "tabed_windows"],
-    "CoS": ["cos_main", "cos_sweeps", "cos_theory", "cos_main_gpu"],
+    "CoS": [
+        "cos_main",
+        "cos_main_seeds",
+        "cos_sweeps",
+        "cos_sweeps_seeds",
+        "cos_theory",
+        "cos_theory_seeds",
+        "cos_main_gpu",
+    ],
     "Multilingual": [
         "ml_main",
         "ml_main_seeds",
