@@ -37,12 +37,18 @@ def _versions() -> str:
 _VERSIONS = _versions()
 
 
+# Files a reader creates beside the tables it reads, derived from them: a store's SQLite index of its CSV (rebuilt
+# from the CSV, gitignored) and lock files. They change whenever any store is opened, the tables they mirror do not.
+DERIVED = (".sqlite", ".sqlite-journal", ".sqlite-wal", ".sqlite-shm", ".lock", ".pyc")
+
+
 def _stamp(digest, folder: pathlib.Path) -> None:
-    """Every file under ``folder`` (relative path, size, modification time in ns) into ``digest``."""
+    """Every file under ``folder`` but the derived ones (``DERIVED``): relative path, size and modification time in
+    ns, into ``digest``."""
     if not folder.exists():
         digest.update(f"{folder}: none\n".encode())
         return
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.endswith(DERIVED)):
         stat = path.stat()
         digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
 
