@@ -58,6 +58,10 @@ def test_the_widened_processor_encodes_prompts_as_the_widened_rows(tmp_path):
     assert int((ids == IMAGE_TOKEN_ID).sum()) == 64
 
 
+# Marked slow (make test-all): the recipe's GPU steps end to end (about 50 s of make test's 15 minutes on two cores,
+# most of it building and saving a dozen models); the widened data and processor are tested above, the projected
+# module in test_aasd.py.
+@pytest.mark.slow
 def test_the_p8_and_seeds_steps_train_a_64_position_target_and_every_module_again(tmp_path, monkeypatch):
     """``p8``: a target with 64 positions per image and its modules at k = 7. ``seeds``: training seed k of the main
     module of every target and the ablation target's variants, named ``-seed<k>``, their module seeds moved by

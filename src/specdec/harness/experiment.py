@@ -386,7 +386,7 @@ class Experiment:
         column but ``digests``: a row stored with other weights or for another prompt text comes back under
         today's digests, so ``results.stale_rows`` reports it."""
         index = self._runs(digests)
-        out = []
+        out, references = [], {}  # a request's plain decoding, decoded once for every sampled method of it
         for key in keys:
             wanted = self._match(key, digests)
             if wanted not in index:
@@ -395,8 +395,10 @@ class Experiment:
             result = self.methods[method].decode(request, self.setting.for_request(request))
             reference = None
             if self.lossless_column and self.reference and self.setting.greedy and method != self.reference:
-                plain = self.methods[self.reference].decode(request, self.setting.for_request(request))
-                reference = self.row(request, plain).get(self.output_column)
+                if id(request) not in references:
+                    plain = self.methods[self.reference].decode(request, self.setting.for_request(request))
+                    references[id(request)] = self.row(request, plain).get(self.output_column)
+                reference = references[id(request)]
             out.append(self._row(request, method, result, reference))
         import pandas as pd
 
