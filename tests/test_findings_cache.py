@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from specdec import results
 from specdec.harness import findings_cache
 
 
@@ -27,10 +28,12 @@ def counted(tmp_path, monkeypatch):
     return findings_from_results, calls, tmp_path / "results"
 
 
-def test_the_same_inputs_are_computed_once(counted):
+def test_the_same_inputs_are_computed_once(counted, monkeypatch):
     findings, calls, root = counted
     assert findings("tiny", root=root) == [1]
     assert findings("tiny", root=root) == [1] and findings(root=root) == [1]  # the defaults are the same key
+    monkeypatch.setattr(results, "RESULTS", root)
+    assert findings("tiny") == [1]  # root=None reads RESULTS: the same key as naming it
     assert len(calls) == 1
     assert findings("tiny", root=root, scale=2) == [4] and len(calls) == 2  # another argument: another key
 

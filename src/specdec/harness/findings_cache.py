@@ -90,7 +90,10 @@ def cached(function):
         from specdec.results import RESULTS
 
         root = pathlib.Path(bound.arguments.get("root") or RESULTS)
-        path = CACHE / f"{function.__module__}.{key(function, str(name), root, bound.arguments)}.pkl"
+        arguments = {**bound.arguments, "profile": str(name)}
+        if "root" in arguments:  # root=None reads RESULTS: the same answer as naming that folder
+            arguments["root"] = root
+        path = CACHE / f"{function.__module__}.{key(function, str(name), root, arguments)}.pkl"
         CACHE.mkdir(parents=True, exist_ok=True)
         with FileLock(str(path) + ".lock"):
             if path.exists():
