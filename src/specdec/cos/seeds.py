@@ -109,8 +109,6 @@ def training_summary(streams: pathlib.Path, path=TRAINING_SUMMARY) -> pd.DataFra
     import torch
     from transformers import AutoModelForCausalLM
 
-    from specdec.zoo.training import heldout_loss
-
     heldout = {k: v.long() for k, v in torch.load(streams, weights_only=True)["heldout"].items()}
     rows = []
     for k in (0, *TRAIN_SEEDS):
@@ -121,8 +119,7 @@ def training_summary(streams: pathlib.Path, path=TRAINING_SUMMARY) -> pd.DataFra
             log = json.loads((folder / "training_log.json").read_text())["summary"]
             model = AutoModelForCausalLM.from_pretrained(folder).eval()
             with torch.no_grad():
-                losses = {f"heldout_{kind}": round(heldout_loss(model, {kind: v}, mix={kind: 1.0}), 4)
-                          for kind, v in heldout.items()}  # fmt: skip
+                losses = {f"heldout_{kind}": loss for kind, loss in train.heldout_by_kind(model, heldout).items()}
             seed = train.model_seed(name, k)
             rows.append(
                 dict(model=name, train_seed=k, seed=seed, device=log["device"], seconds=log["seconds"], **losses)

@@ -51,6 +51,11 @@ def model_seed(name: str, train_seed: int = 0) -> int:
     return len(zoo.TINY_ZOO) + list(COS_ZOO).index(name) + SEED_STEP * train_seed
 
 
+def heldout_by_kind(model, heldout: dict) -> dict[str, float]:
+    """``{kind: held-out loss}`` of ``model`` on each held-out stream alone (nats, 4 decimals)."""
+    return {k: round(heldout_loss(model, {k: v}, mix={k: 1.0}), 4) for k, v in heldout.items()}
+
+
 TASK_DOCS = {"gsm8k": 8000, "mmlu": 4000, "cnndm": None}  # documents per task (None: all of the split)
 
 
@@ -119,7 +124,7 @@ def train_all(
             log_every=max(1, steps // 10),
         )
         seconds = time.perf_counter() - t0
-        per_kind = {k: round(heldout_loss(model, {k: v}, mix={k: 1.0}), 4) for k, v in heldout.items()}
+        per_kind = heldout_by_kind(model, heldout)
         save_half(model.cpu(), out_dir / name)
         tokenizer.save_pretrained(out_dir / name)
         info = {
