@@ -105,16 +105,14 @@ def ml_pair_seeds_block(root: Path | None = None) -> str:
     from specdec.multilingual import drafter_verdicts, findings, scaling_verdicts
 
     mains, oods = findings.pair_seed_frames("tiny", root or results.COMMITTED)
-    tables = [
-        verdict.seed_table(lambda f, t=t: findings.m1_paper_regime(f, t), mains, drafter_verdicts.m1_rules(t))
-        for t in (0.0, 1.0)
-    ]
-    tables.append(verdict.seed_table(lambda f: [scaling_verdicts.m3_verdict(f)], oods))
+    specs = [(lambda f, t=t: findings.m1_paper_regime(f, t), mains, drafter_verdicts.m1_rules(t)) for t in (0.0, 1.0)]
+    specs.append((lambda f: [scaling_verdicts.m3_verdict(f)], oods, None))
+    decided = [verdict.seed_verdicts(make, frames) for make, frames, _ in specs]  # each seed's findings, once
+    tables = [verdict.seed_table(*spec, per_seed) for spec, per_seed in zip(specs, decided)]
     rows = [r for table in tables for r in table.to_dict("records")]
     columns = list(rows[0])
     lines = md_table(rows, columns, align=len(columns)).splitlines()
-    alone = {v.name: v.status for t in (0.0, 1.0) for v in findings.m1_paper_regime(mains[0], t)}
-    alone |= {"M3": scaling_verdicts.m3_verdict(oods[0]).status}
+    alone = {name: v.status for per_seed in decided for name, v in per_seed[min(per_seed)].items()}  # seed 0's
     moved = [
         f"{r['finding']} ({alone[r['finding']]} → {r['verdict']})" for r in rows if r["verdict"] != alone[r["finding"]]
     ]

@@ -56,7 +56,7 @@ def test_a_missing_seed_names_the_command_that_trains_it(tmp_path, monkeypatch):
     monkeypatch.setattr(zoo, "SEED_MODELS", tmp_path)
     with pytest.raises(ModelNotAvailableError, match="--train-seed 7"):
         models.load_collab("tiny", "we", train_seed=7)
-    assert models.collab_seed_source("cos-general", 0) == "cos-general"  # seed 0: the shipped model
+    assert models.seed_weights("cos-general", 0, models.COS_SEED_COMMAND) == "cos-general"  # seed 0: the shipped model
     with pytest.raises(ValueError, match="seed k > 0"):
         seeds.seed_suites("tiny", 0)
 
@@ -95,3 +95,26 @@ def test_every_seeded_finding_has_its_own_rule():
     names = {v.name for v in findings.findings_from_results("tiny", root=ROOT / "results")}
     seeded = {n for n in names if n.startswith(("C1", "C4")) and n != "C1-GPU"}
     assert seeded == set(findings.SEED_RULES)
+
+
+def test_at_defaults_reads_the_settings_the_seeds_ran():
+    """A notebook shows its seeds only at the defaults they ran; a setting the seeds leave out (an empty list) may
+    differ."""
+    defaults = notebook_defaults("21_cos_sweeps.ipynb")
+    assert seeds.at_defaults(defaults, seeds.SWEEPS)
+    assert seeds.at_defaults({**defaults, "tradeoff_lams": [0.5]}, seeds.SWEEPS)  # the seeds ran no trade-off
+    assert not seeds.at_defaults({**defaults, "n_prompts": 4}, seeds.SWEEPS)
+
+
+@pytest.mark.parametrize("family, table", [("C1", "cos_main"), ("C4-APF", "cos_theory")])
+def test_a_notebooks_seed_table_is_what_the_scoreboard_decides(family, table):
+    """Notebooks 20-22's seed tables (``findings.seed_table`` on the notebook's seed-0 rows and the committed seeds)
+    give the scoreboard's pooled estimates and verdicts: one reading of each finding (``findings.SEEDED``)."""
+    board = {v.name: v for v in findings.findings_from_results("tiny", root=ROOT / "results")}
+    rows = pd.read_csv(ROOT / "results" / "tiny" / f"{table}.csv")
+    by_seed = findings.seed_table(family, rows, "tiny")
+    assert list(by_seed.columns) == ["finding", "seed 0", "seed 1", "seed 2", "pooled", "verdict"]
+    for r in by_seed.itertuples():
+        v = board[r.finding]
+        assert (r.verdict, r.pooled) == (v.status, f"{v.estimate:.3f} [{v.low:.3f}, {v.high:.3f}]"), r.finding
+    assert findings.seed_table(family, rows, "paper").empty  # a profile without seeds: no table

@@ -213,7 +213,7 @@ def over_seeds(
 
     if len(frames) == 1:
         return findings(next(iter(frames.values())))
-    per_seed = per_seed or {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
+    per_seed = per_seed or seed_verdicts(findings, frames)
     pooled = findings(pd.concat(list(frames.values()), ignore_index=True))
     out = []
     for v in pooled:
@@ -230,13 +230,20 @@ def over_seeds(
     return out
 
 
-def seed_table(findings: Callable, frames: dict, rules: dict | None = None):
+def seed_verdicts(findings: Callable, frames: dict) -> dict:
+    """``{seed: {finding name: verdict}}``: ``findings(frame)`` on each training seed's frame alone (``frames``:
+    ``{seed: frame}``), in seed order; the per-seed part of ``over_seeds`` and ``seed_table``."""
+    return {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
+
+
+def seed_table(findings: Callable, frames: dict, rules: dict | None = None, per_seed: dict | None = None):
     """One row per finding of ``over_seeds(findings, frames, rules)``: ``finding``, ``seed <k>`` (estimate [95 %
     interval] on that seed's frame alone), ``pooled`` (over every seed) and ``verdict`` (the pooled status, standing
-    only if no seed reverses it)."""
+    only if no seed reverses it). ``per_seed``: ``seed_verdicts(findings, frames)`` already computed (a caller that
+    also reads a seed's own statuses decides no seed twice)."""
     import pandas as pd
 
-    per_seed = {k: {v.name: v for v in findings(f)} for k, f in sorted(frames.items())}
+    per_seed = per_seed or seed_verdicts(findings, frames)
     rows = []
     for v in over_seeds(findings, frames, rules, per_seed):
         row = {"finding": v.name}

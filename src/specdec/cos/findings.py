@@ -143,6 +143,30 @@ def apf_cells(theory: pd.DataFrame) -> pd.DataFrame:
     return apf[apf.gamma.isin([0, 1, 3, 5])]
 
 
+# The seeded findings by family: (the table, the cells they read, the verdicts), read alike by the scoreboard
+# (``findings_from_results``) and by notebooks 20-22 (``seed_table``).
+SEEDED = {
+    "C1": ("cos_main", main_cells, c1_verdicts),
+    "C4-λ": ("cos_sweeps", lambda_cells, lambda f, value: [c4_lambda_verdict(f, value=value)]),
+    "C4-μ": ("cos_sweeps", mu_cells, c4_mu_verdicts),
+    "C4-γ": ("cos_sweeps", gamma_cells, c4_gamma_verdicts),
+    "C4-APF": ("cos_theory", apf_cells, lambda f, value: [c4_apf_verdict(f, value=value)]),
+}
+
+
+def seed_table(family: str, frame: pd.DataFrame, profile: str = "tiny") -> pd.DataFrame:
+    """The findings ``family`` of ``SEEDED`` per training seed of the CoS zoo and pooled, in the paper's regime, as
+    the scoreboard decides them: seed 0 on this run's ``frame`` (a notebook's rows at its defaults), seeds k > 0 on
+    their committed rows (``seeds.seed_frames``). One row per finding (``verdict.seed_table``: each seed's estimate
+    and interval, the pooled ones, the verdict under ``SEED_RULES``); empty where the profile has no seeds."""
+    table, cells, make = SEEDED[family]
+    seeded = seeds.seed_frames(profile) if Profile.load(profile).shipped else {}
+    if not seeded:
+        return pd.DataFrame()
+    frames = {0: cells(frame), **{k: cells(t[table]) for k, t in seeded.items()}}
+    return verdict.seed_table(lambda f: make(with_priced_speed(f), value=PRICED), frames, SEED_RULES)
+
+
 # ------------------------------------------------------------------------------------------------ scoreboard
 @cached
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
@@ -157,10 +181,11 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     read = {t: pd.read_csv(root / f"{t}.csv") for t in ("cos_main", "cos_sweeps", "cos_theory")}
     seeded = {0: read, **seeds.seed_frames(profile, root.parent)}  # {train seed: {table: rows}}
 
-    def two(make, pick, speed_only=None):  # ``make`` on ``pick(tables)`` of every training seed
-        return in_two_regimes(make, {k: pick(t) for k, t in seeded.items()}, machine=machine, speed_only=speed_only)
+    def two(family):  # ``family`` of ``SEEDED`` on its cells of every training seed
+        table, cells, make = SEEDED[family]
+        return in_two_regimes(make, {k: cells(t[table]) for k, t in seeded.items()}, machine=machine)
 
-    out = two(c1_verdicts, lambda t: main_cells(t["cos_main"]))
+    out = two("C1")
     gpu = root / "cos_main_gpu.csv"
     out.append(c1_gpu_verdict(pd.read_csv(gpu) if gpu.exists() else None))
 
@@ -170,11 +195,8 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     if c2.exists() or Profile.load(profile).strict:  # a shipped table: its absence is an error
         cells = pd.read_csv(c2, dtype={"cell": str, "weights": str})
         out.append(sanity(c2_verdict(cells[(cells.draws == C2_DRAWS) & (cells.seed == 0)])))
-
-    out += two(lambda f, value: [c4_lambda_verdict(f, value=value)], lambda t: lambda_cells(t["cos_sweeps"]))
-    out += two(c4_mu_verdicts, lambda t: mu_cells(t["cos_sweeps"]))
-    out += two(c4_gamma_verdicts, lambda t: gamma_cells(t["cos_sweeps"]))
-    out += two(lambda f, value: [c4_apf_verdict(f, value=value)], lambda t: apf_cells(t["cos_theory"]))
+    for family in ("C4-λ", "C4-μ", "C4-γ", "C4-APF"):
+        out += two(family)
     return judge_all(out, VALIDITY, strict=Profile.load(profile).strict)
 
 

@@ -24,7 +24,6 @@ from specdec import zoo
 from specdec.cos import experiments, train
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
-from specdec.results import RESULTS
 
 TRAIN_SEEDS = (1, 2)
 TABLES = {"cos_main": "cos_main_seeds", "cos_sweeps": "cos_sweeps_seeds", "cos_theory": "cos_theory_seeds"}
@@ -66,6 +65,13 @@ SWEEPS = dict(
 THEORY = dict(tasks=["humaneval", "gsm8k"], n_prompts=16, max_new_tokens=32, lams=[], theory_gammas=[1, 3, 5], seed=0)
 
 
+def at_defaults(params: dict, defaults: dict) -> bool:
+    """Whether a notebook's ``params`` (its ``globals()``) equal ``defaults`` (``MAIN``, ``SWEEPS`` or ``THEORY``) on
+    every setting the seeds ran, so that the seeds' rows are of this run's cells; an empty list in ``defaults``
+    marks runs the seeds leave out."""
+    return all(params.get(k) == v for k, v in defaults.items() if v != [])
+
+
 def seed_store(profile, table: str):
     """The seeds' sibling table of ``table`` (``TABLES``), keyed by ``SEED_KEY``, on the committed base layer."""
     return Profile.load(profile).store(TABLES[table], SEED_KEY)
@@ -88,13 +94,18 @@ def seed_suites(profile="tiny", train_seed: int = 1) -> list[Suite]:
 
 def seed_frames(profile: str = "tiny", root=None) -> dict[int, dict[str, pd.DataFrame]]:
     """``{train seed k > 0: {table: its rows}}`` for the three tables of ``TABLES`` (keys the seed-0 names), read
-    from ``root/<profile>`` (default ``results.RESULTS``). A seed without rows in every table is left out, so every
-    seed is read on the same findings."""
-    folder = pathlib.Path(root or RESULTS) / profile
-    read = {t: folder / f"{s}.csv" for t, s in TABLES.items()}
-    if not all(p.exists() for p in read.values()):
+    from ``root/<profile>`` (a results folder: the scoreboard's ``results.COMMITTED``), or by default from this run's
+    seed stores standing on the committed rows (``seed_store``: a notebook run into an empty output folder reads the
+    committed seeds). A seed without rows in every table is left out, so every seed is read on the same findings."""
+    if root is None:
+        frames = {t: seed_store(profile, t).frame() for t in TABLES}
+    else:
+        read = {t: pathlib.Path(root) / str(profile) / f"{s}.csv" for t, s in TABLES.items()}
+        if not all(p.exists() for p in read.values()):
+            return {}
+        frames = {t: pd.read_csv(p) for t, p in read.items()}
+    if any(f.empty for f in frames.values()):
         return {}
-    frames = {t: pd.read_csv(p) for t, p in read.items()}
     seeds = set.intersection(*(set(f.train_seed.astype(int)) for f in frames.values()))
     return {k: {t: f[f.train_seed == k].drop(columns="train_seed") for t, f in frames.items()} for k in sorted(seeds)}
 

@@ -25,7 +25,7 @@ from specdec.engine_findings import SEED_TABLE
 from specdec.harness.engine_experiments import Engine
 from specdec.harness.experiment import Experiment, Request, Setting, plain, speculative
 from specdec.hub import ModelNotAvailableError
-from specdec.zoo.models import load, revision_of, weights_digest, weights_identity
+from specdec.zoo.models import load, revision_of, seed_weights, weights_digest, weights_identity
 
 SEED_DRAFTS = ("tiny-draft-s", "tiny-draft-xs")
 SEED_KEY = ["train_seed", "method", "draft", "weights", "gamma", "n_prompts", "prompts", "max_new_tokens", "prompt"]
@@ -44,9 +44,7 @@ class SeedEngine(Engine):
             raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {train_seed}, {eng.profile.name})")
         drafts = {}
         for pair, name in eng.draft_names().items():
-            folder = zoo.seed_dir(name, train_seed)
-            if not (folder / "config.json").exists():
-                raise ModelNotAvailableError(f"no {folder} (not committed): {SEED_TRAIN_COMMAND} {train_seed}")
+            folder = seed_weights(name, train_seed, f"{SEED_TRAIN_COMMAND} <k>")
             drafts[pair] = load(folder, device=eng.profile.device, dtype=eng.profile.dtype, with_tokenizer=False)[0]
         seeded = cls(eng.profile, eng.pairs, eng.target, eng.tokenizer, drafts, eng.device_name)
         seeded.train_seed = int(train_seed)

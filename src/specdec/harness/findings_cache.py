@@ -20,7 +20,7 @@ import pathlib
 import pickle
 
 from specdec import zoo
-from specdec.harness.profile import ships
+from specdec.harness.profile import Profile, ships
 
 CACHE = zoo.ROOT / ".cache" / "findings"
 SOURCES = pathlib.Path(__file__).resolve().parent.parent  # the specdec package
@@ -55,7 +55,7 @@ def _stamp(digest, folder: pathlib.Path) -> None:
 
 def _plain(value):
     """An argument as it enters the key: a ``Profile`` by its name, a path resolved, anything else by ``repr``."""
-    if hasattr(value, "spec") and hasattr(value, "name"):  # a Profile
+    if isinstance(value, Profile):
         return f"profile:{value.name}"
     if isinstance(value, pathlib.PurePath):
         return str(pathlib.Path(value).resolve())

@@ -233,7 +233,8 @@ def m2_seed_table(frames: dict, grid: pd.DataFrame) -> pd.DataFrame:
 def m2_seed_tau(frames: dict, grid: pd.DataFrame) -> pd.DataFrame:
     """Pooled τ of every grid drafter per training seed: ``recipe``, ``finetune_tokens`` and a column ``tau seed <k>``
     per seed (new tokens ÷ target calls over the seed's rows of that drafter)."""
-    drafted = pd.concat([f[f.method.isin(grid.model)].assign(train_seed=k) for k, f in frames.items()])
-    sums = drafted.groupby(["method", "train_seed"])[["new_tokens", "target_calls"]].sum()
-    tau = (sums.new_tokens / sums.target_calls).unstack("train_seed").rename(columns=lambda k: f"tau seed {k}")
+    from specdec.multilingual.seeds import tau_by_seed  # the one τ per seed (seeds loads the decoders: lazily)
+
+    tau = tau_by_seed({k: f[f.method.isin(grid.model)] for k, f in frames.items()}, ["method"])
+    tau = tau.rename(columns=lambda c: f"tau {c}")
     return grid.merge(tau, left_on="model", right_index=True)[["recipe", "finetune_tokens", *tau.columns]]

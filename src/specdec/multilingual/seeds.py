@@ -2,7 +2,7 @@
 
 Seed 0 is the shipped zoo (``data/models``, rows in ``results/<profile>/ml_*.csv``). A seed k > 0 retrains F and
 P-F drafters with ``recipe.model_seed(name, k)`` (the F initialisation and every finetune's data order; the target,
-its distillation and the generic drafter P are shared, ``SHARED_BY_SEEDS``) into ``SEED_MODELS/seed<k>``
+its distillation and the generic drafter P are shared, ``SHARED_BY_SEEDS``) into ``zoo.SEED_MODELS/seed<k>``
 (gitignored: ``SEED_TRAIN_COMMAND`` rebuilds them); ``SeedDrafters(profile, k)`` loads them. Three tables have
 seeds, each with a sibling table of the seeds' rows (``SEED_TABLES``, keys ``SEED_KEYS``):
 
@@ -16,7 +16,6 @@ of the verdicts per seed and pooled (``verdict.over_seeds``).
 
 from __future__ import annotations
 
-import os
 import pathlib
 
 import pandas as pd
@@ -27,9 +26,8 @@ from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import experiments
 from specdec.multilingual.drafters import Drafters
 from specdec.multilingual.experiments import KEYS
+from specdec.zoo import models
 
-# where the seeds' drafters are (gitignored); SPECDEC_SEED_MODELS: another folder (the tests retrain into one)
-SEED_MODELS = pathlib.Path(os.environ.get("SPECDEC_SEED_MODELS") or zoo.MODELS.parent / "models-seeds")
 SHARED_BY_SEEDS = ("ml-target", "ml-draft-generic")  # one run each, the same for every training seed
 GRID = ["ml-draft-f-de", "ml-draft-pf-de"] + [f"ml-draft-{k}-de-b{n}" for n in (44, 168, 612) for k in ("f", "pf")]
 PAIRS = ("de", "fr", "ru", "ja", "zh")  # Table 1's pairs X -> En
@@ -47,7 +45,7 @@ SEED_KEYS = [*KEYS, "train_seed"]  # a training seed's rows: seed 0's keys and t
 
 class SeedDrafters(Drafters):
     """``drafters.Drafters`` of the tiny zoo with the finetuned drafters of training seed ``train_seed`` > 0 (from
-    ``SEED_MODELS/seed<k>``; the target and P, ``SHARED_BY_SEEDS``, are the shipped ones) and their summary rows
+    ``zoo.seed_dir``; the target and P, ``SHARED_BY_SEEDS``, are the shipped ones) and their summary rows
     (``data/multilingual/ml_training_seeds.csv``). Its rows carry ``train_seed`` (``experiments.cell``)."""
 
     def __init__(self, profile, train_seed: int):
@@ -59,10 +57,7 @@ class SeedDrafters(Drafters):
     def source(self, name: str) -> str:
         if name in SHARED_BY_SEEDS:
             return name
-        path = SEED_MODELS / f"seed{self.train_seed}" / name
-        if not (path / "config.json").exists():
-            raise ModelNotAvailableError(f"no {path} (not committed): {SEED_TRAIN_COMMAND} {self.train_seed}")
-        return str(path)
+        return str(models.seed_weights(name, self.train_seed, f"{SEED_TRAIN_COMMAND} <k>"))
 
     def training_summary(self) -> pd.DataFrame:
         rows = pd.read_csv(zoo.DATA / "multilingual" / "ml_training_seeds.csv")
@@ -115,7 +110,7 @@ def available(train_seed: int, names) -> bool:
     """Whether every drafter of ``names`` (zoo names; the shared ones and PLD need no seed) of ``train_seed`` is on
     this machine (the seeds' weights are not committed)."""
     own = {n for n in names if n and n != "pld" and n not in SHARED_BY_SEEDS}
-    return all((SEED_MODELS / f"seed{train_seed}" / name / "config.json").exists() for name in own)
+    return all((zoo.seed_dir(name, train_seed) / "config.json").exists() for name in own)
 
 
 def table_seed_runs(profile, train_seed: int, table: str, prompts: dict, methods_for, *, gamma: int,

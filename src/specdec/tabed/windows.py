@@ -1,7 +1,7 @@
 """Table 3 on the pair built for it (docs/papers/tabed.md, "T2 and T5"): ``vlm.train``'s long-answer target and draft,
 trained on the "full" answers (``vlm.full_answers``), where a window of h = 16 past blocks is shorter than most
 answers. ``window_study`` decodes Table 3's requests with MT* at every window (notebook 12), into a table of its own
-(``KEY`` names no model) keyed by the training seed too; seeds k > 0 load from ``SEED_MODELS/seed<k>``.
+(``KEY`` names no model) keyed by the training seed too; seeds k > 0 load from ``zoo.SEED_MODELS/seed<k>``.
 ``window_frames`` reads the rows back per seed, ``t5_validity`` the proxy condition T5 rests on; the verdict is
 ``findings.verdict_t5_over_seeds``.
 """
@@ -31,7 +31,6 @@ WINDOW_PAIR = ("tabed-target-long", "tabed-draft-long")
 WINDOW_TABLE = "tabed_windows"
 WINDOW_KEY = [*KEY, "train_seed"]
 WINDOW_SCENARIOS = [s for s, g in data.GROUP.items() if g in ("benchmark", "ood")]  # Table 3's first turns
-SEED_MODELS = models.zoo.MODELS.parent / "models-seeds"  # gitignored: ``WINDOW_SEED_COMMAND`` rebuilds them
 WINDOW_SEED_COMMAND = (
     "python -m specdec.vlm.train data --style full --out .gpu/tabed_data_full.pt && python -m specdec.vlm.train "
     "train --data .gpu/tabed_data_full.pt --models " + " ".join(WINDOW_PAIR) + " --out data/models-seeds/seed<k> "
@@ -40,18 +39,11 @@ WINDOW_SEED_COMMAND = (
 
 
 def seed_source(name: str, train_seed: int, command: str):
-    """Where a zoo model of training seed k lives: its zoo ``name`` for k = 0, else
-    ``SEED_MODELS/seed<k>/<name>-seed<k>`` (``ModelNotAvailableError`` naming ``command``, ``<k>`` filled in, when
-    that folder is missing)."""
-    from specdec.hub import ModelNotAvailableError
-
+    """Where a zoo model of training seed k lives (``models.seed_weights``): its zoo ``name`` for k = 0, else
+    ``zoo.SEED_MODELS/seed<k>/<name>-seed<k>`` (``vlm.train``'s folder names; ``ModelNotAvailableError`` naming
+    ``command`` where missing)."""
     k = int(train_seed)
-    if k == 0:
-        return name
-    source = SEED_MODELS / f"seed{k}" / f"{name}-seed{k}"
-    if not (source / "config.json").exists():
-        raise ModelNotAvailableError(f"no {source} (not committed): {command.replace('<k>', str(k))}")
-    return source
+    return models.seed_weights(name, k, command, folder=models.zoo.seed_dir(f"{name}-seed{k}", k))
 
 
 def load_pair(profile: Profile, name: str | None, target, draft) -> Pair:

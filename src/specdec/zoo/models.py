@@ -257,16 +257,19 @@ COS_SEED_COMMAND = (
 )
 
 
-def collab_seed_source(name: str, train_seed: int):
-    """Where training seed k of a shipped CoS zoo model lives: its zoo ``name`` for k = 0, else
-    ``zoo.seed_dir(name, k)`` (gitignored; ``ModelNotAvailableError`` naming ``COS_SEED_COMMAND`` where missing)."""
+def seed_weights(name: str, train_seed: int, command: str, folder: pathlib.Path | None = None,
+                 marker: str = "config.json"):  # fmt: skip
+    """Where training seed k of a model of the tiny zoos is: its zoo ``name`` for k = 0 (the shipped weights), else
+    ``folder`` (default ``zoo.seed_dir(name, k)``), which must hold ``marker``. Seeds k > 0 are not committed
+    (``data/models/`` is full): a missing one raises the one ``ModelNotAvailableError`` that names ``command``, the
+    command that trains it (``<k>`` filled in)."""
     k = int(train_seed)
     if k == 0:
         return name
-    source = zoo.seed_dir(name, k)
-    if not (source / "config.json").exists():
-        raise ModelNotAvailableError(f"no {source} (not committed): {COS_SEED_COMMAND.replace('<k>', str(k))}")
-    return source
+    folder = folder or zoo.seed_dir(name, k)
+    if not (folder / marker).exists():
+        raise ModelNotAvailableError(f"no {folder} (not committed): {command.replace('<k>', str(k))}")
+    return folder
 
 
 def load_collab(profile: str = "tiny", name: str = "we", device=None, dtype=None, train_seed: int = 0):
@@ -274,7 +277,7 @@ def load_collab(profile: str = "tiny", name: str = "we", device=None, dtype=None
 
     ``models`` are in the profile's order, smallest / amateur first (the default proposer); all tokenizers
     must agree. Device and dtype default to the profile's. ``train_seed`` k > 0: every model of the set at training
-    seed k (``collab_seed_source``; a shipped zoo only: ``Profile.load_collab`` checks).
+    seed k (``seed_weights``; a shipped zoo only: ``Profile.load_collab`` checks).
     """
     spec_all = load_profile(profile)
     sets = spec_all.get("collab", {})
@@ -282,7 +285,7 @@ def load_collab(profile: str = "tiny", name: str = "we", device=None, dtype=None
         raise ValueError(f"profile {profile!r} has no collaborative model set {name!r}; known: {sorted(sets)}")
     spec = sets[name]
     device, dtype = profile_device(spec_all, device, dtype)
-    sources = [collab_seed_source(m, train_seed) for m in spec["models"]]
+    sources = [seed_weights(m, train_seed, COS_SEED_COMMAND) for m in spec["models"]]
     models, tokenizers = zip(
         *(
             load(s, device=device, dtype=dtype, revision=revision_of(spec_all, m))
