@@ -128,24 +128,20 @@ def ml_pair_seeds_block(root: Path | None = None) -> str:
 
 def verdict_seeds_block(verdicts) -> str:
     """The findings of ``verdicts`` decided over training seeds, one row each: every seed's estimate, interval and
-    status (the per-seed part of the verdict's detail, ``verdict.pooled_over_seeds``), the pooled ones and the
-    verdict; then which pooled verdicts a seed reverses."""
-    import re
-
-    pattern = re.compile(r"seed (\d+): (\S+) \[(\S+), (\S+)\] (holds|does not hold|inconclusive)")
+    status (``Verdict.seeds``, ``verdict.pooled_over_seeds``), the pooled ones and the verdict; then which pooled
+    verdicts a seed reverses (``Verdict.reversed_by``)."""
     rows, reversed_by = [], {}
     for v in verdicts:
-        per_seed = pattern.findall(v.detail)
-        if not per_seed:
+        if not v.seeds:
             continue
         row = {"finding": v.name}
-        for k, est, low, high, status in per_seed:
-            row[f"seed {k}"] = f"{float(est):+.3f} [{float(low):+.3f}, {float(high):+.3f}] {status}".replace("-", "−")
+        for k, s in v.seeds:
+            row[f"seed {k}"] = f"{s.estimate:+.3f} [{s.low:+.3f}, {s.high:+.3f}] {s.status}".replace("-", "−")
         row["pooled"] = f"{v.estimate:+.3f} [{v.low:+.3f}, {v.high:+.3f}]".replace("-", "−")
         row["verdict"] = v.status
         rows.append(row)
-        if "reverse the pooled verdict" in v.detail:
-            reversed_by[v.name] = v.detail.split("Seed(s) ")[1].split(" reverse")[0]
+        if v.reversed_by:
+            reversed_by[v.name] = ", ".join(map(str, v.reversed_by))
     columns = list(rows[0])
     lines = md_table(rows, columns, align=len(columns)).splitlines()
     lines.append("")

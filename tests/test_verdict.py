@@ -148,8 +148,12 @@ def test_pooled_over_seeds_holds_only_if_no_seed_reverses_the_pool(means, expect
     assert v.status == expected
     assert (v.estimate, v.low, v.high, v.n) == (pooled.estimate, pooled.low, pooled.high, pooled.n)
     assert all(f"seed {k}: {s.estimate:.3f}" in v.detail for k, s in seeds.items())
+    assert v.seeds == tuple(seeds.items())  # the same, as data (the docs' seed tables read it)
     if means[2] == -0.1:  # the pool alone holds: the reversing seed decides
         assert pooled.status == HOLDS and seeds[2].estimate < 0 and "Seed(s) 2 reverse" in v.detail
+        assert v.reversed_by == (2,)
+    else:
+        assert v.reversed_by == ()
 
 
 def test_pooled_over_seeds_takes_the_findings_own_rule():

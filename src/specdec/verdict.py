@@ -51,6 +51,8 @@ class Verdict:
     section: str = FINDING  # or SANITY: a check of this project, not a finding of a paper
     regime: str = ""  # speed findings: the cost regime of ``estimate`` (the paper's)
     machine: Verdict | None = None  # speed findings: the measured walltime estimate on this machine
+    seeds: tuple = ()  # a finding over training seeds: ((seed, its verdict on that seed's rows alone), ...)
+    reversed_by: tuple = ()  # the seeds whose estimate reverses the pooled verdict (so it is inconclusive)
 
     def row(self) -> dict:
         """A tidy row (the paper notebooks' tables)."""
@@ -186,7 +188,7 @@ def pooled_over_seeds(pooled: Verdict, seeds: dict, rule: Callable[[float, float
     reverses it, i.e. ``rule(estimate, estimate)`` (the finding's own decision, default ``decide`` at ``threshold``
     / ``greater``) gives the opposite status (``FAILS`` for a pooled ``HOLDS`` and vice versa); otherwise the
     finding is ``INCONCLUSIVE``, as it is when the pooled verdict is. The pooled estimate and interval are kept; the
-    detail lists every seed's estimate, interval and status."""
+    detail lists every seed's estimate, interval and status, as do ``seeds`` and ``reversed_by``."""
     rule = rule or (lambda low, high: decide(low, high, threshold, greater))
     opposite = {HOLDS: FAILS, FAILS: HOLDS}.get(pooled.status)
     reversing = [k for k, v in seeds.items() if opposite and rule(v.estimate, v.estimate) == opposite]
@@ -197,7 +199,10 @@ def pooled_over_seeds(pooled: Verdict, seeds: dict, rule: Callable[[float, float
     note = f" Training seeds ({len(seeds)}, pooled {pooled.status}): {per_seed}."
     if reversing:
         note += f" Seed(s) {', '.join(map(str, reversing))} reverse the pooled verdict: inconclusive."
-    return replace(pooled, status=status, detail=(pooled.detail + note).strip())
+    return replace(
+        pooled, status=status, detail=(pooled.detail + note).strip(), seeds=tuple(seeds.items()),
+        reversed_by=tuple(reversing),
+    )  # fmt: skip
 
 
 def over_seeds(
