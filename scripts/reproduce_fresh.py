@@ -345,20 +345,24 @@ def run_plan(waves, out: pathlib.Path, cores: int) -> tuple[list[tuple], dict, f
 def record(times: list[tuple], jobs: int, workers: dict[str, str], wall: float | None) -> None:
     """One ``recompute-<notebook>`` measurement per notebook that ran, and ``make-reproduce-fresh`` (the whole run's
     wall time, with each worker's time in its note: the README lists it with the other make targets) when ``wall`` is
-    given, through ``update_readme_numbers.py record``
-    (``results/measurements.csv``, the generated tables of the README and the docs)."""
+    given, appended to ``results/measurements.csv`` (``update_readme_numbers.append``); then the generated tables of
+    the README and the docs are rewritten once."""
+    import update_readme_numbers as numbers
+
     load = os.getloadavg()[0]
     how = f"scripts/reproduce_fresh.py --jobs {jobs}: every row recomputed, none read"
-    cmd = [sys.executable, str(ROOT / "scripts" / "update_readme_numbers.py"), "record"]
     for name, status, seconds, worker in times:
         if status == "ok":
-            note = f"{how}; worker {workers[worker]}; load average {load:.1f} at the end"
-            subprocess.run([*cmd, f"recompute-{name}", str(round(seconds)), "--note", note], cwd=ROOT, check=True)
+            numbers.append(
+                f"recompute-{name}", seconds, f"{how}; worker {workers[worker]}; load average {load:.1f} at the end"
+            )
     if wall is not None:
         note = (
             f"{how}; {len(times)} notebooks; workers {'; '.join(workers.values())}; load average {load:.1f} at the end"
         )
-        subprocess.run([*cmd, "make-reproduce-fresh", str(round(wall)), "--note", note], cwd=ROOT, check=True)
+        numbers.append("make-reproduce-fresh", wall, note)
+    if numbers.write_blocks():
+        raise SystemExit("the measured numbers were appended, but the README and docs blocks could not be rewritten")
 
 
 def recompute(args: argparse.Namespace, out: pathlib.Path) -> tuple[list[tuple], dict[str, str], float, int]:

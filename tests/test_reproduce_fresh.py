@@ -135,3 +135,25 @@ def test_an_interrupted_notebook_starts_no_further_one(monkeypatch, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         reproduce_fresh.run_plan(reproduce_fresh.plan(chosen, 1, SECONDS), tmp_path, cores=2)
     assert ran == ["30"]  # neither the rest of the worker's series nor the scoreboard
+
+
+def test_record_appends_every_time_and_rewrites_the_blocks_once(tmp_path, monkeypatch):
+    """``--record``: a measurement per notebook that ran (a failed one is left out) and the whole run's wall time,
+    then one rewrite of the generated README and docs blocks."""
+    import csv
+
+    import update_readme_numbers as numbers  # on the path: reproduce_fresh puts scripts/ there
+
+    monkeypatch.setattr(numbers, "MEASUREMENTS", tmp_path / "measurements.csv")
+    rewrites = []
+    monkeypatch.setattr(numbers, "write_blocks", lambda: rewrites.append(1) or 0)
+    times = [("00_quickstart", "ok", 11.4, "w0"), ("01_sd", "failed", 3.0, "w1"), ("02_peer", "ok", 20.6, "w1")]
+    reproduce_fresh.record(times, 2, {"w0": "w0 (1 thread)", "w1": "w1 (1 thread)"}, 95.2)
+    with numbers.MEASUREMENTS.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["target"], r["seconds"]) for r in rows] == [
+        ("recompute-00_quickstart", "11"),
+        ("recompute-02_peer", "21"),
+        ("make-reproduce-fresh", "95"),
+    ]
+    assert rewrites == [1]
