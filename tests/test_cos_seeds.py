@@ -112,9 +112,9 @@ def test_a_notebooks_seed_table_is_what_the_scoreboard_decides(family, table):
     give the scoreboard's pooled estimates and verdicts: one reading of each finding (``findings.SEEDED``)."""
     board = {v.name: v for v in findings.findings_from_results("tiny", root=ROOT / "results")}
     rows = pd.read_csv(ROOT / "results" / "tiny" / f"{table}.csv")
-    by_seed = findings.seed_table(family, rows, "tiny")
+    by_seed = findings.seed_table([family], rows, "tiny")
     assert list(by_seed.columns) == ["finding", "seed 0", "seed 1", "seed 2", "pooled", "verdict"]
     for r in by_seed.itertuples():
         v = board[r.finding]
         assert (r.verdict, r.pooled) == (v.status, f"{v.estimate:.3f} [{v.low:.3f}, {v.high:.3f}]"), r.finding
-    assert findings.seed_table(family, rows, "paper").empty  # a profile without seeds: no table
+    assert findings.seed_table([family], rows, "paper").empty  # a profile without seeds: no table

@@ -154,17 +154,22 @@ SEEDED = {
 }
 
 
-def seed_table(family: str, frame: pd.DataFrame, profile: str = "tiny") -> pd.DataFrame:
-    """The findings ``family`` of ``SEEDED`` per training seed of the CoS zoo and pooled, in the paper's regime, as
-    the scoreboard decides them: seed 0 on this run's ``frame`` (a notebook's rows at its defaults), seeds k > 0 on
-    their committed rows (``seeds.seed_frames``). One row per finding (``verdict.seed_table``: each seed's estimate
-    and interval, the pooled ones, the verdict under ``SEED_RULES``); empty where the profile has no seeds."""
-    table, cells, make = SEEDED[family]
+def seed_table(families, frame: pd.DataFrame, profile: str = "tiny") -> pd.DataFrame:
+    """The findings of ``families`` (names of ``SEEDED``) per training seed of the CoS zoo and pooled, in the paper's
+    regime, as the scoreboard decides them: seed 0 on this run's ``frame`` (a notebook's rows at its defaults), seeds
+    k > 0 on their committed rows (``seeds.seed_frames``, read once). One row per finding (``verdict.seed_table``:
+    each seed's estimate and interval, the pooled ones, the verdict under ``SEED_RULES``); empty where the profile has
+    no seeds."""
     seeded = seeds.seed_frames(profile) if Profile.load(profile).shipped else {}
     if not seeded:
         return pd.DataFrame()
-    frames = {0: cells(frame), **{k: cells(t[table]) for k, t in seeded.items()}}
-    return verdict.seed_table(lambda f: make(with_priced_speed(f), value=PRICED), frames, SEED_RULES)
+    tables = []
+    for table, cells, make in (SEEDED[family] for family in families):
+        frames = {0: cells(frame), **{k: cells(t[table]) for k, t in seeded.items()}}
+        tables.append(
+            verdict.seed_table(lambda f, make=make: make(with_priced_speed(f), value=PRICED), frames, SEED_RULES)
+        )
+    return pd.concat(tables, ignore_index=True)
 
 
 # ------------------------------------------------------------------------------------------------ scoreboard

@@ -257,17 +257,16 @@ COS_SEED_COMMAND = (
 )
 
 
-def seed_weights(name: str, train_seed: int, command: str, folder: pathlib.Path | None = None,
-                 marker: str = "config.json"):  # fmt: skip
+def seed_weights(name: str, train_seed: int, command: str, folder: pathlib.Path | None = None):
     """Where training seed k of a model of the tiny zoos is: its zoo ``name`` for k = 0 (the shipped weights), else
-    ``folder`` (default ``zoo.seed_dir(name, k)``), which must hold ``marker``. Seeds k > 0 are not committed
+    ``folder`` (default ``zoo.seed_dir(name, k)``), which must hold a ``config.json``. Seeds k > 0 are not committed
     (``data/models/`` is full): a missing one raises the one ``ModelNotAvailableError`` that names ``command``, the
     command that trains it (``<k>`` filled in)."""
     k = int(train_seed)
     if k == 0:
         return name
     folder = folder or zoo.seed_dir(name, k)
-    if not (folder / marker).exists():
+    if not (folder / "config.json").exists():
         raise ModelNotAvailableError(f"no {folder} (not committed): {command.replace('<k>', str(k))}")
     return folder
 
