@@ -139,17 +139,16 @@ def notebook_parameters(notebook: Path, params: dict, args: argparse.Namespace) 
 
 
 def profile_device(profile: str) -> str:
-    """The device a profile's yaml names (``paper.yaml``: cuda) where torch sees one, else ``cpu`` (said once):
-    notebooks follow it unless ``-p device`` says otherwise (the notebooks' own default is the tiny profile's cpu)."""
-    path = ROOT / "data" / "profiles" / f"{profile}.yaml"
-    wanted = (yaml.safe_load(path.read_text()) or {}).get("device", "cpu") if path.exists() else "cpu"
-    if wanted.startswith("cuda"):
-        import torch
+    """The device the profile's yaml names, by the one rule (``specdec.zoo.device``: ``paper.yaml``'s cuda where
+    torch sees one, else ``cpu``, said once): notebooks follow it unless ``-p device`` says otherwise."""
+    from specdec.zoo.device import default_device
 
-        if not torch.cuda.is_available():
-            print(f"{profile} profile: torch sees no CUDA device here, so the notebooks run on the cpu (-p device ...)")
-            return "cpu"
-    return wanted
+    path = ROOT / "data" / "profiles" / f"{profile}.yaml"
+    spec = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    device = default_device(spec)
+    if device != str(spec.get("device", "cpu")):
+        print(f"{profile} profile: torch sees no {spec['device']} device here, so the notebooks run on the {device}")
+    return device
 
 
 def hub_check(profile: str) -> str | None:

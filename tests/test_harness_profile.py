@@ -66,3 +66,32 @@ def test_store_stands_on_the_committed_base_layer(tmp_path):
     assert store.profile == "tiny" and len(committed) > 100
     assert store.done(**committed[ROW_KEY].iloc[0].to_dict())
     assert not any(tmp_path.rglob("*.csv"))  # nothing written to its own folder
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (zoo.DATA / "profiles").glob("*.yaml")))
+def test_one_device_rule_on_a_cpu_only_machine(name, monkeypatch, capsys):
+    """Every profile gets one (device, dtype) from one rule: Profile.load, zoo.models.load_pair / load_collab and the
+    notebook runner agree, and on a machine where torch sees no GPU they all say cpu (paper.yaml's cuda falls back)."""
+    import importlib.util
+
+    from specdec.zoo import device, models
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    spec = models.load_profile(name)
+    profile = Profile.load(name)
+    assert device.profile_device(spec) == (profile.device, profile.dtype)
+    assert profile.device == "cpu"
+    seen = []
+    monkeypatch.setattr(
+        models, "load", lambda model, device=None, dtype=None, **kw: (seen.append((device, dtype)), None)
+    )
+    monkeypatch.setattr(models, "check_same_vocabulary", lambda *a: None)
+    for pair in spec.get("pairs") or {}:
+        models.load_pair(name, pair)
+    for collab in spec.get("collab") or {}:
+        models.load_collab(name, collab)
+    assert set(seen) <= {(profile.device, profile.dtype)}
+    runner = importlib.util.spec_from_file_location("run_notebooks", zoo.ROOT / "scripts" / "run_notebooks.py")
+    module = importlib.util.module_from_spec(runner)
+    runner.loader.exec_module(module)
+    assert module.profile_device(name) == profile.device

@@ -23,6 +23,7 @@ import torch
 
 from specdec import results, zoo
 from specdec.zoo import models
+from specdec.zoo.device import default_device, default_dtype
 
 SHIPPED = "tiny"  # the profile whose models and data ship with the repository
 
@@ -139,27 +140,3 @@ class Profile:
         and one thread keeps a row's walltime comparable with the committed ones'."""
         if self.device_type == "cpu":
             torch.set_num_threads(1)
-
-
-def default_device(spec: dict, device: str | None = None) -> str:
-    """``device`` if given (checked: torch must know it), else the profile's when torch sees it, else cpu."""
-    if device is not None:
-        torch.device(device)  # a clear error for a typo
-        return str(device)
-    wanted = str(spec.get("device", "cpu"))
-    if torch.device(wanted).type == "cuda" and not torch.cuda.is_available():
-        return "cpu"
-    if torch.device(wanted).type == "mps" and not torch.backends.mps.is_available():
-        return "cpu"
-    return wanted
-
-
-def default_dtype(spec: dict, dtype: torch.dtype | str | None = None) -> torch.dtype | None:
-    """``dtype`` if given (a ``torch.dtype`` or its name), else the profile's (``None``: the saved config's)."""
-    value = dtype if dtype is not None else spec.get("dtype")
-    if value is None or isinstance(value, torch.dtype):
-        return value
-    found = getattr(torch, str(value).removeprefix("torch."), None)
-    if not isinstance(found, torch.dtype):
-        raise ValueError(f"unknown dtype {value!r}: use a torch dtype name such as 'float32' or 'bfloat16'")
-    return found

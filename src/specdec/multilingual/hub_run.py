@@ -59,7 +59,8 @@ from specdec.multilingual import algorithm, hubdata, parallel, recipe
 from specdec.multilingual.batches import Conversations
 from specdec.multilingual.recipe import DISTIL_DIR, model_seed
 from specdec.zoo import training
-from specdec.zoo.models import load, load_profile, profile_device
+from specdec.zoo.device import profile_device
+from specdec.zoo.models import load, load_profile
 
 SUMMARY_COLUMNS = [
     "model", "role", "recipe", "lang", "init", "parameters", "device", "processes", "epochs", "finetune_steps",

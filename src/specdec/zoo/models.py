@@ -16,6 +16,7 @@ import torch
 
 from specdec import hub, zoo
 from specdec.hub import ModelNotAvailableError, resolve
+from specdec.zoo.device import profile_device
 
 PROFILES_DIR = zoo.DATA / "profiles"
 # kind="llava": the transformers class of each LLaVA ``model_type`` (their processors come from AutoProcessor). No
@@ -223,15 +224,6 @@ def load_profile(name: str) -> dict:
 def revision_of(spec: dict, repo_id: str) -> str | None:
     """The hub revision a profile pins for ``repo_id`` (``revisions`` in its yaml), None for main / zoo names."""
     return (spec.get("revisions") or {}).get(repo_id)
-
-
-def profile_device(spec: dict, device=None, dtype=None) -> tuple:
-    """``(device, dtype)``: the ones asked for, else the profile's (``paper.yaml``: cuda, float16), else cpu and
-    the saved config's dtype."""
-    device = device or spec.get("device", "cpu")
-    if dtype is None and spec.get("dtype"):
-        dtype = getattr(torch, spec["dtype"])
-    return device, dtype
 
 
 def load_pair(profile: str = "tiny", pair: str = "default", device=None, dtype=None):
