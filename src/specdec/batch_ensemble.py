@@ -47,7 +47,9 @@ class BatchEnsembleDrafter:
         """Every request's drafting rows (``ModelDrafter.start``) prefilled in one batch."""
         if len(prompt_rows) != len(self.members):
             raise ValueError(f"{len(prompt_rows)} prompts for {len(self.members)} per-request drafters")
-        rows, features, self.row_prompts = [], [], []
+        rows: list = []
+        features: list = []
+        self.row_prompts = []
         for member, prompt, inputs in zip(self.members, prompt_rows, self.inputs):
             made, made_features = member.start(prompt, **inputs)
             if made_features is None and inputs:

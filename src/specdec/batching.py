@@ -5,6 +5,7 @@ rollback); every row equals its batch-1 ``engine.generate`` run (``tests/test_ba
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -171,11 +172,11 @@ class _BatchLoop:
     """``generate_batch``'s decode loop over the rows still in the batch (``active``: their prompt indices)."""
 
     target_lm: BatchedLM
-    drafter: object
+    drafter: Any  # a batched drafter (``drafters.batch_drafter``) or None
     gamma: int
     max_new_tokens: int
     sampling: SamplingConfig
-    verifier: object
+    verifier: Any  # a verifier callable or None (``engine.default_verifier``)
     draft_gens: list
     verify_gens: list
     steps: int = 0
@@ -250,12 +251,12 @@ class _BatchLoop:
             return accepted.tolist(), best.gather(1, accepted[:, None])[:, 0].tolist()
         verifier = self.verifier or default_verifier
         vocab = self.target_lm.vocab_size
-        out = [
-            check_verdict(
-                *verifier(drafts[j, :b], probs[j, :b], logits[j, : b + 1], self.sampling, self.verify_gens[i]), b, vocab
+        out = []
+        for j, (i, b) in enumerate(zip(active, blocks)):
+            n_accepted, token = verifier(
+                drafts[j, :b], probs[j, :b], logits[j, : b + 1], self.sampling, self.verify_gens[i]
             )
-            for j, (i, b) in enumerate(zip(active, blocks))
-        ]
+            out.append(check_verdict(n_accepted, token, b, vocab))
         return [n for n, _ in out], [t for _, t in out]
 
     def record(self, res: GenerationResult, new: list[int], block: int, accepted: int, times) -> bool:

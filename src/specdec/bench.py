@@ -235,11 +235,12 @@ def acceptance_rows(
             for start in range(0, len(prompts), step):
                 kwargs = dict(gamma=gamma, max_new_tokens=max_new_tokens, sampling=sampling, eos_token_id=[])
                 if batched:
-                    results = generate_batch(target, prompts[start : start + step], draft, seed=seed + start, **kwargs)
-                    results = results.rows
+                    done = generate_batch(
+                        target, prompts[start : start + step], draft, seed=seed + start, **kwargs
+                    ).rows
                 else:
-                    results = [generate(target, prompts[start], draft, seed=seed + start, **kwargs)]
-                for i, res in enumerate(results, start):
+                    done = [generate(target, prompts[start], draft, seed=seed + start, **kwargs)]
+                for i, res in enumerate(done, start):
                     rows.append(
                         {
                             "draft": name,

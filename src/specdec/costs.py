@@ -63,9 +63,9 @@ def priced_time(calls: Mapping[str, float], regime: Regime, verify_calls: Mappin
     """Σ over models of calls × cost; ``verify_calls`` (model → calls that verify a block, a part of ``calls``)
     are charged ``regime.verify`` × the model's cost. Counts may be numbers or arrays / Series (elementwise)."""
     verify_calls = verify_calls or {}
-    total = np.asarray(0.0)
-    for model, n in calls.items():
-        n, wide = np.asarray(n, dtype=float), np.asarray(verify_calls.get(model, 0), dtype=float)
+    total: np.ndarray = np.asarray(0.0)
+    for model, count in calls.items():
+        n, wide = np.asarray(count, dtype=float), np.asarray(verify_calls.get(model, 0), dtype=float)
         total = total + (n - wide + wide * regime.verify) * regime.cost(model)
     return float(total) if total.ndim == 0 else total
 

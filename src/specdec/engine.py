@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from typing import cast
 
 import torch
 
@@ -221,7 +222,7 @@ def as_drafter(drafter) -> Drafter | None:
     if drafter is None or isinstance(drafter, Drafter):
         return drafter
     if isinstance(drafter, torch.nn.Module):
-        return ModelDrafter(drafter)
+        return cast(Drafter, ModelDrafter(drafter))
     raise TypeError(
         f"drafter must be None, a draft model or a Drafter (prefill / propose / rollback, calls, tokens_fed: "
         f"see specdec.drafters.Drafter), got {type(drafter).__name__}"

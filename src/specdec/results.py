@@ -37,6 +37,7 @@ import os
 import pathlib
 import platform
 import subprocess
+from typing import Any
 
 from specdec import tabledb, validate, zoo
 from specdec.tabledb import complete_prefix  # noqa: F401 (part of this module's interface)
@@ -93,7 +94,8 @@ class ResultStore:
         if self.base_path is None:
             return [], []
         header, records = tabledb.parse_csv(self.base_path.read_bytes())
-        return header or [], [dict(zip(header, r)) for r in records]
+        header = header or []
+        return header, [dict(zip(header, r)) for r in records]
 
     def key_of(self, row: dict) -> tuple:
         """The key of ``row`` as stored: its key columns' values formatted as written, as strings."""
@@ -111,15 +113,15 @@ class ResultStore:
         wanted = self.key_of(key)
         row = self._db.find(wanted)
         if row is not None:
-            return dict(zip(self._db.header, row))
-        for row in self._base_rows:
-            if self.key_of(row) == wanted:
-                return row
+            return dict(zip(self._db.header or [], row))
+        for base_row in self._base_rows:
+            if self.key_of(base_row) == wanted:
+                return base_row
         raise KeyError(f"no row {key} in {self.path}" + (f" or {self.base_path}" if self.base_path else ""))
 
     def rows(self, keys: list[dict] | None = None) -> list[dict]:
         """The stored rows (values as strings, in file order), only those of ``keys`` if given."""
-        stored = [dict(zip(self._db.header, r)) for r in self._db.rows()]
+        stored = [dict(zip(self._db.header or [], r)) for r in self._db.rows()]
         if keys is None:
             return stored
         wanted = {self.key_of(k) for k in keys}
@@ -143,7 +145,7 @@ class ResultStore:
         self._done = set(self._db.keys())
 
     def _write_provenance(self, keys: list[tuple], provenance: dict | None = None) -> None:
-        line = {"written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
+        line: dict[str, Any] = {"written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
         line.update({**environment(), **self.provenance} if provenance is None else provenance)
         line["key_columns"] = self.key
         line["keys"] = [list(k) for k in keys]
@@ -185,7 +187,7 @@ class ResultStore:
                 return pd.DataFrame(columns=self.key)
             return pd.read_csv(io.BytesIO(data), dtype=DIGEST_DTYPES)
         own = self.rows()
-        header = self._db.header if own else self._base_header if self._base_rows else self.key
+        header = (self._db.header or []) if own else self._base_header if self._base_rows else self.key
         own_keys = {self.key_of(r) for r in own}
         rows = [r for r in self._base_rows if self.key_of(r) not in own_keys] + own
         if requested:
@@ -258,7 +260,7 @@ def _close(old, new, tol: float) -> bool:
 
 def model_provenance(**models) -> dict:
     """``{"device", "dtype", "<role>_model"}`` of transformers models (``role=model`` keyword arguments)."""
-    out = {}
+    out: dict[str, str] = {}
     for role, model in models.items():
         param = next(model.parameters())
         out.setdefault("device", str(param.device))

@@ -179,7 +179,8 @@ def step_profile(target, draft, prompts, *, gamma: int = 5, max_new_tokens: int 
     rows = []
     for rep in range(repeats):
         for method in ("speculative", "autoregressive"):
-            parts, steps, tokens, decode = {}, 0, 0, 0.0
+            parts: dict[str, float] = {}
+            steps, tokens, decode = 0, 0, 0.0
             for prompt in prompts:
                 clock = _Clock(device)
                 verifier = functools.partial(clock.timed, "verify", engine.default_verifier)

@@ -75,10 +75,10 @@ def _typed(text: str):
         number = int(text)
         return number if str(number) == text and -_INT64 <= number < _INT64 else text
     with contextlib.suppress(ValueError):
-        number = float(text)
+        real = float(text)
         # -0.0 and non-finite numbers stay text: SQLite does not keep them apart from 0 / NULL
-        if math.isfinite(number) and number != 0.0 and float_text(number) == text:
-            return number
+        if math.isfinite(real) and real != 0.0 and float_text(real) == text:
+            return real
     return text
 
 

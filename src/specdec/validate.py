@@ -58,7 +58,7 @@ def number(
     if isinstance(value, bool) or isinstance(value, str) or not isinstance(value, numbers.Real):
         if not (hasattr(value, "item") and getattr(value, "ndim", 1) == 0):  # a 0-d tensor / numpy scalar
             raise TypeError(f"{want}, got {type(value).__name__} {value!r}{_tail(hint)}")
-        value = value.item()
+        value = value.item()  # type: ignore[union-attr]  # checked just above: a 0-d tensor / numpy scalar
         if isinstance(value, bool):
             raise TypeError(f"{want}, got {value!r}{_tail(hint)}")
     out = float(value)

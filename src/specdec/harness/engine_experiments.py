@@ -23,12 +23,13 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import pandas as pd
 import torch
 
 from specdec import bench, engine, speed
-from specdec.harness.experiment import Experiment, Method, Request, Setting, speculative
+from specdec.harness.experiment import Decoded, Experiment, Method, Request, Setting, speculative
 from specdec.harness.profile import Profile
 from specdec.results import model_provenance
 from specdec.sampling import SamplingConfig
@@ -96,7 +97,9 @@ class Quickstart(Experiment):
     def generations(self) -> SideBySide:
         """Both decodes of the prompt, on this machine now."""
         request, s = self.requests[0], self.setting
-        common = dict(max_new_tokens=s.max_new_tokens, sampling=s.sampling, seed=s.seed, eos_token_id=s.eos_token_id)
+        common: dict[str, Any] = dict(
+            max_new_tokens=s.max_new_tokens, sampling=s.sampling, seed=s.seed, eos_token_id=s.eos_token_id
+        )
         sd = engine.generate(self.target, request.prompt_ids, self.draft, gamma=self.gamma, **common)
         return SideBySide(sd, engine.autoregressive(self.target, request.prompt_ids, **common))
 
@@ -108,8 +111,9 @@ class Quickstart(Experiment):
     def baseline(self) -> engine.GenerationResult:
         return self.generations.ar
 
-    def quickstart_row(self, request: Request, both: SideBySide) -> dict:
+    def quickstart_row(self, request: Request, both: Decoded) -> dict:
         """The stored columns: τ, α, lossless (empty under sampling) and the wall times of both decodes."""
+        assert isinstance(both, SideBySide)  # the one method's decode returns ``generations``
         sd, ar = both.sd, both.ar
         return {
             "new_tokens": sd.new_tokens,

@@ -17,6 +17,7 @@ are not on this machine); ``engine_findings`` reads the table (``seed_rows``) an
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
 import pandas as pd
 
@@ -130,7 +131,7 @@ def stored_runs(eng: Engine, train_seed: int, *, sweep: dict, speed: dict) -> pd
 
 
 # notebook 01's settings of (b) and (d), those of the committed rows
-NOTEBOOK_SETTINGS = dict(
+NOTEBOOK_SETTINGS: dict[str, dict[str, Any]] = dict(
     sweep=dict(n_per_kind=20, gammas=[1, 2, 3, 4, 6, 8], max_new_tokens=48),
     speed=dict(per_kind=4, gamma=5, max_new_tokens=48),
 )
@@ -147,7 +148,9 @@ def recompute(keys) -> pd.DataFrame:
     for key in keys:
         k = int(key["train_seed"])
         if k not in experiments:
-            experiments[k] = seed_experiments(SeedEngine.of(eng, k), **NOTEBOOK_SETTINGS)
+            experiments[k] = seed_experiments(
+                SeedEngine.of(eng, k), sweep=NOTEBOOK_SETTINGS["sweep"], speed=NOTEBOOK_SETTINGS["speed"]
+            )
         for experiment in experiments[k]:
             try:
                 out.append(experiment.recompute([key]))

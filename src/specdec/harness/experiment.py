@@ -85,7 +85,8 @@ class Decoded(Protocol):
     """What a method returns: the new tokens and a flat dict of scalar statistics (``engine.GenerationResult``,
     ``cos.algorithm.CollabResult``)."""
 
-    output_ids: list[int]
+    @property
+    def output_ids(self) -> list[int]: ...  # a field or a read-only property
 
     def summary(self) -> dict: ...
 
@@ -95,7 +96,7 @@ class DrafterFactory(Protocol):
     ``ModelDrafter``) or ``None`` (plain decoding). Called once per decoded request, so a drafter with state (caches,
     an ensemble's history) starts fresh; a factory may read ``request.data`` (a caption drafter's images)."""
 
-    def __call__(self, request: Request) -> Any: ...
+    def __call__(self, request: Request | None) -> Any: ...  # None: one drafter for a whole batch
 
 
 class Decode(Protocol):
@@ -114,7 +115,7 @@ class Method:
 
     decode: Decode
     params: Mapping[str, Any]
-    decode_batch: Callable[[Sequence[Request], Setting], list[Decoded]] | None = None
+    decode_batch: Callable[[Sequence[Request], Setting], Sequence[Decoded]] | None = None
     row: Callable[[Request, Decoded], dict] | None = None
 
 
@@ -150,7 +151,7 @@ def speculative(
             draft_inputs=dict(request.draft_inputs),
         )
 
-    def decode_batch(requests: Sequence[Request], setting: Setting) -> list[Decoded]:
+    def decode_batch(requests: Sequence[Request], setting: Setting) -> Sequence[Decoded]:
         per_request = batched == PER_REQUEST
         inputs = any(r.target_inputs or r.draft_inputs for r in requests)
         if (inputs and not per_request) or not all(batching.batchable(r.target_inputs) for r in requests):
@@ -238,6 +239,7 @@ class Experiment:
         if reference is not None and reference not in methods:
             raise ValueError(f"the reference method {reference!r} is not among the methods {sorted(methods)}")
         self.store = store
+        self.context: dict[str, Any] = {}  # what a notebook reads beside the rows (models, prompts, device name)
         self.requests = list(requests)
         self.methods = dict(methods)
         self.fixed = dict(fixed or {})
@@ -272,7 +274,7 @@ class Experiment:
     def _check_keys(self) -> None:
         """Every key column has a value; two runs never share a key (a parameter that changes a row but is not in
         the key would make a rerun return the other run's row)."""
-        seen = {}
+        seen: dict[tuple, tuple[str, str]] = {}
         for r in self.requests:
             for m in self.methods:
                 merged = {**self.fixed, **r.key, self.method_column: m, **self.methods[m].params}
@@ -327,8 +329,8 @@ class Experiment:
         method = batch[0][1]
         spec = self.methods[method]
         requests = [r for r, _ in batch]
-        if len(batch) > 1:
-            decoded = spec.decode_batch(requests, self.setting)
+        if len(batch) > 1 and spec.decode_batch is not None:  # ``_batch`` forms batches only for such methods
+            decoded = list(spec.decode_batch(requests, self.setting))
         else:
             decoded = [spec.decode(requests[0], self.setting.for_request(requests[0]))]
         rows = [self._row(r, method, res) for r, res in zip(requests, decoded)]
@@ -351,7 +353,7 @@ class Experiment:
         """Whether ``output`` equals the reference's output of ``request`` (``None`` under sampling)."""
         if not self.setting.greedy:
             return None
-        if method == self.reference:
+        if method == self.reference or self.reference is None:
             return True
         if reference is None:
             reference = self.store.get(**self.key(request, self.reference))[self.output_column]

@@ -164,7 +164,7 @@ def make_row(scenario: str, turn: int, rng: random.Random, split: str, style: st
     """One row of the suite (without ``id``); ``style``: the first turns' answers (``dialogues.ANSWER_STYLES``)."""
     if turn == 1:
         first = first_turn(scenario, rng, split, style)
-        turns = [(first["user"], None)]
+        turns: list[tuple[str, str | None]] = [(first["user"], None)]
         answer, gt, items, images = first["answer"], first["gt"], first["items"], first["images"]
         rests_on = None
     elif turn == 2:

@@ -317,7 +317,7 @@ def train_all(
     if str(device).startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    by_rows: dict[str, tuple] = {}
+    by_rows: dict[tuple, tuple] = {}  # split_args(spec) -> its splits, built once per kind
     rows = []
     for name in names:
         spec = specs[name]

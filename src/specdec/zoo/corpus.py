@@ -214,19 +214,19 @@ def build_corpus(heldout_fraction: float = 0.1, split: str = "content") -> list[
         docs.append({"name": f"code:{module}", "unit": unit, "kind": "code", "text": source})
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                doc = ast.get_docstring(node)
-                if doc and len(doc) > 200:  # short docstrings are mostly "Return x."
+                docstring = ast.get_docstring(node)
+                if docstring and len(docstring) > 200:  # short docstrings are mostly "Return x."
                     name = getattr(node, "name", "<module>")
-                    docs.append({"name": f"doc:{module}.{name}", "unit": unit, "kind": "prose", "text": doc})
+                    docs.append({"name": f"doc:{module}.{name}", "unit": unit, "kind": "prose", "text": docstring})
 
     for lang, language in LANGUAGES.items():
         for po in django_catalogs(lang):
             app = po.parts[-5] if "contrib" in po.parts else "core"
             pairs = read_po(po)
             if by_content:  # one page stream per split, each cut into pages after the split
-                held = [is_heldout(f"msgid:{en}", heldout_fraction) for en, _ in pairs]
-                groups = [("train", [p for p, h in zip(pairs, held) if not h])]
-                groups += [("heldout", [p for p, h in zip(pairs, held) if h])]
+                flags = [is_heldout(f"msgid:{en}", heldout_fraction) for en, _ in pairs]
+                groups = [("train", [p for p, h in zip(pairs, flags) if not h])]
+                groups += [("heldout", [p for p, h in zip(pairs, flags) if h])]
             else:
                 groups = [("", pairs)]
             for tag, group in groups:
@@ -236,8 +236,8 @@ def build_corpus(heldout_fraction: float = 0.1, split: str = "content") -> list[
                     name = f"po:{lang}:{app}:{tag + ':' if tag else ''}{start}"
                     docs.append({"name": name, "unit": tag, "kind": "translation", "text": "\n\n".join(lines)})
 
-    seen = set()
-    unique = []
+    seen: set[str] = set()
+    unique: list[dict] = []
     shared = _shared_paragraph_units(docs) if by_content else {}
     for doc in docs:  # drop exact duplicates (same docstring inherited in several places)
         key = hashlib.sha256(doc["text"].encode()).hexdigest()
