@@ -27,7 +27,10 @@ from pathlib import Path
 
 from xdist.scheduler import LoadScopeScheduling
 
-NOTEBOOK_SERIES = {"0": "foundation", "1": "tabed", "2": "cos", "3": "multilingual"}
+from specdec.papers import notebook_sections
+
+# first digit of a notebook file name -> its study (the registry specdec.papers): one worker scope per study
+NOTEBOOK_SERIES = notebook_sections()
 
 
 def notebook_series(nodeid: str) -> str | None:

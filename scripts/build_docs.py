@@ -23,11 +23,13 @@ from pathlib import Path
 
 import yaml
 
+from specdec.papers import STUDIES, notebook_sections
+
 ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / ".cache" / "docs-src"
 DATA_CARDS = ["data/DATA_CARD.md", "data/parallel/DATA_CARD.md", "data/paper/README.md"]
-# first digit of a notebook's file name -> the nav section it joins
-NOTEBOOK_SECTIONS = {"0": "Engine", "1": "TABED", "2": "CoS", "3": "Multilingual", "4": "AASD", "9": "Scoreboard"}
+# first digit of a notebook's file name -> the nav section it joins (the registry: specdec.papers.STUDIES)
+NOTEBOOK_SECTIONS = notebook_sections()
 
 
 def notebooks() -> list[Path]:
@@ -46,17 +48,25 @@ def stage(into: Path) -> None:
         shutil.copy2(ROOT / card, into / card)
 
 
+def section_title(name: str) -> str:
+    """A study's nav title: its registry name with a capital first letter (``engine`` -> ``Engine``)."""
+    return name[:1].upper() + name[1:]
+
+
 def nav_with_notebooks(nav: list) -> list:
-    """``nav`` with every notebook after its section's page: ``{"TABED": "papers/tabed.md"}`` becomes
-    ``{"TABED": ["papers/tabed.md", "notebooks/10_tabed_benchmark.ipynb", ...]}``."""
+    """``nav`` (mkdocs.yml's: the scoreboard, reference pages, data cards) with every study of the registry after
+    the scoreboard, each its page then its notebooks: ``{"TABED": ["papers/tabed.md",
+    "notebooks/10_tabed_benchmark.ipynb", ...]}``; notebook 90 after the scoreboard's page."""
+    sections = {digit: section_title(name) for digit, name in NOTEBOOK_SECTIONS.items()}
     by_section: dict[str, list[str]] = {}
     for nb in notebooks():
-        section = NOTEBOOK_SECTIONS.get(nb.name[0])
+        section = sections.get(nb.name[0])
         if section is None:
-            raise SystemExit(f"{nb.name}: no docs section for its first digit (NOTEBOOK_SECTIONS)")
+            raise SystemExit(f"{nb.name}: no study in specdec.papers.STUDIES has notebooks starting with {nb.name[0]}")
         by_section.setdefault(section, []).append(f"notebooks/{nb.name}")
+    studies = [{section_title(s.name): s.page} for s in STUDIES.values()]
     out = []
-    for entry in nav:
+    for entry in nav[:1] + studies + nav[1:]:
         ((title, target),) = entry.items()
         if title in by_section:
             pages = target if isinstance(target, list) else [target]

@@ -9,37 +9,49 @@ reading the registry loads no model code); the core, ``harness``, ``vlm`` and ``
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class Paper:
     name: str  # as the scoreboard and the README name it
-    package: str  # the subpackage of specdec
+    package: str  # the subpackage of specdec ("" for the engine's study, whose findings are ``engine_findings``)
     notebooks: tuple[str, ...]  # file-name prefixes of its notebooks
+    page: str  # its page under docs/
+
+    @property
+    def series(self) -> str:
+        """The first digit its notebooks' file names share (``"1"`` for TABED): its docs section and its nbval
+        worker scope."""
+        return self.notebooks[0][0]
 
 
 PAPERS: dict[str, Paper] = {
     p.name: p
     for p in (
-        Paper("TABED", "tabed", ("10", "11", "12", "13", "14")),
-        Paper("CoS", "cos", ("20", "21", "22")),
-        Paper("Multilingual", "multilingual", ("30", "31", "32", "33", "34")),
-        Paper("AASD", "aasd", ("40", "41")),
+        Paper("TABED", "tabed", ("10", "11", "12", "13", "14"), "papers/tabed.md"),
+        Paper("CoS", "cos", ("20", "21", "22"), "papers/cos.md"),
+        Paper("Multilingual", "multilingual", ("30", "31", "32", "33", "34"), "papers/multilingual.md"),
+        Paper("AASD", "aasd", ("40", "41"), "papers/aasd.md"),
     )
 }
+# The engine's study (notebooks 00-02: what all four papers share) beside the papers, first.
+ENGINE = Paper("engine", "", ("00", "01", "02"), "papers/engine.md")
+STUDIES: dict[str, Paper] = {ENGINE.name: ENGINE, **PAPERS}
+SCOREBOARD = ("9", "Scoreboard")  # notebook 90's series and docs section
+
+
+def notebook_sections() -> dict[str, str]:
+    """``{first digit of a notebook's file name: its study's name}``, the scoreboard's ``"9"`` too: the docs nav
+    section and the nbval worker scope a notebook joins."""
+    return {**{s.series: s.name for s in STUDIES.values()}, SCOREBOARD[0]: SCOREBOARD[1]}
 
 
 def findings() -> dict:
     """``{paper name: its findings module}`` (each has ``findings_from_results(profile, root=...)``), in
     ``PAPERS`` order."""
-    from specdec.aasd import findings as aasd
-    from specdec.cos import findings as cos
-    from specdec.multilingual import findings as multilingual
-    from specdec.tabed import findings as tabed
-
-    modules = {"tabed": tabed, "cos": cos, "multilingual": multilingual, "aasd": aasd}
-    return {name: modules[paper.package] for name, paper in PAPERS.items()}
+    return {name: importlib.import_module(f"specdec.{paper.package}.findings") for name, paper in PAPERS.items()}
 
 
 def vocabulary(parameter: str, notebook: str = "") -> set[str] | None:
