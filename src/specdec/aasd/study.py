@@ -1,0 +1,17 @@
+"""AASD in the registry (``specdec.papers``): notebooks 40-41, its page, its notebooks' parameter names."""
+
+from __future__ import annotations
+
+from specdec.harness.study import Study
+
+
+def vocabulary(parameter: str, notebook: str) -> set[str] | None:
+    """AASD's drafts (Table 1's, the ablations' and the budget-matched module)."""
+    if parameter == "drafts":
+        from specdec.aasd.tables import ABLATIONS, MAIN_DRAFTS, MATCHED_DRAFT
+
+        return set(MAIN_DRAFTS) | set(ABLATIONS) | {MATCHED_DRAFT}
+    return None
+
+
+STUDY = Study("AASD", "aasd", ("40", "41"), "papers/aasd.md", vocabulary)

@@ -1,0 +1,18 @@
+"""The multilingual study in the registry (``specdec.papers``): notebooks 30-34, its page, its parameter names."""
+
+from __future__ import annotations
+
+from specdec.harness.study import Study
+
+
+def vocabulary(parameter: str, notebook: str) -> set[str] | None:
+    """The languages (``lang``, ``langs``, ``drafter_langs``; notebooks 30 and 34 name language pairs ``pairs``,
+    elsewhere ``pairs`` are model pairs). English is a source of the OOD directions (``langs``)."""
+    if parameter in ("lang", "langs", "drafter_langs") or (parameter == "pairs" and notebook.startswith(("30", "34"))):
+        from specdec.multilingual.parallel import LANGUAGES
+
+        return set(LANGUAGES) | ({"en"} if parameter == "langs" else set())
+    return None
+
+
+STUDY = Study("Multilingual", "multilingual", ("30", "31", "32", "33", "34"), "papers/multilingual.md", vocabulary)

@@ -1,0 +1,21 @@
+"""TABED in the registry (``specdec.papers``): notebooks 10-14, its page, its notebooks' parameter names."""
+
+from __future__ import annotations
+
+from specdec.harness.study import Study
+
+
+def vocabulary(parameter: str, notebook: str) -> set[str] | None:
+    """TABED's ensembles (``methods``), the MT* grid policy's criteria and the MTCP* policy's divergences."""
+    if parameter in ("methods", "gamma_methods"):
+        from specdec.tabed.algorithm import ENSEMBLES
+
+        return set(ENSEMBLES)
+    if parameter == "criteria":  # the MT* grid policy's criteria (``tabed.algorithm.grid_weights``)
+        return {"hard", "kl", "tvd", "hard+kl"}
+    if parameter == "divergences":  # the MTCP* softmax policy's divergences
+        return {"kl", "tvd"}
+    return None
+
+
+STUDY = Study("TABED", "tabed", ("10", "11", "12", "13", "14"), "papers/tabed.md", vocabulary)
