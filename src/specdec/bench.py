@@ -16,14 +16,8 @@ from tqdm.auto import tqdm
 
 from specdec.batching import generate_batch
 from specdec.cache import crop_cache
+from specdec.costs import expected_block_efficiency, expected_speedup  # Eq. (1): one formula, in costs
 from specdec.engine import generate, now
-
-
-def expected_block_efficiency(alpha: float, gamma: int) -> float:
-    """τ for i.i.d. acceptance α: ``(1 − α^(γ+1)) / (1 − α)``, counting the bonus token."""
-    if alpha >= 1:
-        return gamma + 1.0
-    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
 
 
 def iid_acceptance(block_efficiency: float, gamma: int, tol: float = 1e-10) -> float:
@@ -40,11 +34,6 @@ def iid_acceptance(block_efficiency: float, gamma: int, tol: float = 1e-10) -> f
         mid = (low + high) / 2
         low, high = (mid, high) if expected_block_efficiency(mid, gamma) < block_efficiency else (low, mid)
     return (low + high) / 2
-
-
-def expected_speedup(block_efficiency: float, gamma: int, latency_ratio: float) -> float:
-    """TABED Eq. (1): expected walltime speedup ``τ / (γ · T_q/T_p + 1)`` over autoregressive decoding."""
-    return block_efficiency / (gamma * latency_ratio + 1)
 
 
 def timed(device, fn) -> tuple[float, object]:

@@ -86,10 +86,23 @@ def sd_speedup(new_tokens, target_calls, draft_calls, regime: Regime, draft: str
     return float(out) if np.ndim(out) == 0 else out
 
 
+def expected_block_efficiency(alpha: float, gamma: int) -> float:
+    """τ for i.i.d. acceptance α: ``(1 − α^(γ+1)) / (1 − α)``, counting the bonus token."""
+    if alpha >= 1:
+        return gamma + 1.0
+    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
+
+
+def expected_speedup(block_efficiency: float, gamma: int, latency_ratio: float) -> float:
+    """Eq. (1) (Leviathan et al.; TABED's Eq. (1)): expected walltime speedup ``τ / (γ · T_q/T_p + 1)`` over
+    autoregressive decoding, for a block efficiency τ."""
+    return block_efficiency / (gamma * latency_ratio + 1)
+
+
 def eq1_speedup(alpha: float, gamma: int, c: float) -> float:
-    """Eq. (1) of speculative decoding (Leviathan et al.): ``(1 − α^(γ+1)) / ((1 − α)(γ c + 1))``."""
-    tau = gamma + 1.0 if alpha >= 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
-    return tau / (gamma * c + 1)
+    """Eq. (1) of speculative decoding (Leviathan et al.) from the acceptance rate: ``(1 − α^(γ+1)) / ((1 − α)(γ c
+    + 1))``, i.e. ``expected_speedup`` at the i.i.d. τ of α."""
+    return expected_speedup(expected_block_efficiency(alpha, gamma), gamma, c)
 
 
 # ------------------------------------------------------------------------------------------------ regimes
