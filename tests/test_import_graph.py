@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
+import shutil
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -344,6 +348,54 @@ def test_the_size_exceptions_only_shrink():
     fits = [m for m in OVERSIZED_MODULES if modules.get(m, 0) <= MAX_MODULE_LINES]
     fits += [f for f in OVERSIZED_FUNCTIONS if functions.get(f, 0) <= MAX_FUNCTION_LINES]
     assert fits == [], f"these fit the limits now (or are gone): remove them from the exceptions: {fits}"
+
+
+# The caps hold on the code as ruff formats it: ``# fmt: skip`` may keep a literal data table on its lines, not a
+# module under its cap. The modules over a cap once their skips are taken out and ruff formats them (each to be split
+# by the work that owns it) and the number of ``# fmt: skip`` lines under src/specdec only fall: a lower count fails
+# until it is written here.
+FORMATTED_OVERSIZED_MODULES = {
+    "specdec/aasd/recipe.py",
+    "specdec/cos/experiments.py",
+    "specdec/multilingual/zoo_run.py",
+    "specdec/tabed/experiments.py",
+    "specdec/tabed/findings.py",
+}
+FMT_SKIPS = 118
+FMT_SKIP = re.compile(r"[ \t]*# fmt: skip$", re.M)
+
+
+def formatted_copy(into: pathlib.Path, src: pathlib.Path = SRC) -> pathlib.Path:
+    """``src/specdec`` copied into ``into``, its ``# fmt: skip`` comments taken out, formatted by ruff with the
+    project's settings; returns the copy's source root."""
+    shutil.copytree(src / "specdec", into / "specdec")
+    for path in (into / "specdec").rglob("*.py"):
+        path.write_text(FMT_SKIP.sub("", path.read_text()))
+    ruff = pathlib.Path(sys.executable).with_name("ruff")
+    config = ["--config", str(ROOT / "pyproject.toml")]
+    subprocess.run([str(ruff), "format", "--quiet", *config, str(into / "specdec")], check=True)
+    return into
+
+
+def test_the_caps_hold_on_formatted_code(tmp_path):
+    root = formatted_copy(tmp_path)
+    assert oversized(root, modules_ok=FORMATTED_OVERSIZED_MODULES, functions_ok=OVERSIZED_FUNCTIONS) == []
+    modules, _ = sizes(root)
+    fits = sorted(m for m in FORMATTED_OVERSIZED_MODULES if modules.get(m, 0) <= MAX_MODULE_LINES)
+    assert fits == [], f"these fit the cap once formatted: remove them from FORMATTED_OVERSIZED_MODULES: {fits}"
+
+
+def test_fmt_skips_only_fall():
+    count = sum(len(FMT_SKIP.findall(p.read_text())) for p in (SRC / "specdec").rglob("*.py"))
+    assert count <= FMT_SKIPS, f"{count} `# fmt: skip` lines under src/specdec, more than {FMT_SKIPS}: format them"
+    assert count == FMT_SKIPS, f"{count} `# fmt: skip` lines now: write FMT_SKIPS = {count} in {__file__}"
+
+
+def test_a_formatted_copy_measures_what_a_skip_hid(tmp_path):
+    long_call = "X = f(" + ", ".join(f"a{i}" for i in range(60)) + ")  # fmt: skip\n"
+    root = _plant(tmp_path / "src", {**CLEAN, "specdec/core.py": long_call * 10})
+    formatted = formatted_copy(tmp_path / "formatted", root)
+    assert sizes(root)[0]["specdec/core.py"] == 10 and sizes(formatted)[0]["specdec/core.py"] > 10
 
 
 def test_a_planted_oversized_module_and_function_fail(tmp_path):
