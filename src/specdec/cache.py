@@ -50,6 +50,14 @@ def crop_cache(cache, length: int) -> None:
         cache.crop(-extra)
 
 
+def layer_kv(cache, layer: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(keys, values)`` ``[B, H_kv, L, d]`` of one layer of a transformers ``Cache``: the one place that reads its
+    layout (5.x: ``cache.layers[i].keys``; 4.x: ``cache.key_cache[i]``), for a draft that reads the target's KV."""
+    if hasattr(cache, "layers"):
+        return cache.layers[layer].keys, cache.layers[layer].values
+    return cache.key_cache[layer], cache.value_cache[layer]
+
+
 class _ModelCache:
     """What both caches hold: the wrapped model, its device, its KV cache and its vocabulary size; ``fast``: whether
     its decode calls may bypass ``model(...)`` (``decode_call.fast_path``; a hooked model is called all the same)."""

@@ -33,7 +33,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from specdec.cache import CachedLM
+from specdec.cache import CachedLM, layer_kv
 from specdec.sampling import SamplingConfig, logits_to_probs, sample
 from specdec.vlm.llava import image_runs
 
@@ -306,8 +306,7 @@ class AASDDrafter:
         module, p = self.module, len(sequence) - 1
         if module.config.context == "own":
             return self.own_context(sequence)
-        cache = self.target_lm.cache.layers[-1]
-        keys, values = cache.keys, cache.values
+        keys, values = layer_kv(self.target_lm.cache)  # the target's last layer
         if keys.shape[2] != p:
             raise RuntimeError(f"the target cache holds {keys.shape[2]} positions, expected {p}: roll it back first")
         if self.image_kv is None:

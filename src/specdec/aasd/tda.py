@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from specdec.aasd.algorithm import NEVER, SpeculatingModule, image_context, repeat_kv, split_context
+from specdec.cache import layer_kv
 
 
 def tda_attention(q, k_own, v_own, k_ctx, v_ctx, ctx_pos, q_pos, depths, own_only: bool = False) -> torch.Tensor:
@@ -158,7 +159,7 @@ def tda_loss(model, batch: dict, target, depths, max_positions: int, generator):
     with torch.no_grad():
         inputs = {k: v for k, v in batch.items() if k != "labels"}
         out = target.model(**inputs, use_cache=True)
-    cache = out.past_key_values.layers[-1]
+    keys, values = layer_kv(out.past_key_values)  # the target's last layer
     ids, q_pos, valid = answer_window(batch, from_start=module.config.context == "own")
     triples = torch.cat(
         [
@@ -170,7 +171,7 @@ def tda_loss(model, batch: dict, target, depths, max_positions: int, generator):
     if len(triples) > max_positions:
         triples = triples[torch.randperm(len(triples), generator=generator)[:max_positions].to(triples.device)]
     dtype = next(module.parameters()).dtype  # a float32 module may train on a half-precision target's cache
-    logits = objective(batch["input_ids"], cache.keys.to(dtype), cache.values.to(dtype), ids, q_pos, depths, triples)
+    logits = objective(batch["input_ids"], keys.to(dtype), values.to(dtype), ids, q_pos, depths, triples)
     _, bi, ji = triples.unbind(1)
     with torch.no_grad():
         soft = target.lm_head(out.last_hidden_state[bi, q_pos[bi, ji]]).float().softmax(-1)
