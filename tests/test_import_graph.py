@@ -358,7 +358,6 @@ FORMATTED_OVERSIZED_MODULES = {
     "specdec/aasd/recipe.py",
     "specdec/cos/experiments.py",
     "specdec/multilingual/zoo_run.py",
-    "specdec/tabed/experiments.py",
     "specdec/tabed/findings.py",
 }
 FMT_SKIPS = 118

@@ -213,6 +213,7 @@ def test_each_pair_compares_with_its_own_table_of_the_paper():
 def test_runs_are_keyed_by_the_weights_of_the_models_they_used(tmp_path):
     import shutil
 
+    from specdec import hub
     from specdec.zoo.models import load
 
     target, draft, _ = tx.load_vlm_pair("tiny")
@@ -221,7 +222,7 @@ def test_runs_are_keyed_by_the_weights_of_the_models_they_used(tmp_path):
     assert tx.run_weights(target, draft, "C", "draft") == tx.run_weights(target, draft, "C", "oracle") == m
     assert tx.run_weights(target, draft, "T", "draft") == m  # T uses no captioner
     copy = tmp_path / "draft"
-    shutil.copytree(tx.models.hub.resolve("tabed-draft"), copy)
+    shutil.copytree(hub.resolve("tabed-draft"), copy)
     data = bytearray((copy / "model.safetensors").read_bytes())
     data[-1] ^= 1
     (copy / "model.safetensors").write_bytes(bytes(data))

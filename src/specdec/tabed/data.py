@@ -158,7 +158,7 @@ def load_suite(
     if any(t == 2 for _, t in wanted) and (target is None or processor is None):
         raise ValueError(
             "paper profile: second turns continue the target's own first-turn answers; pass target= and "
-            "processor= (experiments.load_vlm_pair) or turns=(1,) for first turns only"
+            "processor= (zoo.load_vlm_pair) or turns=(1,) for first turns only"
         )
     firsts: dict[str, list[dict]] = {}  # scenario -> its first-turn rows, loaded once
 

@@ -24,7 +24,6 @@ from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
 from specdec.tabed import seeds
 from specdec.tabed.data import load_suite, rests_on
-from specdec.tabed.experiments import KEY
 from specdec.tabed.tables import (
     PAPER_SETTING,
     T2_METHODS,
@@ -38,6 +37,7 @@ from specdec.tabed.tables import (
     threshold_setting,
 )
 from specdec.tabed.windows import TINY_WHY, t5_validity, window_frames
+from specdec.tabed.zoo import KEY
 from specdec.verdict import (
     FAILS,
     HOLDS,

@@ -330,11 +330,11 @@ def paper_tau(methods, setting: dict | None = tables.PAPER_SETTING) -> pd.Series
 
 
 def block_efficiencies(runs, methods, weights: dict, compute_fallback) -> tuple[pd.Series, str]:
-    """``(τ per method, where it came from)``: from notebooks 10-13's runs table ``runs`` (``experiments.store``;
+    """``(τ per method, where it came from)``: from notebooks 10-13's runs table ``runs`` (``zoo.store``;
     default setting: γ = 5, window ALL, criterion kl, ``captioners.CAPTIONER``) when it holds every method on
     benchmark rows, else ``compute_fallback()``, which must return a frame of ``experiments.setting`` rows (e.g. a
     small subset stored in a table of this notebook's own). Only the runs of today's weights count (``weights``:
-    method -> ``model_weights``, ``experiments.run_weights`` of the target and draft): rows of older weights stored
+    method -> ``model_weights``, ``zoo.run_weights`` of the target and draft): rows of older weights stored
     beside them never enter τ."""
     frame = runs.frame()
     if len(frame) and {"group", "block_efficiency", "model_weights"} <= set(frame.columns):

@@ -16,8 +16,9 @@ import pandas as pd
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 from specdec.tabed import data, tables
-from specdec.tabed.experiments import BATCH_SIZE, KEY, Pair, setting
+from specdec.tabed.experiments import BATCH_SIZE, setting
 from specdec.tabed.windows import latest_weights, load_pair, seed_source, stored_rows
+from specdec.tabed.zoo import KEY, Pair
 from specdec.verdict import over_seeds
 from specdec.vlm.train import TRAIN_SEEDS
 

@@ -16,8 +16,9 @@ from specdec import results
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 from specdec.tabed import data
-from specdec.tabed.experiments import BATCH_SIZE, KEY, REFERENCE, Pair, setting
+from specdec.tabed.experiments import BATCH_SIZE, setting
 from specdec.tabed.tables import runs
+from specdec.tabed.zoo import KEY, REFERENCE, Pair
 from specdec.verdict import validity
 from specdec.zoo import models
 
