@@ -90,3 +90,40 @@ def test_a_new_study_is_found_placed_checked_run_and_decided(toy, monkeypatch):
     row = found.board_row()
     assert row["finding"] == "toy-tau" and row["verdict"] in (verdict.HOLDS, verdict.FAILS, verdict.INCONCLUSIVE)
     assert found.validity == "yes"
+
+
+@pytest.mark.slow
+def test_a_new_study_runs_end_to_end_with_no_edit_elsewhere(tmp_path):
+    """The template in a copy of the checkout (its tracked files, nothing else edited): its notebook through the
+    notebook runner, the scoreboard (notebook 90) and the docs build."""
+    import os
+    import shutil
+    import subprocess
+
+    copy = tmp_path / "checkout"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for rel in filter(None, tracked.decode().split("\0")):
+        if (ROOT / rel).is_file():
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, copy / rel)
+    for path, text in template().items():
+        out = copy / path
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if path.startswith("notebooks/"):
+            jupytext.write(jupytext.reads(text, fmt="py:percent"), out.with_suffix(".ipynb"))
+        else:
+            out.write_text(text)
+    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "MPLBACKEND": "agg"}
+    env.pop("SPECDEC_OUTPUT_DIR", None)
+    env.pop("SPECDEC_BASE_DIR", None)
+    run = lambda *args: subprocess.run([sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True)  # noqa: E731
+    for only in ("50_", "90_"):
+        done = run("scripts/run_notebooks.py", "--only", only)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    board = (copy / "results" / "tiny" / "scoreboard.csv").read_text()
+    assert "Toy,toy-tau," in board or ",Toy,toy-tau," in board, board[-2000:]
+    done = run("scripts/build_docs.py", "--site", str(tmp_path / "site"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (tmp_path / "site" / "notebooks" / "50_toy.html").exists()
+    assert (tmp_path / "site" / "papers" / "toy.html").exists()
+    assert "notebooks/50_toy.html" in (tmp_path / "site" / "index.html").read_text()  # in the nav
