@@ -17,17 +17,18 @@ import torch
 from specdec import bench, results, sharding
 from specdec.cos import algorithm, tables
 from specdec.cos import tasks as cos_tasks
+
+# the model sets, their per-call costs and the runs tables live in ``cos.zoo``; named here too, where the runs are
+from specdec.cos.zoo import MAX_MODELS, ModelSet, cost_store, store, stored_call_costs
+from specdec.cos.zoo import ROW_KEY as ROW_KEY
+from specdec.cos.zoo import call_costs as call_costs
+from specdec.cos.zoo import collab_of as collab_of
 from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite
 from specdec.harness.profile import Profile
 from specdec.results import ResultStore
 from specdec.sampling import SamplingConfig
-from specdec.zoo.models import model_weights
 from specdec.zoo.tasks import encode, text_digest
 
-# A stored row is one prompt of a cell (``tables.KEYS``): its id and ``request``, the ``text_digest`` of its text (a
-# prompt id that names another text, after a task generator or template changed, is computed again).
-ROW_KEY = tables.KEYS + ["prompt", "request"]
-MAX_MODELS = 3  # per-model columns are written for up to this many models, so one table holds every set
 EMPTY = {f"{name}_{i}": "" for name in ("calls", "tokens_fed", "proposed", "accepted") for i in range(MAX_MODELS)}
 # The columns of a stored row that do not depend on the machine's speed (``recompute`` must give them back).
 EXACT_COLUMNS = [
@@ -42,57 +43,6 @@ EXACT_COLUMNS = [
     "calls_per_token",
     "text",
 ]
-
-
-def store(profile, table: str) -> ResultStore:
-    """A CoS runs table (``cos_main``, ``cos_sweeps``, ``cos_theory``; keys ``ROW_KEY``) on the committed one
-    (read-only), so under ``make test`` the notebooks read the committed 16-prompt cells and compute only keys that
-    are not there; ``tests/test_committed_results.py`` recomputes a sample of them (``recompute``)."""
-    return Profile.load(profile).store(table, ROW_KEY)
-
-
-def cost_store(profile) -> ResultStore:
-    """The per-call costs (``stored_call_costs``; keys set, device) on the committed table, like ``store``."""
-    return Profile.load(profile).store("cos_call_costs", ["set", "device"])
-
-
-def call_costs(models, context: int = 64, repeats: int = 20) -> list[float]:
-    """Median seconds of one one-token decode call T(1, context, 1) per model (``bench.forward_latency``)."""
-    return [bench.forward_latency(m, 1, context, 1, repeats=repeats) for m in models]
-
-
-def stored_call_costs(costs: ResultStore, set_name: str, models) -> list[float]:
-    """``call_costs(models)``, measured once per (set, device) and kept in ``costs`` (keys set, device)."""
-    device = bench.describe_device(next(models[0].parameters()).device)
-    padded = lambda set, device: {f"cost_{i}": c for i, c in enumerate(_padded(call_costs(models)))}  # noqa: E731
-    costs.run([dict(set=set_name, device=device)], padded)
-    row = costs.get(set=set_name, device=device)
-    return [float(row[f"cost_{i}"]) for i in range(len(models))]
-
-
-def _padded(values) -> list:
-    return [values[i] if i < len(values) else "" for i in range(MAX_MODELS)]
-
-
-@dataclass
-class ModelSet:
-    """A profile's CoS model set, loaded: ``models`` (smallest / amateur first), their ``tokenizer``, combination
-    ``kind`` and ``weights`` (``model_weights``: the key column that makes a retrained model's rows new)."""
-
-    models: list
-    tokenizer: object
-    kind: str
-    weights: str
-    train_seed: int = 0  # the models' training seed (``cos.seeds``; 0: the shipped zoo)
-
-    @classmethod
-    def load(cls, profile: Profile, name: str, train_seed: int = 0) -> ModelSet:
-        models, tokenizer, kind = profile.load_collab(name, train_seed)
-        return cls(models, tokenizer, kind, model_weights(*models), int(train_seed))
-
-    @property
-    def device_type(self) -> str:
-        return next(self.models[-1].parameters()).device.type
 
 
 def collab_row(tokenizer, result) -> dict:
@@ -381,28 +331,6 @@ def theory(profile, *, tasks, n_prompts: int, max_new_tokens: int, lams, theory_
         suite.add(cell(runs, sets["cd"], task=task, rows=rows[task], methods=methods, label="cd", temperature=0.0,
                        **common))  # fmt: skip
     return suite
-
-
-def collab_of(label: str, profile="tiny") -> tuple[str, str | None, int | None]:
-    """``(model set, combination kind, proposer)`` of a stored ``set`` label.
-
-    A set of the profile (``we``, ``we3``, ``cd``): its own kind and ``default_proposer`` (``None``, ``None``: at
-    the row's λ). ``"<set>/proposer<k>"``: that set, model k proposing (notebook 22's Thm 3.2 runs).
-    ``"<set>+<kind>"``: the set's models combined as ``kind``, model 0 proposing (notebook 21's Fig. 8 ``cd+we``)."""
-    known = set(Profile.load(profile).collab_sets())
-    if "/proposer" in label:
-        name, k = label.split("/proposer")
-        kind, proposer = None, int(k)
-    elif "+" in label:
-        name, kind = label.split("+")
-        proposer = 0
-    else:
-        name, kind, proposer = label, None, None
-    if name not in known or kind not in (None, "we", "cd"):
-        raise ValueError(
-            f"unknown CoS set label {label!r}: a set of {sorted(known)}, '<set>/proposer<k>' or '<set>+<we|cd>'"
-        )
-    return name, kind, proposer
 
 
 def recompute(keys: list[dict], *, profile="tiny", n_prompts: int = 64) -> pd.DataFrame:

@@ -4,7 +4,7 @@ predictions beside the measurements, and the task scores of the quality trade-of
 Walltime on a shared machine is noisy, so every prompt runs all methods back to back and a cell's speedup is the
 median over prompts of the side-by-side ratio ``tokens/s(method) / tokens/s(standard)``. Calls per token and
 acceptance are hardware-independent and reported beside it. ``cost_speedup`` converts the call counts into time with
-per-call costs measured once (``experiments.call_costs``), which is what Theorems 3.1 / 3.6 model.
+per-call costs measured once (``zoo.call_costs``), which is what Theorems 3.1 / 3.6 model.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def gamma_trend(curves: pd.DataFrame, costs: dict, tolerance: float = 0.10) -> p
 
 def exact_acceptance(models, rows: dict, lams, max_new_tokens: int) -> pd.DataFrame:
     """Thm 3.2's exact Naive-CoS acceptance along the WE standard decode of every prompt of ``rows`` (``{task:
-    rows}``), with either model proposing (``expected_we_acceptance``). ``models``: an ``experiments.ModelSet``."""
+    rows}``), with either model proposing (``expected_we_acceptance``). ``models``: a ``zoo.ModelSet``."""
     sequences = []
     combine = make_combination("we", 2)
     for task_rows in rows.values():
