@@ -1,7 +1,7 @@
 # specdec-repro: build / reproduce / test entry points (GNU make).
 #
 #   make install      create .venv, install torch, then requirements.lock (hashes checked) + this package, the kernel
-#   make lock         resolve requirements.txt into requirements.lock (pip-compile --generate-hashes)
+#   make lock         requirements.txt into requirements.lock (pip-compile --generate-hashes), then environment.yml
 #   make reproduce    execute notebooks/[0-9]*.ipynb with papermill (PROFILE=tiny by default)
 #   make test         ruff, unit tests (the float ones again at the narrowest CPU width), then nbval (2 workers)
 #   make test-all     the same, plus the tests marked slow
@@ -23,7 +23,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 PY      ?= python3
-VENV    = .venv
+VENV   ?= .venv
 KERNEL  = specdec
 PROFILE ?= tiny
 
@@ -34,7 +34,7 @@ CACHE_DIRS = .cache/ipython .cache/jupyter-runtime .cache/jupyter-config \
 # Keep the user's home untouched and the run deterministic / offline.
 export IPYTHONDIR                     = $(CURDIR)/.cache/ipython
 export JUPYTER_RUNTIME_DIR            = $(CURDIR)/.cache/jupyter-runtime
-export JUPYTER_DATA_DIR               = $(CURDIR)/.venv/share/jupyter
+export JUPYTER_DATA_DIR               = $(abspath $(VENV))/share/jupyter
 export JUPYTER_CONFIG_DIR             = $(CURDIR)/.cache/jupyter-config
 export MPLCONFIGDIR                   = $(CURDIR)/.cache/matplotlib
 # jupyter_lsp looks for language servers with npm at `make lab`, and npm writes its logs under its cache (~/.npm)
@@ -103,6 +103,7 @@ lock:
 	PIP_CONFIG_FILE=/dev/null $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --unsafe-package torch \
 		--strip-extras --no-emit-index-url --no-emit-find-links --index-url https://pypi.org/simple \
 		--output-file requirements.lock requirements.txt
+	$(PY) scripts/make_environment.py
 
 # order-only: recreated if .cache/ is wiped, without forcing a reinstall
 $(CACHE_DIRS):
