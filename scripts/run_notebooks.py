@@ -54,6 +54,8 @@ import papermill
 import yaml
 from papermill.exceptions import PapermillExecutionError
 
+import specdec  # noqa: F401  (specdec.environment: offline flags and caches in the checkout, which kernels inherit)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
