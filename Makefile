@@ -72,7 +72,7 @@ help:
 	@echo "  lab            start JupyterLab in notebooks/ (LAB_PORT=, LAB_IP=, ARGS=\"--no-browser ...\"; --allow-root as root)"
 	@echo "  docs           build the static site in site/ from docs/ and the executed notebooks (offline; open site/index.html)"
 	@echo "  browser        install headless Chromium for the docs test (Debian's chromium, as root; nothing if present)"
-	@echo "  clean-results  rm -rf results/\$$PROFILE"
+	@echo "  clean-results  rm -rf results/\$$PROFILE (tiny: only its untracked files, results/tiny/ is committed)"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
 
 # torch first, on its own and without dependencies (the lock holds them), then the lock with --require-hashes: every
@@ -191,13 +191,17 @@ models-aasd: install
 LAB_PORT ?=
 LAB_IP   ?=
 ARGS     ?=
+# No news feed (the pop-up asking to fetch it, and the fetch) and no update check: the lab opens offline and quiet.
 LAB_ARGS  = --notebook-dir=notebooks $(if $(LAB_PORT),--port=$(LAB_PORT)) $(if $(LAB_IP),--ip=$(LAB_IP)) \
-            $(if $(filter 0,$(shell id -u)),--allow-root)
+            $(if $(filter 0,$(shell id -u)),--allow-root) \
+            --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 lab: install
 	$(VENV)/bin/jupyter lab $(LAB_ARGS) $(ARGS)
 
+# results/tiny/ is committed: only what git does not track goes (the result databases, a run's own folders);
+# any other profile's folder is removed whole.
 clean-results:
-	rm -rf results/$(PROFILE)
+	if [ "$(PROFILE)" = tiny ]; then git clean -fdX results/tiny results/runs; else rm -rf results/$(PROFILE); fi
 
 # The docs site: docs/ + the executed notebooks (as committed; nothing is executed), MkDocs with mkdocs-jupyter, offline
 # and deterministic (scripts/build_docs.py).

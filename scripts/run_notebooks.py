@@ -331,6 +331,9 @@ def execute(nb_path: Path, out_path: Path, params: dict, kernel: str, cwd: Path,
             progress_bar=False,
             log_output=False,
             shutdown_kernel="immediate",  # Ctrl-C: the kernel is killed at once, not after a graceful wait
+            # the kernel's own log at errors only: ipykernel warns on every start that its local TCP sockets are not
+            # encrypted (the kernel listens on 127.0.0.1 only), which read like a failure of the notebook
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
     except KeyboardInterrupt:
         partial.unlink(missing_ok=True)
@@ -433,7 +436,11 @@ def experiment_root(changed: dict, args: argparse.Namespace) -> Path:
     ``results/runs/<key=value,...>/`` (git-ignored). Its notebooks, result tables and figures all go there."""
     if args.output_dir is not None:
         return args.output_dir
-    slug = ",".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in changed.items())
+    text = {
+        k: ",".join(map(str, v)) if isinstance(v, list) else v if isinstance(v, str) else json.dumps(v)
+        for k, v in changed.items()
+    }
+    slug = ",".join(f"{k}={v}" for k, v in text.items())
     return ROOT / "results" / "runs" / (re.sub(r"[^A-Za-z0-9=.,_-]+", "_", slug)[:120] or "run")
 
 

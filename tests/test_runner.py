@@ -86,7 +86,7 @@ def test_a_rerun_in_place_leaves_the_notebook_untouched(tmp_path, capsys, caplog
 
 
 @needs_kernel
-def test_an_experiment_writes_its_results_and_figures_in_its_own_folder(tmp_path, monkeypatch):
+def test_an_experiment_writes_its_results_and_figures_in_its_own_folder(tmp_path, monkeypatch, capfd):
     """The kernel of a run with other values sees SPECDEC_OUTPUT_DIR at the run's folder, so specdec.results puts
     its tables and figures there, not in the checkout's results/ and figures/."""
     run = runner()
@@ -103,6 +103,7 @@ def test_an_experiment_writes_its_results_and_figures_in_its_own_folder(tmp_path
     own = tmp_path / "repo" / "results" / "runs" / "gamma=3"
     printed = nbformat.read(own / "notebooks" / "00_demo.ipynb", as_version=4).cells[2].outputs[0].text
     assert printed.split() == [str(own / "results"), str(own / "figures")]
+    assert "without encryption" not in capfd.readouterr().err  # the kernel's start-up warning, read as a failure
 
 
 def test_an_offline_paper_run_stops_first_naming_the_fix(tmp_path, monkeypatch, capsys):
