@@ -237,7 +237,8 @@ paper-smoke: $(STANDIN_STAMP)
 # The whole paper path on a laptop in minutes: the stand-in hub, every notebook with profile=paper at smoke size on
 # the CPU (or the GPU torch sees), the drafter / AASD recipes smoke-sized, outputs kept in results/paper-try/
 # (git-ignored: executed notebooks in notebooks/, tables in results/paper/, figures in figures/paper/).
-# Random weights: every number and verdict it prints is meaningless; each executed notebook says so at its top.
+# Random weights: every number and verdict it prints is meaningless; each executed notebook says so at its top, each
+# verdict it shows and each figure file it writes carries a stand-in mark (verdict.STANDIN_LABEL, plots.STANDIN_TEXT).
 paper-try: $(STANDIN_STAMP)
 	rm -rf results/paper-try
 	HF_HOME=$(STANDIN_HF_HOME) $(VENV)/bin/python scripts/paper_smoke.py --no-ray --keep $(CURDIR)/results/paper-try

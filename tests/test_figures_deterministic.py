@@ -52,3 +52,22 @@ def test_text_uses_only_matplotlibs_own_fonts():
     found = Path(font_manager.findfont(font_manager.FontProperties(family=["sans-serif"]))).resolve()
     assert found.is_relative_to(bundled)
     assert all(Path(f.fname).resolve().is_relative_to(bundled) for f in font_manager.fontManager.ttflist)
+
+
+def test_a_standin_run_marks_its_figures_and_verdicts(tmp_path, monkeypatch):
+    """On the stand-in hub (random weights) each figure file and each verdict a notebook shows carries the mark, not
+    only the banner at the notebook's top; elsewhere neither changes."""
+    from specdec import hub
+    from specdec.verdict import HOLDS, STANDIN_LABEL, Verdict
+
+    verdict = Verdict("T1", "the claim", 1.2, 1.1, 1.3, 20, HOLDS)
+    paths = {}
+    for standins in (False, True):
+        monkeypatch.setattr(hub, "standin_cache", lambda standins=standins: standins)
+        fig = draw()
+        paths[standins] = tmp_path / f"{standins}.png"
+        plots.save(fig, paths[standins])
+        assert any(t.get_text() == plots.STANDIN_TEXT for t in fig.texts) == standins
+        plt.close(fig)
+        assert verdict.markdown().startswith(STANDIN_LABEL) == standins
+    assert paths[True].read_bytes() != paths[False].read_bytes()

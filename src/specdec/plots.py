@@ -185,7 +185,20 @@ def save(fig, path) -> None:
     with warnings.catch_warnings():  # colorbar axes cannot be tight-laid; bbox_inches="tight" crops them anyway
         warnings.filterwarnings("ignore", message=".*not compatible with tight_layout.*")
         fig.tight_layout()
+    standin_mark(fig)
     fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+
+
+STANDIN_TEXT = "STAND-IN RUN: random weights, no number here means anything"
+
+
+def standin_mark(fig) -> None:
+    """Across ``fig``, ``STANDIN_TEXT`` where ``$HF_HOME`` holds the stand-in hub (``make paper-try``): a figure file
+    of such a run says so itself, wherever it is copied."""
+    from specdec import hub
+
+    if hub.standin_cache():
+        fig.text(0.5, 0.5, STANDIN_TEXT, ha="center", va="center", rotation=20, fontsize=14, color="red", alpha=0.35)
 
 
 def speedup_bars(ours, paper=None, title: str = "", ax=None, ylabel: str = "speedup over standard decoding"):

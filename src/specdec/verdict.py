@@ -91,8 +91,9 @@ class Verdict:
             m = self.machine
             machine = f" This machine ({m.regime}): {m.estimate:.3f} (95% CI {m.low:.3f} to {m.high:.3f}), {m.status}."
         validity = f" Proxy validity: {self.validity} ({self.validity_why})." if self.validity else ""
+        mark = STANDIN_LABEL if _on_standins() else ""  # on every verdict a stand-in run shows, not only at its top
         return (
-            f"**{self.name} {self.status}** — {self.claim}.{paper} Ours: {self.estimate:.3f} "
+            f"{mark}**{self.name} {self.status}** — {self.claim}.{paper} Ours: {self.estimate:.3f} "
             f"(95% CI {self.low:.3f} to {self.high:.3f}, n = {self.n}){regime}.{machine}{detail}{validity}"
         )
 
@@ -163,6 +164,9 @@ def judge_all(verdicts, validity: dict, strict: bool = True) -> list[Verdict]:
 STANDIN_WHY = (
     "stand-in hub (make standin-hub): random-weight models under the paper's ids, so no number tests the paper"
 )
+
+
+STANDIN_LABEL = "**[stand-in run: random weights, this verdict means nothing]** "
 
 
 def _on_standins() -> bool:
