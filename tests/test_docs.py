@@ -154,6 +154,17 @@ def test_site_has_the_scoreboard_and_every_notebook(site):
     assert not re.search(r"<(script|link)[^>]+(src|href)=\"https?://", text), "a page must not load from the web"
 
 
+def test_every_in_page_link_has_its_anchor(site):
+    """A table-of-contents entry (or any ``href="#..."``) points at an id of its page: mkdocs-jupyter drops code spans
+    from a heading's entry but keeps them in the heading's id, so a heading with code broke its entry."""
+    broken = []
+    for page in sorted(site.rglob("*.html")):
+        text = page.read_text(errors="replace")
+        ids = set(re.findall(r'\bid="([^"]+)"', text)) | set(re.findall(r'\bname="([^"]+)"', text))
+        broken += [f"{page.relative_to(site)}#{h}" for h in re.findall(r'href="#([^"]+)"', text) if h not in ids]
+    assert broken == []
+
+
 def chromium() -> str | None:
     return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 
