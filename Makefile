@@ -13,6 +13,7 @@
 #   make download     prefetch the models and datasets of PROFILE (paper) into HF_HOME (needs internet)
 #   make lab          JupyterLab in notebooks/ (LAB_PORT=8899 LAB_IP=0.0.0.0 ARGS="--no-browser ..." pass through)
 #   make docs         the static site in site/ from docs/ and the executed notebooks (MkDocs + mkdocs-jupyter, offline)
+#   make docs-serve   make docs, then serve site/ on 127.0.0.1:DOCS_PORT (8000; search needs a served site)
 #   make browser      headless Chromium for the docs test (Debian's chromium; apt-get as root, skipped if present)
 #
 # Everything Jupyter/IPython/matplotlib/HF would normally write to $HOME is
@@ -49,7 +50,7 @@ export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 .PHONY: help install lock reproduce reproduce-fresh test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
-	lab clean-results standin-hub paper-smoke paper-try download docs browser
+	lab clean-results standin-hub paper-smoke paper-try download docs docs-serve browser
 
 help:
 	@echo "Targets:"
@@ -71,6 +72,7 @@ help:
 	@echo "  models-aasd    retrain the AASD zoo (second target, baselines, modules; CPU ~2 h on a shared machine)"
 	@echo "  lab            start JupyterLab in notebooks/ (LAB_PORT=, LAB_IP=, ARGS=\"--no-browser ...\"; --allow-root as root)"
 	@echo "  docs           build the static site in site/ from docs/ and the executed notebooks (offline; open site/index.html)"
+	@echo "  docs-serve     docs, then serve site/ on http://127.0.0.1:\$$DOCS_PORT (8000): search needs a served site"
 	@echo "  browser        install headless Chromium for the docs test (Debian's chromium, as root; nothing if present)"
 	@echo "  clean-results  rm -rf results/\$$PROFILE (tiny: only its untracked files, results/tiny/ is committed)"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
@@ -207,6 +209,13 @@ clean-results:
 # and deterministic (scripts/build_docs.py).
 docs: install
 	$(VENV)/bin/python scripts/build_docs.py
+
+# The built site served on this machine only (DOCS_PORT=8000): every page also opens from site/ as a file, but a
+# browser refuses the search index to a file:// page, so search needs this.
+DOCS_PORT ?= 8000
+docs-serve: docs
+	@echo "the docs site: http://127.0.0.1:$(DOCS_PORT)/  (Ctrl-C stops it)"
+	$(VENV)/bin/python -m http.server --bind 127.0.0.1 --directory site $(DOCS_PORT)
 
 # The browser tests/test_docs.py opens the site in (it skips, saying so, where there is none). Debian's chromium
 # package, installed only where apt-get can (root); elsewhere install chromium yourself or let the test skip.

@@ -105,3 +105,14 @@ def test_clean_results_keeps_the_committed_tiny_tables():
     tiny = subprocess.run(["make", "-n", "clean-results"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "git clean -fdX results/tiny results/runs" in tiny
     assert subprocess.run(["git", "ls-files", "results/tiny"], cwd=ROOT, capture_output=True, text=True).stdout
+
+
+def test_docs_serve_serves_the_site_on_this_machine_only():
+    out = subprocess.run(
+        ["make", "-n", "-o", "docs", "docs-serve", "DOCS_PORT=8123"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "-m http.server --bind 127.0.0.1 --directory site 8123" in out
