@@ -151,6 +151,10 @@ def test_site_has_the_scoreboard_and_every_notebook(site):
         assert (site / "notebooks" / f"{nb.stem}.html").exists(), nb.name
     text = (site / "index.html").read_text()
     assert "Scoreboard" in text and "<table>" in text
+    # the wide scoreboard gets the page's whole width (no side bars) and shows the verdict before the long text
+    assert 'data-md-type="navigation" hidden' in text and 'data-md-type="toc" hidden' in text
+    header = re.search(r"<thead>.*?</thead>", text, re.S).group(0)
+    assert header.index(">verdict<") < header.index(">claim<") < header.index(">validity<")
     assert not re.search(r"<(script|link)[^>]+(src|href)=\"https?://", text), "a page must not load from the web"
 
 
