@@ -1,7 +1,7 @@
 # specdec-repro: build / reproduce / test entry points (GNU make).
 #
 #   make install      create .venv, install torch, then requirements.lock (hashes checked) + this package, the kernel
-#   make lock         resolve requirements.txt into requirements.lock (pip-compile --generate-hashes)
+#   make lock         requirements.txt into requirements.lock (pip-compile --generate-hashes), then environment.yml
 #   make reproduce    execute notebooks/[0-9]*.ipynb with papermill (PROFILE=tiny by default)
 #   make test         ruff, unit tests (the float ones again at the narrowest CPU width), then nbval (2 workers)
 #   make test-all     the same, plus the tests marked slow
@@ -13,6 +13,7 @@
 #   make download     prefetch the models and datasets of PROFILE (paper) into HF_HOME (needs internet)
 #   make lab          JupyterLab in notebooks/ (LAB_PORT=8899 LAB_IP=0.0.0.0 ARGS="--no-browser ..." pass through)
 #   make docs         the static site in site/ from docs/ and the executed notebooks (MkDocs + mkdocs-jupyter, offline)
+#   make docs-serve   make docs, then serve site/ on 127.0.0.1:DOCS_PORT (8000; search needs a served site)
 #   make browser      headless Chromium for the docs test (Debian's chromium; apt-get as root, skipped if present)
 #
 # Everything Jupyter/IPython/matplotlib/HF would normally write to $HOME is
@@ -23,7 +24,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 PY      ?= python3
-VENV    = .venv
+VENV   ?= .venv
 KERNEL  = specdec
 PROFILE ?= tiny
 
@@ -34,7 +35,7 @@ CACHE_DIRS = .cache/ipython .cache/jupyter-runtime .cache/jupyter-config \
 # Keep the user's home untouched and the run deterministic / offline.
 export IPYTHONDIR                     = $(CURDIR)/.cache/ipython
 export JUPYTER_RUNTIME_DIR            = $(CURDIR)/.cache/jupyter-runtime
-export JUPYTER_DATA_DIR               = $(CURDIR)/.venv/share/jupyter
+export JUPYTER_DATA_DIR               = $(abspath $(VENV))/share/jupyter
 export JUPYTER_CONFIG_DIR             = $(CURDIR)/.cache/jupyter-config
 export MPLCONFIGDIR                   = $(CURDIR)/.cache/matplotlib
 # jupyter_lsp looks for language servers with npm at `make lab`, and npm writes its logs under its cache (~/.npm)
@@ -49,7 +50,7 @@ export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 .PHONY: help install lock reproduce reproduce-fresh test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
-	lab clean-results standin-hub paper-smoke paper-try download docs browser
+	lab clean-results standin-hub paper-smoke paper-try download docs docs-serve browser
 
 help:
 	@echo "Targets:"
@@ -71,8 +72,9 @@ help:
 	@echo "  models-aasd    retrain the AASD zoo (second target, baselines, modules; CPU ~2 h on a shared machine)"
 	@echo "  lab            start JupyterLab in notebooks/ (LAB_PORT=, LAB_IP=, ARGS=\"--no-browser ...\"; --allow-root as root)"
 	@echo "  docs           build the static site in site/ from docs/ and the executed notebooks (offline; open site/index.html)"
+	@echo "  docs-serve     docs, then serve site/ on http://127.0.0.1:\$$DOCS_PORT (8000): search needs a served site"
 	@echo "  browser        install headless Chromium for the docs test (Debian's chromium, as root; nothing if present)"
-	@echo "  clean-results  rm -rf results/\$$PROFILE"
+	@echo "  clean-results  rm -rf results/\$$PROFILE (tiny: only its untracked files, results/tiny/ is committed)"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
 
 # torch first, on its own and without dependencies (the lock holds them), then the lock with --require-hashes: every
@@ -103,6 +105,7 @@ lock:
 	PIP_CONFIG_FILE=/dev/null $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --unsafe-package torch \
 		--strip-extras --no-emit-index-url --no-emit-find-links --index-url https://pypi.org/simple \
 		--output-file requirements.lock requirements.txt
+	$(PY) scripts/make_environment.py
 
 # order-only: recreated if .cache/ is wiped, without forcing a reinstall
 $(CACHE_DIRS):
@@ -190,18 +193,29 @@ models-aasd: install
 LAB_PORT ?=
 LAB_IP   ?=
 ARGS     ?=
+# No news feed (the pop-up asking to fetch it, and the fetch) and no update check: the lab opens offline and quiet.
 LAB_ARGS  = --notebook-dir=notebooks $(if $(LAB_PORT),--port=$(LAB_PORT)) $(if $(LAB_IP),--ip=$(LAB_IP)) \
-            $(if $(filter 0,$(shell id -u)),--allow-root)
+            $(if $(filter 0,$(shell id -u)),--allow-root) \
+            --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 lab: install
 	$(VENV)/bin/jupyter lab $(LAB_ARGS) $(ARGS)
 
+# results/tiny/ is committed: only what git does not track goes (the result databases, a run's own folders);
+# any other profile's folder is removed whole.
 clean-results:
-	rm -rf results/$(PROFILE)
+	if [ "$(PROFILE)" = tiny ]; then git clean -fdX results/tiny results/runs; else rm -rf results/$(PROFILE); fi
 
 # The docs site: docs/ + the executed notebooks (as committed; nothing is executed), MkDocs with mkdocs-jupyter, offline
 # and deterministic (scripts/build_docs.py).
 docs: install
 	$(VENV)/bin/python scripts/build_docs.py
+
+# The built site served on this machine only (DOCS_PORT=8000): every page also opens from site/ as a file, but a
+# browser refuses the search index to a file:// page, so search needs this.
+DOCS_PORT ?= 8000
+docs-serve: docs
+	@echo "the docs site: http://127.0.0.1:$(DOCS_PORT)/  (Ctrl-C stops it)"
+	$(VENV)/bin/python -m http.server --bind 127.0.0.1 --directory site $(DOCS_PORT)
 
 # The browser tests/test_docs.py opens the site in (it skips, saying so, where there is none). Debian's chromium
 # package, installed only where apt-get can (root); elsewhere install chromium yourself or let the test skip.
@@ -232,7 +246,8 @@ paper-smoke: $(STANDIN_STAMP)
 # The whole paper path on a laptop in minutes: the stand-in hub, every notebook with profile=paper at smoke size on
 # the CPU (or the GPU torch sees), the drafter / AASD recipes smoke-sized, outputs kept in results/paper-try/
 # (git-ignored: executed notebooks in notebooks/, tables in results/paper/, figures in figures/paper/).
-# Random weights: every number and verdict it prints is meaningless; each executed notebook says so at its top.
+# Random weights: every number and verdict it prints is meaningless; each executed notebook says so at its top, each
+# verdict it shows and each figure file it writes carries a stand-in mark (verdict.STANDIN_LABEL, plots.STANDIN_TEXT).
 paper-try: $(STANDIN_STAMP)
 	rm -rf results/paper-try
 	HF_HOME=$(STANDIN_HF_HOME) $(VENV)/bin/python scripts/paper_smoke.py --no-ray --keep $(CURDIR)/results/paper-try

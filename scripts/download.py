@@ -8,9 +8,14 @@ accept the licence on the hub, then ``hf auth login``). Offline it stops at once
     python scripts/download.py list --profile paper
 """
 
+import os
 import sys
 
-from specdec import hub
+# the one online command: importing specdec sets the offline flags where they are unset (specdec.environment)
+for _flag in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ.setdefault(_flag, "0")
+
+from specdec import hub  # noqa: E402
 
 if __name__ == "__main__":
     argv = sys.argv[1:]

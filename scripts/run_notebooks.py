@@ -10,6 +10,11 @@ notebook only when every cell ran (a failed run leaves ``<name>.failed.ipynb``);
 ``results/<profile>/notebooks/<name>.ipynb``. Afterwards papermill's per-run
 metadata (timings, status) is stripped so that re-runs do not produce git diffs.
 
+A run of the ``tiny`` profile with a ``-p`` / ``-f`` value other than a notebook's default is an experiment: its
+executed notebooks, result tables and figures go to ``results/runs/<key=value,...>/`` (git-ignored; or
+``--output-dir``), never over the committed ones, which change only through ``make reproduce`` at the defaults.
+It stands on the committed tables, so only what the new values add is computed.
+
 Exit status: 0 if every notebook ran, 1 if any failed (the others still run), 2 if nothing matched or (any
 profile but tiny) ``$HF_HOME`` lacks some of the profile's models or datasets: that is checked first, in
 seconds, before any notebook runs (``--skip-hub-check`` runs anyway), 130 on Ctrl-C (the kernel is stopped at
@@ -25,6 +30,7 @@ Examples::
 
     python scripts/run_notebooks.py                      # all, tiny profile, in place
     python scripts/run_notebooks.py --only 00_           # just notebooks/00_*.ipynb
+    python scripts/run_notebooks.py --only 00_ -p gamma 3   # an experiment: into results/runs/gamma=3/
     python scripts/run_notebooks.py --profile paper -p seed 1
     python scripts/run_notebooks.py --profile paper --executor ray   # one series per GPU
 """
@@ -33,10 +39,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import fnmatch
 import json
 import logging
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -45,6 +53,8 @@ import nbformat
 import papermill
 import yaml
 from papermill.exceptions import PapermillExecutionError
+
+import specdec  # noqa: F401  (specdec.environment: offline flags and caches in the checkout, which kernels inherit)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,8 +104,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument(
         "--output-dir",
         type=Path,
-        help="where executed notebooks go (default: in place for the tiny profile, "
-        "else <repo>/results/<profile>/notebooks)",
+        help="where executed notebooks go (default: in place for the tiny profile at its defaults, "
+        "<repo>/results/runs/<key=value,...>/notebooks with other values, else <repo>/results/<profile>/notebooks)",
     )
     ap.add_argument(
         "--skip-hub-check",
@@ -321,6 +331,9 @@ def execute(nb_path: Path, out_path: Path, params: dict, kernel: str, cwd: Path,
             progress_bar=False,
             log_output=False,
             shutdown_kernel="immediate",  # Ctrl-C: the kernel is killed at once, not after a graceful wait
+            # the kernel's own log at errors only: ipykernel warns on every start that its local TCP sockets are not
+            # encrypted (the kernel listens on 127.0.0.1 only), which read like a failure of the notebook
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
     except KeyboardInterrupt:
         partial.unlink(missing_ok=True)
@@ -403,6 +416,49 @@ def checked_jobs(jobs: list[tuple[Path, Path, dict]], implicit=()) -> list[tuple
     return out
 
 
+def non_default(jobs: list[tuple[Path, Path, dict]], args: argparse.Namespace) -> dict:
+    """The parameters given with ``-p`` / ``-f`` whose value differs from the default of a notebook that runs (its
+    parameters cell): what makes a run a researcher's experiment rather than ``make reproduce``."""
+    given = {key for key, _ in args.parameter}
+    if args.parameters_file:
+        given |= set(yaml.safe_load(args.parameters_file.read_text()) or {})
+    changed = {}
+    for nb, _, params in jobs:
+        defaults = declared_parameters(nbformat.read(nb, as_version=4))
+        changed.update(
+            (k, params[k]) for k in sorted(given - {"profile"}) if k in params and defaults.get(k, ...) != params[k]
+        )
+    return changed
+
+
+def experiment_root(changed: dict, args: argparse.Namespace) -> Path:
+    """The folder of a run of the shipped profile with ``changed`` parameters: ``--output-dir``, else
+    ``results/runs/<key=value,...>/`` (git-ignored). Its notebooks, result tables and figures all go there."""
+    if args.output_dir is not None:
+        return args.output_dir
+    text = {
+        k: ",".join(map(str, v)) if isinstance(v, list) else v if isinstance(v, str) else json.dumps(v)
+        for k, v in changed.items()
+    }
+    slug = ",".join(f"{k}={v}" for k, v in text.items())
+    return ROOT / "results" / "runs" / (re.sub(r"[^A-Za-z0-9=.,_-]+", "_", slug)[:120] or "run")
+
+
+@contextlib.contextmanager
+def output_redirected(root: Path | None):
+    """``SPECDEC_OUTPUT_DIR=root`` for the kernels started inside (unless the caller set it: ``make test``,
+    ``reproduce_fresh.py``): their result tables go to ``root/results``, figures to ``root/figures``; the committed
+    tables are still read as the base layer, so only what is new is computed."""
+    if root is None or "SPECDEC_OUTPUT_DIR" in os.environ:
+        yield
+        return
+    os.environ["SPECDEC_OUTPUT_DIR"] = str(root)
+    try:
+        yield
+    finally:
+        os.environ.pop("SPECDEC_OUTPUT_DIR", None)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     params = build_parameters(args)
@@ -435,17 +491,26 @@ def main(argv=None) -> int:
     except (TypeError, ValueError) as err:  # before any notebook runs: a typo must not run the default experiment
         print(f"bad parameter: {err}", file=sys.stderr)
         return 2
+    root = None
+    if in_place(profile) and (changed := non_default(jobs, args)):  # an experiment: never over the committed files
+        root = experiment_root(changed, args)
+        nb_out = args.output_dir or root / "notebooks"
+        nb_out.mkdir(parents=True, exist_ok=True)
+        jobs = [(nb, nb_out / nb.name, p) for nb, _, p in jobs]
+        print(f"parameters other than the defaults ({changed}): notebooks, results and figures go to {root}/ "
+              "(the committed ones change only through make reproduce, at the defaults)", flush=True)  # fmt: skip
     run = dict(kernel=args.kernel, cwd=args.notebooks_dir, display_name=display_name)
-    if args.executor == "ray":
-        reports = run_series_on_ray(jobs, run)
-    else:
-        reports = (execute(nb_path, out_path, nb_params, **run) for nb_path, out_path, nb_params in jobs)
     failed = []
     try:
-        for name, status, seconds in reports:
-            if not status.startswith("ok"):
-                failed.append(name)
-            print(f"{name}: {status} ({seconds:.1f} s)", flush=True)
+        with output_redirected(root):
+            if args.executor == "ray":
+                reports = run_series_on_ray(jobs, run)
+            else:
+                reports = (execute(nb_path, out_path, nb_params, **run) for nb_path, out_path, nb_params in jobs)
+            for name, status, seconds in reports:
+                if not status.startswith("ok"):
+                    failed.append(name)
+                print(f"{name}: {status} ({seconds:.1f} s)", flush=True)
     except KeyboardInterrupt:  # Ctrl-C: the kernel is gone (shutdown_kernel="immediate"); no further notebook
         print("interrupted: the running notebook was left as it was; no further notebook was run", file=sys.stderr)
         return 130

@@ -22,9 +22,11 @@ from generated_blocks import ROOT, md_table, splice  # noqa: E402
 
 README = ROOT / "README.md"
 BOARD_PAGE = ROOT / "docs" / "index.md"
-FINDINGS = ["paper", "finding", "claim", "paper_value", "estimate", "ci95", "n", "verdict", "this machine", "regime",
+# the verdict and its numbers first, the long text columns after them: on a screen narrower than the table the
+# verdict stays in view (it was the column cut off at 1280 px)
+FINDINGS = ["paper", "finding", "verdict", "estimate", "ci95", "n", "paper_value", "claim", "this machine", "regime",
             "validity"]  # fmt: skip
-SANITY = ["paper", "finding", "claim", "estimate", "ci95", "n", "verdict"]
+SANITY = ["paper", "finding", "verdict", "estimate", "ci95", "n", "claim"]
 VERDICTS = ["holds", "inconclusive", "does not hold", "not testable on this proxy"]
 
 

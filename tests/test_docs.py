@@ -151,7 +151,22 @@ def test_site_has_the_scoreboard_and_every_notebook(site):
         assert (site / "notebooks" / f"{nb.stem}.html").exists(), nb.name
     text = (site / "index.html").read_text()
     assert "Scoreboard" in text and "<table>" in text
+    # the wide scoreboard gets the page's whole width (no side bars) and shows the verdict before the long text
+    assert 'data-md-type="navigation" hidden' in text and 'data-md-type="toc" hidden' in text
+    header = re.search(r"<thead>.*?</thead>", text, re.S).group(0)
+    assert header.index(">verdict<") < header.index(">claim<") < header.index(">validity<")
     assert not re.search(r"<(script|link)[^>]+(src|href)=\"https?://", text), "a page must not load from the web"
+
+
+def test_every_in_page_link_has_its_anchor(site):
+    """A table-of-contents entry (or any ``href="#..."``) points at an id of its page: mkdocs-jupyter drops code spans
+    from a heading's entry but keeps them in the heading's id, so a heading with code broke its entry."""
+    broken = []
+    for page in sorted(site.rglob("*.html")):
+        text = page.read_text(errors="replace")
+        ids = set(re.findall(r'\bid="([^"]+)"', text)) | set(re.findall(r'\bname="([^"]+)"', text))
+        broken += [f"{page.relative_to(site)}#{h}" for h in re.findall(r'href="#([^"]+)"', text) if h not in ids]
+    assert broken == []
 
 
 def chromium() -> str | None:

@@ -41,6 +41,8 @@ def test_make_lab_command_line():
     assert "--port=8899" in out and "--ip=0.0.0.0" in out and "--notebook-dir=notebooks" in out
     assert out[-2:] == ["--no-browser", "--ServerApp.base_url=/x/"]
     assert ("--allow-root" in out) == (os.geteuid() == 0)
+    # no news pop-up (and no news fetch), no update check
+    assert "--LabApp.news_url=None" in out and "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate" in out
     plain = subprocess.run(make_lab() + ["-n"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "--port" not in plain and "--ip" not in plain
 
@@ -96,3 +98,21 @@ def test_make_lab_answers_on_localhost_and_leaves_home_alone(tmp_path):
         lab.wait(timeout=60)
         log.close()
     assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+
+
+def test_clean_results_keeps_the_committed_tiny_tables():
+    """make clean-results on the tiny profile removes only what git does not track (databases, runs' own folders)."""
+    tiny = subprocess.run(["make", "-n", "clean-results"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "git clean -fdX results/tiny results/runs" in tiny
+    assert subprocess.run(["git", "ls-files", "results/tiny"], cwd=ROOT, capture_output=True, text=True).stdout
+
+
+def test_docs_serve_serves_the_site_on_this_machine_only():
+    out = subprocess.run(
+        ["make", "-n", "-o", "docs", "docs-serve", "DOCS_PORT=8123"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "-m http.server --bind 127.0.0.1 --directory site 8123" in out

@@ -52,7 +52,7 @@ def notebook(path):
 
 
 @needs_kernel
-def test_a_rerun_in_place_leaves_the_notebook_untouched(tmp_path, capsys, caplog):
+def test_a_rerun_in_place_leaves_the_notebook_untouched(tmp_path, capsys, caplog, monkeypatch):
     run = runner()
     nb = notebook(tmp_path / "01_demo.ipynb")
     args = ["--notebooks-dir", str(tmp_path), "--only", "01_"]
@@ -66,14 +66,44 @@ def test_a_rerun_in_place_leaves_the_notebook_untouched(tmp_path, capsys, caplog
     assert run.main(args) == 0
     assert nb.read_bytes() == first and nb.stat().st_mtime_ns == stamp  # not rewritten
     assert not list(tmp_path.glob(".*.partial.ipynb"))
-    # a parameter other than the default: its injected cell stays (it says what ran); no papermill warning about a
-    # comment holding an "=" or a declared parameter called unknown
+    # a parameter other than the default: an experiment, in its own folder (the committed notebook untouched), with
+    # its injected cell kept (it says what ran); no papermill warning about a comment holding an "=" or a declared
+    # parameter called unknown
+    monkeypatch.setattr(run, "ROOT", tmp_path / "repo")
+    monkeypatch.delenv("SPECDEC_OUTPUT_DIR", raising=False)
     assert run.main([*args, "-p", "n", "5"]) == 0
-    cells = nbformat.read(nb, as_version=4).cells
+    assert nb.read_bytes() == first and nb.stat().st_mtime_ns == stamp
+    own = tmp_path / "repo" / "results" / "runs" / "n=5"
+    assert "go to " + str(own) in capsys.readouterr().out
+    cells = nbformat.read(own / "notebooks" / nb.name, as_version=4).cells
     assert cells[1].metadata["tags"] == ["injected-parameters"] and "n = 5" in cells[1].source
+    assert "SPECDEC_OUTPUT_DIR" not in os.environ  # only for the kernels of that run
+    assert run.main([*args, "-p", "n", "2"]) == 0  # the default, given: in place (and unchanged)
+    assert nb.read_bytes() == first and nb.stat().st_mtime_ns == stamp
     assert not [r for r in caplog.records if "Unable to parse" in r.getMessage() or "unknown parameter" in r.message]
     assert run.main([*args, "-p", "colour", "red"]) == 2  # an undeclared name: refused before anything runs
     assert "colour" in capsys.readouterr().err
+
+
+@needs_kernel
+def test_an_experiment_writes_its_results_and_figures_in_its_own_folder(tmp_path, monkeypatch, capfd):
+    """The kernel of a run with other values sees SPECDEC_OUTPUT_DIR at the run's folder, so specdec.results puts
+    its tables and figures there, not in the checkout's results/ and figures/."""
+    run = runner()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell('profile: str = "tiny"\ngamma: int = 4', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("from specdec import results\nprint(results.RESULTS, results.FIGURES)"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "specdec", "display_name": "Python (specdec)", "language": "python"}
+    nbformat.write(nb, tmp_path / "00_demo.ipynb")
+    monkeypatch.setattr(run, "ROOT", tmp_path / "repo")
+    monkeypatch.delenv("SPECDEC_OUTPUT_DIR", raising=False)
+    assert run.main(["--notebooks-dir", str(tmp_path), "--only", "00_", "-p", "gamma", "3"]) == 0
+    own = tmp_path / "repo" / "results" / "runs" / "gamma=3"
+    printed = nbformat.read(own / "notebooks" / "00_demo.ipynb", as_version=4).cells[2].outputs[0].text
+    assert printed.split() == [str(own / "results"), str(own / "figures")]
+    assert "without encryption" not in capfd.readouterr().err  # the kernel's start-up warning, read as a failure
 
 
 def test_an_offline_paper_run_stops_first_naming_the_fix(tmp_path, monkeypatch, capsys):

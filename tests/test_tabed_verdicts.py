@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from conftest import tabed_runs
+from specdec import verdict
 from specdec.tabed import findings as tf
 from specdec.tabed import tables
 from specdec.tabed import windows as tw
@@ -226,10 +227,35 @@ def test_t5_over_seeds_holds_fails_or_turns_inconclusive_when_a_seed_reverses():
     worse = tf.verdict_t5_over_seeds({k: _windows({"1": [-0.3] * 8}, seed=k) for k in range(3)})
     assert worse.status == FAILS
     # seeds 0 and 1 flat, seed 2 far off: the pooled spread is clear of the tolerance, but seed 0 alone reverses it
-    mixed = {0: _windows(flat, seed=0), 1: _windows(flat, seed=1), 2: _windows({"1": [-0.9] * 8}, seed=2)}
+    # (seed 2 at both windows too: a seed lacking one is left out, test_t5_pools_only_the_seeds_with_every_window)
+    far = _windows({"1": [-0.9] * 8, "4": [0.001] * 8}, seed=2)
+    mixed = {0: _windows(flat, seed=0), 1: _windows(flat, seed=1), 2: far}
     verdict = tf.verdict_t5_over_seeds(mixed)
     assert verdict.status == INCONCLUSIVE and "reverse the pooled verdict" in verdict.detail
     assert tf.verdict_t5_over_seeds({0: _windows(flat)}).claim == tf.verdict_t5(_windows(flat)).claim
+
+
+def test_t5_pools_only_the_seeds_with_every_window():
+    """A window only seed 0 ran (notebook 12 with windows [2, 8, ALL]): seeds 1 and 2 have rows at h = ALL alone, so
+    pooling them would set their τ(ALL) against seed 0's τ(2); T5 is seed 0's verdict, naming the seeds left out."""
+    seed0 = _windows({"2": [-0.1] * 8}, seed=0)
+    frames = {0: seed0, 1: _windows({}, seed=1), 2: _windows({}, seed=2)}  # other draws of τ(ALL)
+    pooled = tf.verdict_t5_over_seeds(frames)
+    alone = tf.verdict_t5(seed0)
+    assert (pooled.estimate, pooled.low, pooled.high, pooled.status) == (
+        alone.estimate,
+        alone.low,
+        alone.high,
+        alone.status,
+    )
+    assert (
+        "seed(s) 0 only" in pooled.detail and "1 (lacks 16 of the method/row/window rows seed 0 has)" in pooled.detail
+    )
+    complete, lacking = verdict.complete_seeds(frames, ["method", "row", "window"])
+    assert list(complete) == [0] and lacking == {1: 16, 2: 16}
+    # every seed with the window: all pooled, the detail unchanged
+    full = {k: _windows({"2": [-0.1] * 8}, seed=k) for k in range(3)}
+    assert "only" not in tf.verdict_t5_over_seeds(full).detail and len(verdict.complete_seeds(full, ["row"])[0]) == 3
 
 
 @pytest.mark.parametrize(

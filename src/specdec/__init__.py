@@ -4,10 +4,14 @@ Start with ``specdec.zoo.models.load_pair`` and ``specdec.engine.generate``; the
 ``specdec.verify``, drafters in ``specdec.drafters``, latency and speedup helpers in ``specdec.bench``.
 """
 
-from specdec.drafters import ModelDrafter, PromptLookupDrafter
-from specdec.engine import GenerationResult, autoregressive, generate
-from specdec.sampling import SamplingConfig
-from specdec.zoo.models import load, load_pair
+from specdec import environment
+
+environment.apply()  # offline and the caches in the checkout, before transformers / huggingface_hub are imported
+
+from specdec.drafters import ModelDrafter, PromptLookupDrafter  # noqa: E402
+from specdec.engine import GenerationResult, autoregressive, generate  # noqa: E402
+from specdec.sampling import SamplingConfig  # noqa: E402
+from specdec.zoo.models import load, load_pair  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [

@@ -9,12 +9,15 @@ paper has the value, it is drawn beside ours (diamonds in the colour of their me
 from __future__ import annotations
 
 import html
+import pathlib
 import re
 import warnings
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from matplotlib import font_manager
 
 DPI = 150
 
@@ -61,6 +64,17 @@ def theme() -> None:
     """The one look of every figure in this repository."""
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind", font_scale=0.85)
     plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": DPI, "legend.frameon": False, "axes.titlesize": 10})
+    bundled_fonts_only()
+
+
+def bundled_fonts_only() -> None:
+    """Text drawn only with the fonts matplotlib ships (the lock's version), never a font of this machine's: a
+    system DejaVu Sans of another version (or a fallback another machine has) would change a figure's pixels, and
+    a rerun on unchanged inputs must give the same bytes everywhere."""
+    bundled = pathlib.Path(matplotlib.get_data_path()).resolve()
+    manager = font_manager.fontManager
+    manager.ttflist = [f for f in manager.ttflist if pathlib.Path(f.fname).resolve().is_relative_to(bundled)]
+    font_manager.FontManager._findfont_cached.cache_clear()  # an earlier lookup may have named a system font
 
 
 theme()
@@ -171,7 +185,20 @@ def save(fig, path) -> None:
     with warnings.catch_warnings():  # colorbar axes cannot be tight-laid; bbox_inches="tight" crops them anyway
         warnings.filterwarnings("ignore", message=".*not compatible with tight_layout.*")
         fig.tight_layout()
+    standin_mark(fig)
     fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+
+
+STANDIN_TEXT = "STAND-IN RUN: random weights, no number here means anything"
+
+
+def standin_mark(fig) -> None:
+    """Across ``fig``, ``STANDIN_TEXT`` where ``$HF_HOME`` holds the stand-in hub (``make paper-try``): a figure file
+    of such a run says so itself, wherever it is copied."""
+    from specdec import hub
+
+    if hub.standin_cache():
+        fig.text(0.5, 0.5, STANDIN_TEXT, ha="center", va="center", rotation=20, fontsize=14, color="red", alpha=0.35)
 
 
 def speedup_bars(ours, paper=None, title: str = "", ax=None, ylabel: str = "speedup over standard decoding"):

@@ -91,8 +91,9 @@ class Verdict:
             m = self.machine
             machine = f" This machine ({m.regime}): {m.estimate:.3f} (95% CI {m.low:.3f} to {m.high:.3f}), {m.status}."
         validity = f" Proxy validity: {self.validity} ({self.validity_why})." if self.validity else ""
+        mark = STANDIN_LABEL if _on_standins() else ""  # on every verdict a stand-in run shows, not only at its top
         return (
-            f"**{self.name} {self.status}** — {self.claim}.{paper} Ours: {self.estimate:.3f} "
+            f"{mark}**{self.name} {self.status}** — {self.claim}.{paper} Ours: {self.estimate:.3f} "
             f"(95% CI {self.low:.3f} to {self.high:.3f}, n = {self.n}){regime}.{machine}{detail}{validity}"
         )
 
@@ -165,6 +166,9 @@ STANDIN_WHY = (
 )
 
 
+STANDIN_LABEL = "**[stand-in run: random weights, this verdict means nothing]** "
+
+
 def _on_standins() -> bool:
     from specdec import hub  # the hub reads $HF_HOME; the verdicts need it only for another profile's rows
 
@@ -233,6 +237,32 @@ def over_seeds(
             )
         )
     return out
+
+
+def complete_seeds(frames: dict, keys: list[str]) -> tuple[dict, dict]:
+    """``(complete, lacking)``: the training seeds of ``frames`` (``{seed: frame}``) whose frame holds every ``keys``
+    combination the lowest seed's holds (the seed a notebook decodes; the others are read from their rows), and
+    ``{seed: how many of those it lacks}`` for the others. A seed without rows at a value only seed 0 ran (a new
+    window h) would otherwise enter a pool with its other rows and bias it."""
+    have = {k: set(f[keys].astype(str).itertuples(index=False, name=None)) for k, f in sorted(frames.items())}
+    need = next(iter(have.values()), set())
+    lacking = {k: len(need - h) for k, h in have.items() if need - h}
+    return {k: f for k, f in sorted(frames.items()) if k not in lacking}, lacking
+
+
+def over_complete_seeds(findings: Callable, frames: dict, keys: list[str], rules: dict | None = None) -> list[Verdict]:
+    """``over_seeds`` over only the seeds holding every row the finding reads (``complete_seeds`` on ``keys``); each
+    verdict names the seeds left out, and why, in its ``detail``."""
+    complete, lacking = complete_seeds(frames, keys)
+    out = over_seeds(findings, complete, rules)
+    if not lacking:
+        return out
+    note = (
+        f" Pooled over training seed(s) {', '.join(map(str, complete))} only: seed(s) "
+        + ", ".join(f"{k} (lacks {n} of the {'/'.join(keys)} rows seed {min(frames)} has)" for k, n in lacking.items())
+        + " left out."
+    )
+    return [replace(v, detail=(v.detail + note).strip()) for v in out]
 
 
 def seed_verdicts(findings: Callable, frames: dict) -> dict:
