@@ -289,14 +289,17 @@ def main(argv=None) -> int:
     """``python -m specdec.hub download [--profile paper] [ids...]``: what ``make download`` runs."""
     import argparse
 
-    import yaml
-
     ap = argparse.ArgumentParser(prog="python -m specdec.hub", description="prefetch a profile's models and datasets")
     ap.add_argument("command", choices=["download", "list"])
     ap.add_argument("--profile", default="paper")
     ap.add_argument("ids", nargs="*", help="only these ids")
     args = ap.parse_args(argv)
-    spec = yaml.safe_load((zoo.DATA / "profiles" / f"{args.profile}.yaml").read_text())
+    from specdec.zoo.models import load_profile  # a plain, known profile name (this module is imported by it)
+
+    try:
+        spec = load_profile(args.profile)
+    except ValueError as err:
+        ap.error(str(err))
     if args.command == "list":
         print("\n".join(profile_models(spec)))
         print("\n".join(f"{d['id']} {d['config'] or '-'} {d['split']}" for d in profile_datasets(spec)))

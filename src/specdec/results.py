@@ -379,8 +379,8 @@ def require_tables(profile: str, root: pathlib.Path, needed: dict[str, str]) -> 
 
 
 def figure_path(profile: str, name: str) -> pathlib.Path:
-    """``figures/<profile>/<name>.png`` (directories created)."""
-    path = FIGURES / profile / f"{name}.png"
+    """``figures/<profile>/<name>.png`` (directories created); both are plain names (nothing outside ``figures/``)."""
+    path = FIGURES / validate.plain_name("profile", profile) / f"{validate.plain_name('figure name', name)}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -94,7 +94,7 @@ def strings(name: str, value) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
-        return [value]
+        value = [value]  # checked below: "" as one string is refused like [""] (it matches every text)
     if isinstance(value, bytes) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__} {value!r}")
     out = list(value)
@@ -157,6 +157,14 @@ def name_part(name: str, value) -> str:
     parts = value.replace("\\", "/").split("/")
     if ".." in parts or value.startswith("/") or any(not p for p in parts):
         raise ValueError(f"{name} {value!r} must stay inside its folder: no '..', no leading or doubled '/'")
+    return value
+
+
+def plain_name(name: str, value) -> str:
+    """A single file-name part (a profile, a figure): ``name_part`` without any ``/`` or ``\\``."""
+    value = name_part(name, value)
+    if "/" in value or "\\" in value:
+        raise ValueError(f"{name} {value!r} must be a plain name: no '/' or '\\' (it names one file or folder)")
     return value
 
 

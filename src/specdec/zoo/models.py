@@ -262,7 +262,9 @@ def load_profile(name: str) -> dict:
     """Read ``data/profiles/<name>.yaml`` (``tiny`` or ``paper``): which models each paper uses."""
     import yaml
 
-    path = PROFILES_DIR / f"{name}.yaml"
+    from specdec import validate
+
+    path = PROFILES_DIR / f"{validate.plain_name('profile', name)}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
         raise ValueError(f"unknown profile {name!r}; known profiles: {known}")
