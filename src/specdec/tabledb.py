@@ -377,7 +377,7 @@ class Table:
                 try:  # the provenance line first: a kill before the move leaves a line naming rows not stored,
                     self._replace_csv(data)  # never a stored row without its line
                 except BaseException:
-                    if undo is not None:
+                    if undo is not None and self._read_csv() != data:  # not moved: its rows are not stored
                         undo()
                     raise
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('csv', ?)", (digest(data),))
