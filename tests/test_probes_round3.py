@@ -517,3 +517,110 @@ def test_hub_cli_refuses_path_names(name, capsys):
 @pytest.mark.parametrize("value", ["a", "tiny", "paper-try"])
 def test_plain_names_pass(value):
     assert validate.plain_name("profile", value) == value
+
+
+# ------------------------------------------------------------------ more training CLIs: refused at parse time
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["train", "--steps", "0"], "--steps: expected an integer > 0"),
+        (["train", "--steps", "-5"], "--steps: expected an integer > 0"),
+        (["train", "--batch-size", "0"], "--batch-size"),
+        (["train", "--lr", "-1"], "--lr: expected a finite number > 0"),
+        (["train", "--lr", "nan"], "--lr"),
+        (["train", "--weight-decay", "-0.1"], "--weight-decay"),
+        (["train", "--seeds", "-1"], "--seeds: expected an integer >= 0"),
+        (["data", "--per-scenario", "0"], "--per-scenario"),
+        (["data", "--heldout-per-scenario", "-1"], "--heldout-per-scenario"),
+        (["train", "--threads", "-1"], "--threads"),
+        (["train", "--data", "/nonexistent/tabed.pt"], "no data file"),
+    ],
+)
+def test_vlm_train_refuses_bad_arguments_before_anything_runs(argv, match, capsys):
+    from specdec.vlm import train as vlm_train
+
+    with pytest.raises(SystemExit):
+        vlm_train.main(argv)
+    assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["seeds", "--train-seeds", "-1"], "--train-seeds"),
+        (["seeds", "--train-seeds", "0"], "--train-seeds"),
+        (["target", "--threads", "0"], "--threads"),
+        (["paper", "--steps", "0"], "--steps"),
+        (["paper", "--n", "-2"], "--n"),
+        (["paper", "--max-new-tokens", "0"], "--max-new-tokens"),
+        (["paper", "--batch-size", "0"], "--batch-size"),
+    ],
+)
+def test_aasd_train_refuses_bad_arguments_before_anything_runs(argv, match, capsys):
+    from specdec.aasd import train as aasd_train
+
+    with pytest.raises(SystemExit):
+        aasd_train.main(argv)
+    assert match in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- AASD suites: errors at once, not in a cell
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"gammas": (0,)}, ValueError, "gamma must be an integer >= 1"),
+        ({"gammas": ()}, ValueError, "gammas must be a non-empty list"),
+        ({"gammas": 3}, ValueError, "gammas must be a non-empty list"),
+        ({"gammas": (2.5,)}, TypeError, "gamma must be an integer"),
+        ({"drafts": ("AASDD",)}, ValueError, r"unknown AASD draft 'AASDD' \(did you mean 'AASD'\?\)"),
+        ({"drafts": "AASD w/o projectr"}, ValueError, "unknown AASD draft"),
+        ({"targets": ("tabed-targt",)}, ValueError, r"did you mean 'tabed-target'"),
+        ({"max_new_tokens": 0}, ValueError, "max_new_tokens must be an integer >= 1"),
+        ({"max_new_tokens": -1}, ValueError, "max_new_tokens must be an integer >= 1"),
+        ({"seed": 1.5}, TypeError, "seed must be an integer"),
+        ({"n_per_task": 0}, ValueError, "n_per_task must be an integer >= 1"),
+    ],
+)
+def test_aasd_table1_checks_its_arguments_when_built(kwargs, error, match):
+    from specdec.aasd import experiments as aasd_experiments
+
+    with pytest.raises(error, match=match):
+        aasd_experiments.table1("tiny", **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"target": "nope"}, "unknown AASD target"),
+        ({"drafts": ("x",)}, "unknown AASD draft"),
+        ({"gammas": (-1,)}, ">= 1"),
+    ],
+)
+def test_aasd_ablations_check_their_arguments_when_built(kwargs, match):
+    from specdec.aasd import experiments as aasd_experiments
+
+    with pytest.raises(ValueError, match=match):
+        aasd_experiments.ablations("tiny", **kwargs)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "1"])
+def test_aasd_weights_of_a_bad_training_seed_is_refused(seed):
+    from specdec.aasd import experiments as aasd_experiments
+
+    with pytest.raises((ValueError, TypeError), match="train_seed must be an integer"):
+        aasd_experiments.weights_of("AASD", "tabed-target", train_seed=seed)
+
+
+# ------------------------------------------------------ 6. Table 3 of a pair this run did not decode (notebook 30)
+def test_table3_of_a_pair_not_in_the_run_is_inconclusive_naming_the_missing_rows():
+    import pandas as pd
+
+    from specdec.multilingual import drafter_verdicts
+    from specdec.verdict import INCONCLUSIVE
+
+    de_only = pd.DataFrame(
+        {"pair": ["de-en"] * 3, "temperature": [0.0] * 3, "method": ["sps-generic", "sps-f", "sps-pf"]}
+    )
+    verdict = drafter_verdicts.table3_verdict(de_only, "zh-en", 0.0)
+    assert verdict.status == INCONCLUSIVE and verdict.n == 0 and "no rows of" in verdict.detail
+    assert math.isnan(verdict.estimate)

@@ -32,9 +32,12 @@ def scaled_steps(steps: int, scale: float) -> int:
 def positive_float(text: str) -> float:
     """An argparse type: a finite float > 0."""
     try:
-        return check_scale(float(text), "the value")
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -48,6 +51,28 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse type: a finite float >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
 def output_dir(out: pathlib.Path | None) -> pathlib.Path:
     """Where a training command writes: ``out`` when given (``data/models`` only so), else ``TRAINED``."""
     if out is None:
@@ -55,3 +80,6 @@ def output_dir(out: pathlib.Path | None) -> pathlib.Path:
               "the committed zoo)", flush=True)  # fmt: skip
         return TRAINED
     return pathlib.Path(out)
+
+
+POS, NAT = positive_int, non_negative_int  # short names for argparse types (``type=cli.POS``)
