@@ -289,17 +289,22 @@ def main(argv=None) -> int:
     """``python -m specdec.hub download [--profile paper] [ids...]``: what ``make download`` runs."""
     import argparse
 
+    import yaml
+
     ap = argparse.ArgumentParser(prog="python -m specdec.hub", description="prefetch a profile's models and datasets")
     ap.add_argument("command", choices=["download", "list"])
     ap.add_argument("--profile", default="paper")
     ap.add_argument("ids", nargs="*", help="only these ids")
     args = ap.parse_args(argv)
-    from specdec.zoo.models import load_profile  # a plain, known profile name (this module is imported by it)
+    from specdec import validate
 
-    try:
-        spec = load_profile(args.profile)
+    try:  # one plain name: nothing outside data/profiles is read
+        path = zoo.DATA / "profiles" / f"{validate.plain_name('profile', args.profile)}.yaml"
     except ValueError as err:
         ap.error(str(err))
+    if not path.exists():
+        ap.error(f"unknown profile {args.profile!r}: known {sorted(p.stem for p in path.parent.glob('*.yaml'))}")
+    spec = yaml.safe_load(path.read_text())
     if args.command == "list":
         print("\n".join(profile_models(spec)))
         print("\n".join(f"{d['id']} {d['config'] or '-'} {d['split']}" for d in profile_datasets(spec)))

@@ -29,6 +29,15 @@ def scaled_steps(steps: int, scale: float) -> int:
     return max(1, int(steps * check_scale(scale)))
 
 
+def check_budget(steps_scale, prompts_per_set=None) -> None:
+    """``check_scale(steps_scale)``, and ``prompts_per_set`` an integer >= 1 or ``None`` (all)."""
+    from specdec import validate
+
+    check_scale(steps_scale)
+    if prompts_per_set is not None:
+        validate.integer("prompts_per_set", prompts_per_set, minimum=1, hint="None: every prompt")
+
+
 def positive_float(text: str) -> float:
     """An argparse type: a finite float > 0."""
     try:
