@@ -5,7 +5,9 @@ Two steps, so the training can run on a machine without the corpus sources (e.g.
     python -m specdec.cos.train streams --streams .gpu/cos_streams.pt   # tokenise corpus + task documents
     python -m specdec.cos.train train --streams .gpu/cos_streams.pt --device cuda --out data/models
 
-``python -m specdec.cos.train`` (what ``make models-cos`` runs) does both on this machine. All models use the
+``python -m specdec.cos.train`` (what ``make models-cos`` runs, with ``--out data/models``) does both on this machine;
+without ``--out`` the weights go to ``.cache/trained`` (``specdec.zoo.cli``: never the committed zoo unless named).
+All models use the
 foundation tokenizer; each draws training windows by its own mixture of kinds, with a fixed seed. Weights
 are stored as float16 (the config stays float32, so they load as float32): shipped tiny weights are data.
 """

@@ -1,8 +1,8 @@
 """Training the tiny zoo: a byte-level BPE tokenizer and Llama models, with fixed seeds.
 
-``python -m specdec.zoo.training`` (what ``make models`` runs) rebuilds the corpus, the tokenizer, the
-held-out prompts and every model of ``specdec.zoo.TINY_ZOO``, and writes a data card. The weights it
-writes are the ones shipped under ``data/models/``.
+``python -m specdec.zoo.training --out data/models`` (what ``make models`` runs) rebuilds the corpus, the tokenizer,
+the held-out prompts and every model of ``specdec.zoo.TINY_ZOO``, and writes a data card: the weights shipped under
+``data/models/``. Without ``--out`` all of it goes to ``.cache/trained`` (``specdec.zoo.cli``), prompts included.
 """
 
 from __future__ import annotations
