@@ -170,7 +170,7 @@ ci-clean:
 	bash scripts/ci_clean_clone.sh
 
 models: install
-	$(VENV)/bin/python -m specdec.zoo.training
+	$(VENV)/bin/python -m specdec.zoo.training --out data/models
 	$(VENV)/bin/python -m specdec.zoo.quality
 
 # The CoS and multilingual zoos: data step here (needs the corpus sources), training on any device (a GPU

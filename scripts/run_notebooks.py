@@ -129,6 +129,12 @@ def build_parameters(args: argparse.Namespace) -> dict:
             sys.exit(f"{args.parameters_file}: expected a YAML mapping of parameters")
         params.update(loaded)
     params.update((key, parse_value(value)) for key, value in args.parameter)
+    from specdec import validate
+
+    try:  # before anything is read or created: results/<profile>/notebooks must stay inside results/
+        validate.plain_name("profile", params["profile"])
+    except ValueError as err:
+        sys.exit(f"run_notebooks.py: {err}")
     if not in_place(params["profile"]) and "device" not in params:
         params["device"] = profile_device(params["profile"])
     return params

@@ -74,7 +74,7 @@ PROMPT = torch.tensor([1, 5, 6, 7])
         ({"stop_strings": [""]}, ValueError, "stop_strings must hold non-empty strings"),
         ({"stop_strings": 5}, TypeError, "stop_strings must be a string or a list"),
         ({"target_inputs": {"pixel_values": torch.zeros(1, 3, 32, 32)}}, ValueError, "text-only target"),
-        ({"target_inputs": {"pixel_values": torch.full((1, 3, 4, 4), NAN)}}, ValueError, "pixel_values holds"),
+        ({"target_inputs": {"pixel_values": torch.full((1, 3, 4, 4), NAN)}}, ValueError, r"pixel_values'\] holds"),
         ({"drafter": "draft"}, TypeError, "drafter must be None, a draft model or a Drafter"),
     ],
 )

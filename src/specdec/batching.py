@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from specdec import validate
 from specdec.batch_ensemble import BatchEnsembleDrafter
 from specdec.cache import BatchedLM, CachedLM
 from specdec.drafters import batch_drafter
@@ -98,6 +99,8 @@ def generate_batch(
     for p, inputs in zip(prompts, target_inputs):
         check_request(target_lm, p, max_new_tokens, inputs)
     draft_inputs = per_prompt("draft_inputs", draft_inputs, len(prompts))
+    for inputs in draft_inputs:
+        validate.model_inputs("draft_inputs", inputs)
     if isinstance(drafter, (list, tuple)):
         drafter = BatchEnsembleDrafter(drafter, draft_inputs)
     elif any(draft_inputs):

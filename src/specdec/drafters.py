@@ -129,6 +129,9 @@ class ModelDrafter:
     def draft_token(self, per_row: torch.Tensor, sampling: SamplingConfig, generator=None) -> tuple[int, torch.Tensor]:
         """One draft position from the rows' distributions ``per_row [m, V]`` (``mixing_probs``): the token and the
         mixture ``[V]`` it was drawn from; ``per_row`` is kept for ``last_row_probs``."""
+        from specdec import validate
+
+        validate.draft_scores(per_row, "distributions")  # one check on every path (alone, batched ensembles)
         mixed = self._mix(per_row)
         token = int(argmax(mixed)) if sampling.greedy else int(sample(mixed, generator))
         self._row_probs.append(per_row)
@@ -291,6 +294,9 @@ def _right_aligned(pending, width, device) -> torch.Tensor:
 def _pick(dist, j, blocks, sampling, generators) -> torch.Tensor:
     """Draft token ``j`` of every row from ``dist [A, V]``: the argmax (greedy, and filler past a row's block), or
     one draw from ``generators[r]`` per row still inside its block (the draws ``ModelDrafter`` makes)."""
+    from specdec import validate
+
+    validate.draft_scores(dist[[r for r, block in enumerate(blocks) if j < block]], "distributions")
     tokens = dist.argmax(-1)
     if not sampling.greedy:
         for r, block in enumerate(blocks):

@@ -120,6 +120,7 @@ def generate(
     drafter = as_drafter(drafter)
     target_lm = as_target_lm(target)
     check_request(target_lm, prompt_ids, max_new_tokens, target_inputs)
+    validate.model_inputs("draft_inputs", draft_inputs)
     check_vocab(drafter, target_lm)
     eos_ids = _eos_ids(target_lm.model if isinstance(target_lm, CachedLM) else target, eos_token_id)
     verifier = verifier or default_verifier
@@ -179,6 +180,8 @@ def draft_block(drafter, generated: list[int], block: int, sampling, generator, 
             torch.zeros((0, target_lm.vocab_size), device=target_lm.device),
         )
     tokens, probs = drafter.propose(generated, block, sampling, generator)
+    if probs is not None and len(tokens):
+        validate.draft_scores(probs[: len(tokens)], "probabilities")  # any drafter, not only ModelDrafter
     return tokens, pad_vocab(probs, target_lm.vocab_size)
 
 
@@ -202,8 +205,8 @@ def check_request(target_lm, prompt_ids: torch.Tensor, max_new_tokens: int, targ
             f"context of {context} positions: shorten the prompt or ask for fewer tokens"
         )
     image_token = getattr(config, "image_token_id", None)
+    validate.model_inputs("target_inputs", target_inputs)
     pixels = (target_inputs or {}).get("pixel_values")
-    validate.finite_tensor("pixel_values", pixels, hint="the processor's output holds finite numbers only")
     if pixels is not None and image_token is None:
         raise ValueError(
             f"pixel_values were given to a text-only target ({type(target_lm.model).__name__}), which would drop "

@@ -296,7 +296,15 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="paper")
     ap.add_argument("ids", nargs="*", help="only these ids")
     args = ap.parse_args(argv)
-    spec = yaml.safe_load((zoo.DATA / "profiles" / f"{args.profile}.yaml").read_text())
+    from specdec import validate
+
+    try:  # one plain name: nothing outside data/profiles is read
+        path = zoo.DATA / "profiles" / f"{validate.plain_name('profile', args.profile)}.yaml"
+    except ValueError as err:
+        ap.error(str(err))
+    if not path.exists():
+        ap.error(f"unknown profile {args.profile!r}: known {sorted(p.stem for p in path.parent.glob('*.yaml'))}")
+    spec = yaml.safe_load(path.read_text())
     if args.command == "list":
         print("\n".join(profile_models(spec)))
         print("\n".join(f"{d['id']} {d['config'] or '-'} {d['split']}" for d in profile_datasets(spec)))

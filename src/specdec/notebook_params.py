@@ -35,6 +35,56 @@ SIZE_LISTS = {
     "m_values",
     "windows",
 }
+SIZE_LISTS |= {"batch_sizes"}
+
+# The declared range of every float, list and dict parameter of the notebooks (``tests/test_probes_round3.py`` checks
+# that none is missing). A rule is ``("number", low, high, low_open)`` (finite, ``low <= x <= high``, ``low < x`` when
+# ``low_open``), ``"str"`` (a non-empty string), ``"int"``, ``"size"`` (an integer >= 1), ``("list", rule, empty_ok)``
+# (every entry), ``("dict", rule)`` (string keys, every value), ``("pair", rule)`` (a list of exactly two), or
+# ``("config", {key: rule})`` (a dict of those keys, each required).
+_UNIT = ("number", 0.0, 1.0, False)
+_NON_NEGATIVE = ("number", 0.0, math.inf, False)
+_MU = ("number", 0.0, 10.0, False)  # the CD coefficient: the CD paper's 0.1 to 1; far beyond overflows the scores
+_STRS = ("list", "str", False)
+_SIZES = ("list", "size", False)
+RANGES = {
+    "temperature": _NON_NEGATIVE,
+    "lam": _UNIT,
+    "mu": _MU,
+    "paper_latency_ratio": ("number", 0.0, 1.0, True),  # T_q / T_p: a draft's cost over its target's
+    "temperatures": ("list", _NON_NEGATIVE, False),
+    "lams": ("list", _UNIT, False),
+    "tradeoff_lams": ("list", _UNIT, False),
+    "mus": ("list", _MU, False),
+    "seeds": ("list", "int", False),
+    "targets": ("list", "str", True),  # empty: the profile's targets
+    "configs": ("list", ("config", {"set": "str", "temperature": _NON_NEGATIVE}), False),
+    "paper_setting": ("dict", "any"),
+    "paper_pairs": ("dict", ("pair", "str")),
+    "paper_apf_pairs": ("dict", "str"),
+    "c2_gammas": ("dict", "size"),
+    **{name: _SIZES for name in SIZE_LISTS if name != "windows"},
+    **dict.fromkeys(
+        [
+            "pairs",
+            "methods",
+            "compare_captioners",
+            "criteria",
+            "divergences",
+            "gamma_methods",
+            "examples",
+            "tasks",
+            "tradeoff_tasks",
+            "c2_tasks",
+            "drafter_langs",
+            "langs",
+            "drafts",
+        ],
+        _STRS,
+    ),  # fmt: skip
+    "windows": ("list", "any", False),  # sizes or "ALL": SIZE_LISTS checks the entries
+}
+
 # int parameters that may be 0 or negative (everything else typed int is a size)
 NOT_SIZES = {"seed"}
 # names the IPython kernel puts in a fresh namespace: never parameters
@@ -141,6 +191,46 @@ def _check_range(name, value, annotation: str, notebook: str) -> None:
         for item in value:
             if not (name == "windows" and item == "ALL"):
                 validate.integer(f"{where} entries", item, minimum=1, hint="counts or lengths")
+    if value is not None and name in RANGES:
+        _check_rule(where, value, RANGES[name])
+
+
+def _check_rule(where: str, value, rule) -> None:
+    """Raise ``ValueError`` / ``TypeError`` unless ``value`` follows ``rule`` (``RANGES``)."""
+    if rule == "any":
+        return
+    if rule == "str":
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{where} must be a non-empty string, got {value!r}")
+    elif rule == "int":
+        validate.integer(where, value)
+    elif rule == "size":
+        validate.integer(where, value, minimum=1, hint="a count or a length")
+    elif rule[0] == "number":
+        _, low, high, low_open = rule
+        number = validate.number(where, value, minimum=low, maximum=None if math.isinf(high) else high)
+        if low_open and number == low:
+            raise ValueError(f"{where} must be > {low:g}, got {value!r}")
+    elif rule[0] == "list":
+        if not isinstance(value, list) or (not value and not rule[2]):
+            raise ValueError(f"{where} must be a non-empty list, got {value!r}")
+        for i, item in enumerate(value):
+            _check_rule(f"{where}[{i}]", item, rule[1])
+    elif rule[0] == "pair":
+        if not isinstance(value, list) or len(value) != 2:
+            raise ValueError(f"{where} must be a list of two, got {value!r}")
+        for i, item in enumerate(value):
+            _check_rule(f"{where}[{i}]", item, rule[1])
+    elif rule[0] in ("dict", "config"):
+        if not isinstance(value, dict) or any(not isinstance(k, str) for k in value):
+            raise ValueError(f"{where} must be a dict with string keys, got {value!r}")
+        rules = rule[1] if rule[0] == "config" else dict.fromkeys(value, rule[1])
+        missing = sorted(set(rules) - set(value)) if rule[0] == "config" else []
+        extra = sorted(set(value) - set(rules))
+        if missing or extra:
+            raise ValueError(f"{where} must have the keys {sorted(rules)}, got {sorted(value)}")
+        for key, item in value.items():
+            _check_rule(f"{where}[{key!r}]", item, rules[key])
 
 
 def allowed(name: str, notebook: str = "") -> set[str] | None:

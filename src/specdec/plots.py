@@ -74,7 +74,8 @@ def bundled_fonts_only() -> None:
     bundled = pathlib.Path(matplotlib.get_data_path()).resolve()
     manager = font_manager.fontManager
     manager.ttflist = [f for f in manager.ttflist if pathlib.Path(f.fname).resolve().is_relative_to(bundled)]
-    font_manager.FontManager._findfont_cached.cache_clear()  # an earlier lookup may have named a system font
+    # an earlier lookup may have named a system font; matplotlib keeps that cache in a private function
+    font_manager.FontManager._findfont_cached.cache_clear()  # type: ignore[attr-defined]
 
 
 theme()

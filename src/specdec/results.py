@@ -144,13 +144,25 @@ class ResultStore:
         self._db.insert(rows, cell, lambda new: self._write_provenance([keys[i] for i in new], provenance))
         self._done = set(self._db.keys())
 
-    def _write_provenance(self, keys: list[tuple], provenance: dict | None = None) -> None:
+    def _write_provenance(self, keys: list[tuple], provenance: dict | None = None):
+        """Append the provenance line of ``keys`` (under the table's write lock, before its CSV is replaced); returns
+        the callable that takes it back (the replace failed)."""
         line: dict[str, Any] = {"written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
         line.update({**environment(), **self.provenance} if provenance is None else provenance)
         line["key_columns"] = self.key
         line["keys"] = [list(k) for k in keys]
-        with self.provenance_path.open("a") as f:
+        path = self.provenance_path
+        size = path.stat().st_size if path.exists() else 0
+        with path.open("a") as f:
             f.write(json.dumps(line, default=str) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+        def undo():
+            with path.open("r+b") as f:
+                f.truncate(size)
+
+        return undo
 
     def want(self, keys: list[dict]) -> None:
         """Record ``keys`` as asked for by this run (``run`` does it for its keys): ``frame(requested=True)`` is then
@@ -320,11 +332,15 @@ def format_value(value):
 
 
 def key_text(value) -> str:
-    """A key cell as written and compared: floats exactly (6 significant digits when those are exact, as committed
-    tables were written, otherwise ``repr``: 0.1234567 and 0.1234568 stay two keys), ``None`` as the empty cell."""
+    """A key cell as written and compared, one text per value: floats exactly (6 significant digits when those are
+    exact, as committed tables were written, otherwise ``repr``: 0.1234567 and 0.1234568 stay two keys; -0.0 is 0.0,
+    as ``==`` says), ``None`` as the empty cell, which is also the text of ``""``: a CSV cell cannot tell them apart,
+    so they are one key. Booleans are ``True`` / ``False``; an integer-valued float is its integer (1.0 is ``1``)."""
     if value is None:
         return ""
-    return tabledb.float_text(value) if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return tabledb.float_text(value + 0.0)  # -0.0 + 0.0 is 0.0
+    return str(value)
 
 
 def check_key(key) -> list[str]:
@@ -365,8 +381,8 @@ def require_tables(profile: str, root: pathlib.Path, needed: dict[str, str]) -> 
 
 
 def figure_path(profile: str, name: str) -> pathlib.Path:
-    """``figures/<profile>/<name>.png`` (directories created)."""
-    path = FIGURES / profile / f"{name}.png"
+    """``figures/<profile>/<name>.png`` (directories created); both are plain names (nothing outside ``figures/``)."""
+    path = FIGURES / validate.plain_name("profile", profile) / f"{validate.plain_name('figure name', name)}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -91,13 +91,17 @@ def harvest(store: ResultStore, keys: list[dict]) -> None:
 def merge(store: ResultStore, rows: list[dict], lines: list[dict], shard_name: str = "") -> None:
     """Append a shard's ``rows`` to ``store`` with the shard's provenance: the rows of each provenance line
     (the keys it names) under that line's fields plus ``shard``. Keys already in ``store`` are skipped."""
-    by_key = {store.key_of(r): r for r in rows}
+    by_key: dict[tuple, list[dict]] = {}
+    for row in rows:  # a key's computation may give several rows: all are kept, in order
+        by_key.setdefault(store.key_of(row), []).append(row)
     for line in lines:
-        batch = [by_key.pop(tuple(k)) for k in line.get("keys", []) if tuple(k) in by_key]
+        batch = [r for k in line.get("keys", []) if tuple(k) in by_key for r in by_key.pop(tuple(k))]
         fields = {k: v for k, v in line.items() if k not in ("written", "key_columns", "keys")}
         store.append(batch, provenance={**fields, "computed": line.get("written", ""), "shard": shard_name})
     if by_key:  # rows without a provenance line (a shard file written by hand): this process's environment
-        store.append(list(by_key.values()), provenance={**results.environment(), "shard": shard_name})
+        store.append(
+            [r for group in by_key.values() for r in group], provenance={**results.environment(), "shard": shard_name}
+        )
 
 
 def run_sharded(

@@ -100,9 +100,27 @@ def complete_prefix(data: bytes) -> int:
             return nl + 1
 
 
+def csv_body(data: bytes) -> bytes:
+    """``data``'s complete rows, ending in a line end: a last row without its final line end counts when its quotes
+    are closed and it has as many cells as the header (it is completed with ``\\r\\n``: what pandas and a person read
+    is what the table holds); a last row cut mid-write (an open quoted cell, another number of cells) is left out, as
+    is a header without its line end. The writer replaces the file whole (``insert``), so only an older writer or a
+    hand edit leaves such a tail."""
+    end = complete_prefix(data)
+    tail = data[end:]
+    if not tail or tail.count(b'"') % 2:
+        return data[:end]
+    head = next(csv.reader(io.StringIO(data[:end].decode("utf-8"), newline="")), None)
+    cells = next(csv.reader(io.StringIO(tail.decode("utf-8"), newline="")), [])
+    if head is None or len(cells) != len(head):  # a header needs its line end (no row is lost without it)
+        return data[:end]
+    return data + b"\r\n"
+
+
 def parse_csv(data: bytes) -> tuple[list[str] | None, list[list[str]]]:
-    """Header and rows of CSV bytes (a last row cut mid-write left out); ``None`` header: no complete header."""
-    data = data[: complete_prefix(data)]
+    """Header and rows of CSV bytes (``csv_body``: a last row cut mid-write left out); ``None`` header: no complete
+    header."""
+    data = csv_body(data)
     if not data:
         return None, []
     records = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
@@ -199,7 +217,7 @@ class Table:
             meta.get("schema") == SCHEMA
             and meta.get("key") == json.dumps(self.key)
             and meta.get("csv") == digest(data)
-            and (data is None or "header" in meta)
+            and (data is None or "header" in meta or not csv_body(data))
         )
 
     def _read_csv(self) -> bytes | None:
@@ -210,15 +228,12 @@ class Table:
 
     # -------------------------------------------------------------------------------------------------- rebuild
     def _rebuild(self, con, data: bytes | None) -> bytes | None:
-        """Replace the database's rows with the CSV's (under the write lock). A last row cut mid-write is cut off the
-        file too, a file without a complete header removed. Returns the CSV bytes as they now are."""
+        """Replace the database's rows with the CSV's (under the write lock). The file itself is left as it is (a
+        read never rewrites it): a last row cut mid-write is left out of the database, and the next write drops it
+        from the file (``insert``). Returns ``data``. A key whose rows are apart in the file (a duplicate from a git
+        or hand merge) is an error naming it; so is a table opened with other key columns than it was written with."""
         header, records = parse_csv(data) if data is not None else (None, [])
-        if data is not None and header is None:
-            self.csv.unlink()
-            data = None
-        elif data is not None and len(data) != complete_prefix(data):
-            data = data[: complete_prefix(data)]
-            self._replace_csv(data)
+        self._check_key(con)
         con.execute("DROP TABLE IF EXISTS rows")
         con.execute("DELETE FROM meta")
         if header is not None:
@@ -226,12 +241,31 @@ class Table:
             if missing:
                 raise KeyError(f"{self.csv} has columns {header}, not the key columns {missing}")
             self._create(con, header)
-            self._insert(con, header, [[_typed(c) for c in r] for r in records])
+            typed = [[_typed(c) for c in r] for r in records]
+            duplicates = _apart(header, self.key, typed)
+            if duplicates:
+                raise ValueError(
+                    f"{self.csv} holds the rows of a key in places apart (a duplicate from a merge?): "
+                    + "; ".join(f"{dict(zip(self.key, map(render, k)))} in rows {lines}" for k, lines in duplicates)
+                    + ": keep one copy of each"
+                )
+            self._insert(con, header, typed)
             con.execute("INSERT INTO meta VALUES ('header', ?)", (json.dumps(header),))
         con.executemany(
             "INSERT INTO meta VALUES (?, ?)", [("schema", SCHEMA), ("key", json.dumps(self.key)), ("csv", digest(data))]
         )
         return data
+
+    def _check_key(self, con) -> None:
+        """Refuse to re-key a table: the key columns it was written with (the database's record, else the last
+        provenance line's) must be this opener's, in any order."""
+        stored = self._meta(con).get("key")
+        known = json.loads(stored) if stored else _provenance_key(self.csv)
+        if known is not None and sorted(known) != sorted(self.key):
+            raise ValueError(
+                f"{self.csv} was written with the key columns {known}, opened with {self.key}: use its key, "
+                "or a new table name for another one"
+            )
 
     def _create(self, con, header: list[str]) -> None:
         cells = ", ".join(f"c{i}" for i in range(len(header)))  # no declared type: each cell keeps its own
@@ -284,7 +318,7 @@ class Table:
             self.header = None
             return None
         with self._session(write=False) as (_, data):
-            return data
+            return csv_body(data) if self.header is not None else None  # an empty or headless file: no table yet
 
     def keys(self) -> list[tuple[str, ...]]:
         """The stored rows' key cells as texts, in the order written; sets ``header``."""
@@ -317,7 +351,8 @@ class Table:
         ``cell(column, row)``: the text of a row's cell. The first rows of a table set its columns (those of
         ``rows[0]``); later rows may lack columns (empty cells) but bring no new ones. Returns the indices of the
         rows that went in and the table's columns. ``before_commit(new)`` runs under the write lock once the new
-        rows are in (the provenance line: one writer at a time)."""
+        rows are in and before the CSV is replaced (the provenance line: one writer at a time, and no stored row
+        without its line); it may return a callable that undoes it, called when the replace fails."""
         self.csv.parent.mkdir(parents=True, exist_ok=True)
         with self._session(write=True) as (con, data):
             for stale in self.csv.parent.glob(f".{glob.escape(self.csv.name)}.*.tmp"):  # a killed writer's export
@@ -336,11 +371,16 @@ class Table:
             texts = [[cell(k, row) for k in header] for row in rows]
             new = self._insert(con, header, [[_typed(c) for c in t] for t in texts])
             if new:
-                data = (csv_lines([header]) if data is None else data) + csv_lines([texts[i] for i in new])
-                self._replace_csv(data)
+                body = csv_body(data) if data is not None else b""  # a last row without its line end completed
+                data = (body or csv_lines([header])) + csv_lines([texts[i] for i in new])
+                undo = before_commit(new) if before_commit is not None else None
+                try:  # the provenance line first: a kill before the move leaves a line naming rows not stored,
+                    self._replace_csv(data)  # never a stored row without its line
+                except BaseException:
+                    if undo is not None and self._read_csv() != data:  # not moved: its rows are not stored
+                        undo()
+                    raise
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('csv', ?)", (digest(data),))
-                if before_commit is not None:
-                    before_commit(new)
             return new, header
 
     def _replace_csv(self, data: bytes) -> None:
@@ -350,6 +390,37 @@ class Table:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.csv)
+
+
+def _apart(header: list[str], key: list[str], rows: list[list]) -> list[tuple[tuple, list[int]]]:
+    """The keys whose rows are not one run of consecutive rows (one computation's rows are written together), with
+    their row numbers (1 = the first row under the header)."""
+    positions = [header.index(k) for k in key]
+    seen: dict[tuple, list[int]] = {}
+    previous = None
+    for number, row in enumerate(rows, 1):
+        k = tuple(row[p] if p < len(row) else None for p in positions)
+        if k != previous and k in seen:
+            seen[k].append(-number)  # a new run of a key seen before
+        else:
+            seen.setdefault(k, []).append(number)
+        previous = k
+    return [(k, [abs(n) for n in lines]) for k, lines in seen.items() if any(n < 0 for n in lines)]
+
+
+def _provenance_key(csv_path: pathlib.Path) -> list[str] | None:
+    """The key columns named by the last line of the table's provenance sidecar (``None``: no such line)."""
+    path = csv_path.with_name(csv_path.name.removesuffix(".csv") + ".provenance.jsonl")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    for line in reversed(lines):
+        with contextlib.suppress(ValueError, AttributeError):
+            columns = json.loads(line).get("key_columns")
+            if isinstance(columns, list):
+                return columns
+    return None
 
 
 def _corrupt(error: sqlite3.DatabaseError) -> bool:

@@ -94,7 +94,7 @@ def strings(name: str, value) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
-        return [value]
+        value = [value]  # checked below: "" as one string is refused like [""] (it matches every text)
     if isinstance(value, bytes) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__} {value!r}")
     out = list(value)
@@ -118,6 +118,38 @@ def finite_tensor(name: str, tensor, *, hint: str = "") -> None:
         )
 
 
+def model_inputs(name: str, inputs) -> None:
+    """Extra prefill inputs (``target_inputs`` / ``draft_inputs``): a dict (or ``None``) whose floating tensors are
+    finite and whose pixels are floats. Raw ``uint8`` pixels (0..255) would go into the vision tower unnormalised,
+    a different image; the processor's ``pixel_values`` are floats."""
+    import torch
+
+    if inputs is None:
+        return
+    if not isinstance(inputs, dict):
+        kind = type(inputs).__name__
+        raise TypeError(f"{name} must be a dict of model inputs (e.g. {{'pixel_values': ...}}), got {kind}")
+    for key, value in inputs.items():
+        if not torch.is_tensor(value):
+            continue
+        if "pixel" in key and not torch.is_floating_point(value):
+            raise TypeError(
+                f"{name}[{key!r}] has dtype {value.dtype}: pixel values are the image processor's normalised floats, "
+                "not raw image bytes; pass processor(images=...)['pixel_values']"
+            )
+        finite_tensor(f"{name}[{key!r}]", value, hint="the processor's output holds finite numbers only")
+
+
+def draft_scores(scores, what: str = "logits") -> None:
+    """Stop on a draft's non-finite ``scores [..., V]`` (``broken_scores``): a NaN row would draft token 0 with
+    probability NaN, so every draft token is rejected silently (α = 0) instead of failing."""
+    if broken_scores(scores):
+        raise FloatingPointError(
+            f"the draft's {what} hold NaN or inf: the draft model overflowed (float16?), its weights are broken, or "
+            "its inputs (draft-only pixels) are; load it in float32 / bfloat16 or check the checkpoint and inputs"
+        )
+
+
 def name_part(name: str, value) -> str:
     """A file-name part (a profile, a table): no path separators, no ``..``, not empty."""
     if not isinstance(value, str) or not value or value in (".", "..") or "\x00" in value:
@@ -125,6 +157,14 @@ def name_part(name: str, value) -> str:
     parts = value.replace("\\", "/").split("/")
     if ".." in parts or value.startswith("/") or any(not p for p in parts):
         raise ValueError(f"{name} {value!r} must stay inside its folder: no '..', no leading or doubled '/'")
+    return value
+
+
+def plain_name(name: str, value) -> str:
+    """A single file-name part (a profile, a figure): ``name_part`` without any ``/`` or ``\\``."""
+    value = name_part(name, value)
+    if "/" in value or "\\" in value:
+        raise ValueError(f"{name} {value!r} must be a plain name: no '/' or '\\' (it names one file or folder)")
     return value
 
 

@@ -138,6 +138,7 @@ def weights_of(draft: str, target_name: str, profile="tiny", train_seed: int = 0
     """The ``weights`` key of a run: ``zoo.models.weights_digest`` of the target's and (but for ``AR``) the draft's
     ``weights_identity``."""
     profile = Profile.load(profile)
+    validate.integer("train_seed", train_seed, minimum=0, hint="0: the shipped weights, k > 0: the k-th other seed")
     parts = [models.weights_identity(*profile.model_source(target_name))]
     if draft != "AR":
         parts.append(models.weights_identity(*draft_source(draft, target_name, profile, train_seed)))
@@ -316,6 +317,7 @@ def suite(profile, table: str, targets, drafts, gammas, n_per_task: int, max_new
     """A notebook table: one ``experiment`` per target on ``store(profile)``; ``context``: ``requests`` (the rows)
     and ``targets``."""
     profile = Profile.load(profile)
+    check_suite(profile, targets, drafts, gammas, max_new_tokens, seed)  # here, not at the first run of a cell
     profile.use_threads()  # tiny models on a CPU, one intra-op thread: walltimes comparable with the committed ones
     runs = store(profile)
     rows = load_requests(n_per_task, seed=seed, profile=profile)
@@ -323,6 +325,23 @@ def suite(profile, table: str, targets, drafts, gammas, n_per_task: int, max_new
     for target in targets:
         out.add(lambda s, target=target: experiment(runs, profile, table, target, rows, drafts, gammas, max_new_tokens))
     return out
+
+
+def check_suite(profile: Profile, targets, drafts, gammas, max_new_tokens: int, seed: int) -> None:
+    """One clear error for a bad argument of ``suite`` before anything is loaded or run: known targets (the shipped
+    zoo's, or the profile's ``aasd.targets``) and drafts, a non-empty list of γ >= 1, ``max_new_tokens`` >= 1, an
+    integer seed."""
+    known = [*zoo_specs.TARGETS, zoo_specs.P8_TARGET] if profile.shipped else list(profile.spec["aasd"]["targets"])
+    for target in validate.strings("targets", targets):
+        validate.choice("AASD target", target, known)
+    for draft in validate.strings("drafts", drafts):
+        validate.choice("AASD draft", draft, list(dict.fromkeys([*MAIN_DRAFTS, *ABLATIONS, MATCHED_DRAFT])))
+    if isinstance(gammas, (str, int)) or not list(gammas):
+        raise ValueError(f"gammas must be a non-empty list of draft lengths, got {gammas!r}")
+    for gamma in gammas:
+        validate.integer("gamma", gamma, minimum=1, hint="draft lengths")
+    validate.integer("max_new_tokens", max_new_tokens, minimum=1)
+    validate.integer("seed", seed, hint="the request sample's seed")
 
 
 def table1(profile, *, targets=(), drafts=MAIN_DRAFTS, gammas=(3, 5), n_per_task: int = 63, max_new_tokens: int = 48,

@@ -46,6 +46,7 @@ from specdec import zoo
 from specdec.aasd import recipe, zoo_specs
 from specdec.aasd.rows import file_rows, request_rows, training_requests
 from specdec.harness.profile import SHIPPED, Profile
+from specdec.zoo import cli
 
 DATA_FILE = pathlib.Path(".cache/tabed_data.pt")
 STEPS = ("all", "target", "baselines", "ft", "answers", "dt", "modules", "p8", "p8-target", "p8-modules", "seeds")
@@ -182,19 +183,19 @@ def main(argv=None):
     )
     parser.add_argument("--data", type=pathlib.Path, default=DATA_FILE, help="the TABED data file (built if missing)")
     parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=cli.POS, default=1)
     parser.add_argument("--drafts", nargs="*", help="tiny baselines: only these (and those they start from)")
-    parser.add_argument("--train-seeds", type=int, nargs="+", default=list(zoo_specs.TRAIN_SEEDS),
+    parser.add_argument("--train-seeds", type=cli.POS, nargs="+", default=list(zoo_specs.TRAIN_SEEDS),
                         help="seeds and dt-seeds: which training seeds (default: zoo_specs.TRAIN_SEEDS)")  # fmt: skip
     group = parser.add_argument_group("paper (python -m specdec.aasd.train paper --target ID)")
     group.add_argument("--target", action="append", help="hub target (repeatable; default: aasd.targets)")
     group.add_argument("--profile", default="paper")
     group.add_argument("--zoo", type=pathlib.Path, default=None, help="default: $SPECDEC_AASD_ZOO or $HF_HOME/...")
     group.add_argument("--device", default=None, help="default: the profile's device")
-    group.add_argument("--steps", type=int, default=None, help="override the profile's steps (smoke runs)")
-    group.add_argument("--n", type=int, default=None, help="training prompts per dataset (default: the profile's)")
-    group.add_argument("--max-new-tokens", type=int, default=None, help="answer length (default: the profile's)")
-    group.add_argument("--batch-size", type=int, default=None)
+    group.add_argument("--steps", type=cli.POS, default=None, help="override the profile's steps (smoke runs)")
+    group.add_argument("--n", type=cli.POS, default=None, help="training prompts per dataset (default: the profile's)")
+    group.add_argument("--max-new-tokens", type=cli.POS, default=None, help="answer length (default: the profile's)")
+    group.add_argument("--batch-size", type=cli.POS, default=None)
     group.add_argument("--variants", nargs="*", default=list(zoo_specs.ALL_VARIANTS), help="'' is the main module")
     group.add_argument("--no-baselines", action="store_true", help="modules only")
     group.add_argument("--accelerate", action="store_true", help="train through accelerate (set by accelerate launch)")

@@ -53,6 +53,11 @@ def contrastive(
             f"{list(amateur_logits.shape)} differ: the models must share one vocabulary"
         )
     scores = expert_logits.float() - mu * amateur_logits.float()
+    if validate.broken_scores(scores) and not validate.broken_scores(torch.stack([expert_logits, amateur_logits])):
+        raise ValueError(
+            f"the contrastive scores l_expert - mu * l_amateur overflow float32 at mu={mu:g} (NaN or inf would decode "
+            "token 0): use a coefficient on the logits' scale (the CD paper's mu is 0.1 to 1)"
+        )
     if temperature == 0:
         return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).float()
     return (scores / temperature).softmax(-1)

@@ -5,7 +5,9 @@ Two steps, so the training can run on a machine without the corpus sources (e.g.
     python -m specdec.cos.train streams --streams .gpu/cos_streams.pt   # tokenise corpus + task documents
     python -m specdec.cos.train train --streams .gpu/cos_streams.pt --device cuda --out data/models
 
-``python -m specdec.cos.train`` (what ``make models-cos`` runs) does both on this machine. All models use the
+``python -m specdec.cos.train`` (what ``make models-cos`` runs, with ``--out data/models``) does both on this machine;
+without ``--out`` the weights go to ``.cache/trained`` (``specdec.zoo.cli``: never the committed zoo unless named).
+All models use the
 foundation tokenizer; each draws training windows by its own mixture of kinds, with a fixed seed. Weights
 are stored as float16 (the config stays float32, so they load as float32): shipped tiny weights are data.
 """
@@ -16,12 +18,15 @@ import argparse
 import json
 import pathlib
 import time
+from typing import Any
 
 import torch
 
 from specdec import zoo
 from specdec.cos import tasks as cos_tasks
+from specdec.zoo import cli
 from specdec.zoo import corpus as corpus_lib
+from specdec.zoo.cli import scaled_steps
 from specdec.zoo.training import device_name, heldout_loss, save_half, train_model
 
 # The CoS zoo (collaborative decoding): WE members of one size with different specialities (general text,
@@ -39,7 +44,7 @@ COS_ZOO: dict[str, dict] = {
     "cos-amateur": dict(config=zoo.TINY_ZOO["tiny-draft-s"], mix=GENERAL_MIX),
     "cos-expert": dict(config=zoo.TINY_ZOO["tiny-target"], mix=GENERAL_MIX),
 }
-COS_TRAIN = dict(steps=3000, batch_size=32, seq_len=256, lr=3e-3)
+COS_TRAIN: dict[str, Any] = dict(steps=3000, batch_size=32, seq_len=256, lr=3e-3)
 
 
 SEED_STEP = 1000  # training seed k of a model: its seed + SEED_STEP * k, saved under zoo.seed_dir(name, k)
@@ -101,13 +106,17 @@ def train_all(
     each under ``out_dir/<name>``; returns summary rows."""
     from transformers import AutoTokenizer
 
+    scaled_steps(COS_TRAIN["steps"], steps_scale)  # a bad scale fails before anything is loaded or written
+    unknown = sorted(set(names) - set(COS_ZOO))
+    if unknown:
+        raise ValueError(f"unknown models {unknown}: COS_ZOO has {sorted(COS_ZOO)}")
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     train = {k: v.long() for k, v in streams["train"].items()}
     heldout = {k: v.long() for k, v in streams["heldout"].items()}
     rows = []
     for name in names:
         spec = COS_ZOO[name]
-        steps = max(1, int(COS_TRAIN["steps"] * steps_scale))
+        steps = scaled_steps(COS_TRAIN["steps"], steps_scale)
         t0 = time.perf_counter()
         model, log = train_model(
             name,
@@ -146,10 +155,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("step", nargs="?", choices=["streams", "train", "all"], default="all")
     parser.add_argument("--streams", type=pathlib.Path, default=pathlib.Path(".cache/cos_streams.pt"))
-    parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
+    parser.add_argument("--out", type=pathlib.Path, default=None, help=f"default {cli.TRAINED} (data/models: say so)")
     parser.add_argument("--models", nargs="*", default=list(COS_ZOO))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--steps-scale", type=float, default=1.0, help="multiply the steps (CI smoke runs)")
+    parser.add_argument("--steps-scale", type=cli.positive_float, default=1.0, help="multiply the steps (> 0)")
     parser.add_argument(
         "--train-seed",
         type=int,
@@ -159,8 +168,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.train_seed < 0:
         parser.error(f"--train-seed must be 0 (the shipped zoo) or a seed k > 0, got {args.train_seed}")
-    if args.train_seed and args.out == zoo.MODELS:
+    unknown = sorted(set(args.models) - set(COS_ZOO))
+    if unknown:
+        parser.error(f"unknown models {unknown}: COS_ZOO has {sorted(COS_ZOO)}")
+    if args.train_seed and (args.out is None or args.out.resolve() == zoo.MODELS):
         args.out = zoo.SEED_MODELS / f"seed{args.train_seed}"
+    args.out = cli.output_dir(args.out)
     if args.step in ("streams", "all"):
         from transformers import AutoTokenizer
 

@@ -176,17 +176,24 @@ def table3_verdict(frame: pd.DataFrame, pair: str = "zh-en", temperature: float 
     drafter, the SpS baseline) and finetune only (F). Estimate: min(τ_PF − τ_P, τ_PF − τ_F), τ pooled over the
     resampled prompts of ``pair``; > 0. ``frame``: ``ml_main`` rows."""
     f = frame[(frame.pair == pair) & (frame.temperature == temperature)]
-    est, low, high, n, tau = _smallest_gap(f, [("sps-pf", "sps-generic"), ("sps-pf", "sps-f")])
     stages = {"sps-generic": "P", "sps-f": "F", "sps-pf": "P-F"}
+    name = f"Table 3 {pair} T={temperature:g}"
+    claim = f"{pair}: the P-F drafter has a higher τ than pretraining only (P) and finetuning only (F)"
+    paper = "speedup grows as the training stages continue (Table 3, WMT19 Zh→En)"
+    missing = [m for m in stages if m not in set(f.method)]
+    if missing:  # a run of other pairs (notebook 30's ``pairs``) or temperatures: nothing to compare
+        detail = f"no rows of {missing} on {pair} at T={temperature:g} in this run (its pairs or temperatures)"
+        return Verdict(name, claim, math.nan, math.nan, math.nan, 0, INCONCLUSIVE, paper, detail)
+    est, low, high, n, tau = _smallest_gap(f, [("sps-pf", "sps-generic"), ("sps-pf", "sps-f")])
     return Verdict(
-        f"Table 3 {pair} T={temperature:g}",
-        f"{pair}: the P-F drafter has a higher τ than pretraining only (P) and finetuning only (F)",
+        name,
+        claim,
         est,
         low,
         high,
         n,
         decide(low, high, 0.0),
-        "speedup grows as the training stages continue (Table 3, WMT19 Zh→En)",
+        paper,
         ", ".join(f"τ {label} {tau[m]:.2f}" for m, label in stages.items())
         + "; estimate = the smaller of P-F's two gaps.",
     )

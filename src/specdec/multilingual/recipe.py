@@ -15,6 +15,7 @@ from __future__ import annotations
 import zlib
 
 from specdec import zoo
+from specdec.zoo import cli
 from specdec.zoo.models import load_profile
 from specdec.zoo.training import KIND_WEIGHTS
 
@@ -109,8 +110,10 @@ def model_names(langs=None, cfg: dict | None = None) -> list[str]:
     return names + ([LARGE] if BUDGET_LANG in langs else [])
 
 
-def tiny_settings(steps_scale: float = 1.0, **overrides) -> dict:
-    """``TRAIN`` (with ``SMOKE`` below ``SMOKE_SCALE``), then ``overrides`` (names of ``TRAIN`` only)."""
+def tiny_settings(steps_scale: float = 1.0, prompts_per_set: int | None = None, **overrides) -> dict:
+    """``TRAIN`` (with ``SMOKE`` below ``SMOKE_SCALE``), then ``overrides`` (names of ``TRAIN`` only); a step scale
+    that is not a finite number > 0 or a ``prompts_per_set`` below 1 is an error (``zoo.cli.check_budget``)."""
+    cli.check_budget(steps_scale, prompts_per_set)
     unknown = set(overrides) - set(TRAIN)
     if unknown:
         raise ValueError(f"unknown training settings {sorted(unknown)}; known: {sorted(TRAIN)}")

@@ -25,6 +25,7 @@ from specdec.harness.profile import Profile
 from specdec.multilingual import hub_run, zoo_run
 from specdec.multilingual.data import build_data, data_summary
 from specdec.multilingual.zoo_retrain import retrain_drafters
+from specdec.zoo import cli
 
 
 def main(argv=None):
@@ -53,18 +54,19 @@ def tiny_parser() -> argparse.ArgumentParser:
         "--out",
         type=pathlib.Path,
         default=None,
-        help="data: the data file to write; train/all: the models directory (default data/models)",
+        help="data: the data file to write; train/all: the models directory (default .cache/trained; the shipped "
+        "zoo only when named: --out data/models); drafters without --train-seed: required",
     )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument(
         "--steps-scale",
-        type=float,
+        type=cli.positive_float,
         default=1.0,
         help="multiply steps and budgets (and, below 1, the prompts per set): CI smoke runs",
     )
     parser.add_argument("--langs", nargs="*", default=None, help="pairs X→En to build drafters for (default all)")
-    parser.add_argument("--prompts-per-set", type=int, default=None)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--prompts-per-set", type=cli.positive_int, default=None)
+    parser.add_argument("--threads", type=cli.positive_int, default=1)
     parser.add_argument(
         "--distilled",
         type=pathlib.Path,
@@ -96,7 +98,11 @@ def tiny_parser() -> argparse.ArgumentParser:
 def tiny_main(argv=None):
     """The tiny driver's steps: ``data`` (build and save the data file), ``train`` (``zoo_run.train_all``), ``all``
     (both), ``drafters`` (``zoo_retrain.retrain_drafters``)."""
-    args = tiny_parser().parse_args(argv)
+    parser = tiny_parser()
+    args = parser.parse_args(argv)
+    if args.step == "drafters" and not args.train_seed and args.out is None:
+        parser.error("drafters retrains drafters inside a models folder and rewrites its summary: name it, "
+                     "--out data/models for the shipped zoo")  # fmt: skip
     if args.threads:
         torch.set_num_threads(args.threads)
     data_path = args.out if args.step == "data" and args.out else args.data
@@ -110,7 +116,7 @@ def tiny_main(argv=None):
     if args.step == "drafters":
         return retrain_drafters(
             build_data(),
-            zoo.MODELS if args.train_seed else args.out or zoo.MODELS,
+            zoo.MODELS if args.train_seed else args.out,
             args.distilled,
             args.summary_dir,
             args.only,
@@ -123,7 +129,7 @@ def tiny_main(argv=None):
         data = torch.load(data_path, weights_only=True)
         zoo_run.train_all(
             data,
-            args.out or zoo.MODELS,
+            cli.output_dir(args.out),
             device=args.device,
             steps_scale=args.steps_scale,
             langs=args.langs,

@@ -80,7 +80,7 @@ from specdec.multilingual.recipe import (
     model_seed,
     subset_fractions,
 )
-from specdec.zoo import training
+from specdec.zoo import cli, training
 
 
 def _select(examples: dict, keep, limit: int | None, max_prompt_tokens: int) -> list[int]:
@@ -117,7 +117,7 @@ class Run:
     train_seed: int = 0  # finetunes: ``model_seed(name, train_seed)`` (0: the shipped zoo's seeds)
 
     def scale(self, n: int) -> int:
-        return max(1, int(n * self.steps_scale))
+        return cli.scaled_steps(n, self.steps_scale)
 
     def save(self, model, name: str, info: dict, log: list, extra: dict | None = None) -> None:
         """float16 weights, tokenizer and ``training_log.json`` under ``out_dir/name``; a summary row."""
@@ -169,7 +169,7 @@ def start_run(data: dict, out_dir, device, steps_scale, langs, prompts_per_set, 
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    cfg = recipe.tiny_settings(steps_scale, **overrides)
+    cfg = recipe.tiny_settings(steps_scale, prompts_per_set, **overrides)  # checked before the folder is made
     if str(device).startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True

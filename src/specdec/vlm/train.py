@@ -57,7 +57,7 @@ from specdec.vlm.data import (
     build_data,
 )
 from specdec.vlm.dialogues import ANSWER_STYLES
-from specdec.zoo import training
+from specdec.zoo import cli, training
 from specdec.zoo.training import device_name, save_half
 
 VISION = dict(
@@ -389,18 +389,19 @@ def main(argv=None):
         "--out",
         type=pathlib.Path,
         default=None,
-        help="data: the data file to write; train: the models directory (default data/models)",
+        help="data: the data file to write; train: the models directory (default .cache/trained; the shipped zoo "
+        "only when named: --out data/models)",
     )
     parser.add_argument("--models", nargs="*", default=None, help="default: every model of the data file's style")
     parser.add_argument("--style", choices=ANSWER_STYLES, default="short", help="data: the first turns' answers")
     parser.add_argument(
-        "--seeds", nargs="*", type=int, default=[0], help="train: training seeds (k > 0 saves <name>-seed<k>)"
+        "--seeds", nargs="*", type=cli.NAT, default=[0], help="train: training seeds (k > 0 saves <name>-seed<k>)"
     )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--steps", type=int, default=None, help="default: per model (TABED_ZOO[name]['train'])")
-    parser.add_argument("--batch-size", type=int, default=None, help="default: per model")
-    parser.add_argument("--lr", type=float, default=None, help="default: per model")
-    parser.add_argument("--weight-decay", type=float, default=None, help="default: per model")
+    parser.add_argument("--steps", type=cli.POS, default=None, help="default: per model (TABED_ZOO[name]['train'])")
+    parser.add_argument("--batch-size", type=cli.POS, default=None, help="default: per model")
+    parser.add_argument("--lr", type=cli.positive_float, default=None, help="default: per model")
+    parser.add_argument("--weight-decay", type=cli.non_negative_float, default=None, help="default: per model")
     parser.add_argument(
         "--scenarios",
         nargs="*",
@@ -408,10 +409,10 @@ def main(argv=None):
         help="train only on these scenario names or scenario-tN keys (quick checks)",
     )
     parser.add_argument(
-        "--per-scenario", type=int, default=DATA["train_per_scenario"], help="training rows per (scenario, turn)"
+        "--per-scenario", type=cli.POS, default=DATA["train_per_scenario"], help="training rows per (scenario, turn)"
     )
-    parser.add_argument("--heldout-per-scenario", type=int, default=DATA["heldout_per_scenario"])
-    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--heldout-per-scenario", type=cli.POS, default=DATA["heldout_per_scenario"])
+    parser.add_argument("--threads", type=cli.NAT, default=0)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -431,9 +432,11 @@ def main(argv=None):
                 },
             }
         )
+    if args.step == "train" and not data_path.exists():
+        parser.error(f"no data file {data_path}: build it first (python -m specdec.vlm.train data --out {data_path})")
     if args.step in ("train", "all"):
         data = torch.load(data_path, weights_only=True)
-        out = args.out or zoo.MODELS
+        out = cli.output_dir(args.out)
         names = args.models or [n for n, spec in TABED_ZOO.items() if spec.get("style", "short") == data_style(data)]
         unknown = sorted(set(names) - set(TABED_ZOO))
         if unknown:

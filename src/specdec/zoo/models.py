@@ -86,7 +86,15 @@ def load(
             import transformers
 
             model_cls = getattr(transformers, llava_class or LLAVA_CLASSES[model_type])
-        model = model_cls.from_pretrained(source, dtype=dtype, local_files_only=_offline(local), revision=revision)
+        model, info = model_cls.from_pretrained(
+            source,
+            dtype=dtype,
+            local_files_only=_offline(local),
+            revision=revision,
+            output_loading_info=True,
+            ignore_mismatched_sizes=True,  # reported by check_loading, naming the tensors
+        )
+        check_loading(source, info, allowed=LLAVA_UNUSED if llava_class else ())
         tokenizer = None
         if with_tokenizer:
             tok_cls = AutoProcessor if kind == "llava" else AutoTokenizer
@@ -104,6 +112,41 @@ def load(
             f"{hub.STANDIN_HINT}."
         ) from None
     return model.to(device).eval(), tokenizer
+
+
+# tensors a checkpoint may hold that the model does not use: a LLaVA-NeXT checkpoint's any-resolution separator
+# when loaded as LLaVA-1.5 (``llava_class``); rotary frequencies older Llama checkpoints saved (recomputed anyway)
+LLAVA_UNUSED = ("image_newline",)
+ALWAYS_UNUSED = ("rotary_emb.inv_freq",)
+
+
+def check_loading(source, info: dict, allowed=()) -> None:
+    """Refuse a partial checkpoint: every tensor the model has must come from the checkpoint at its shape, and every
+    tensor of the checkpoint must be used (``allowed`` / ``ALWAYS_UNUSED`` name unused ones that are expected).
+    ``info``: transformers' ``output_loading_info`` (missing, unexpected, mismatched keys). A model with a tensor
+    left at its random initialisation decodes, and its results would be keyed like the real one's."""
+    ignore = tuple(allowed) + ALWAYS_UNUSED
+    missing = sorted(info.get("missing_keys") or [])
+    unexpected = sorted(k for k in info.get("unexpected_keys") or [] if not k.endswith(ignore))
+    mismatched = sorted(
+        f"{k[0]} (checkpoint {tuple(k[1])}, model {tuple(k[2])})" if isinstance(k, tuple) and len(k) == 3 else str(k)
+        for k in info.get("mismatched_keys") or []
+    )
+    problems = [
+        f"{what} {len(keys)}: {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''}"
+        for what, keys in (
+            ("missing from the checkpoint", missing),
+            ("in the checkpoint but not the model", unexpected),
+            ("of another shape", mismatched),
+        )  # fmt: skip
+        if keys
+    ]
+    if problems:
+        raise ValueError(
+            f"{source} does not fit its config (a partial or mismatched checkpoint): tensors "
+            + "; ".join(problems)
+            + ". Save the model again with save_pretrained, or fix config.json (e.g. num_hidden_layers)"
+        )
 
 
 def load_tokenizer(name_or_path: str | os.PathLike, revision: str | None = None):
@@ -127,8 +170,14 @@ def weights_identity(name_or_path: str | os.PathLike, revision: str | None = Non
 
     local = pathlib.Path(resolve(name_or_path))
     if local.is_dir():
+        files = sorted(local.glob("*.safetensors"))
+        if not files:  # the sha256 of nothing would give every such folder one results key
+            raise ValueError(
+                f"{local} holds no *.safetensors weights: its results could not be told apart from another "
+                "model's; save the model with save_pretrained (safe_serialization, the default)"
+            )
         digest = hashlib.sha256()
-        for f in sorted(local.glob("*.safetensors")):
+        for f in files:
             digest.update(f.read_bytes())
         return digest.hexdigest()
     return f"{name_or_path}@{revision or 'unpinned'}"
@@ -214,7 +263,9 @@ def load_profile(name: str) -> dict:
     """Read ``data/profiles/<name>.yaml`` (``tiny`` or ``paper``): which models each paper uses."""
     import yaml
 
-    path = PROFILES_DIR / f"{name}.yaml"
+    from specdec import validate
+
+    path = PROFILES_DIR / f"{validate.plain_name('profile', name)}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
         raise ValueError(f"unknown profile {name!r}; known profiles: {known}")

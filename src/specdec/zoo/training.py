@@ -1,8 +1,8 @@
 """Training the tiny zoo: a byte-level BPE tokenizer and Llama models, with fixed seeds.
 
-``python -m specdec.zoo.training`` (what ``make models`` runs) rebuilds the corpus, the tokenizer, the
-held-out prompts and every model of ``specdec.zoo.TINY_ZOO``, and writes a data card. The weights it
-writes are the ones shipped under ``data/models/``.
+``python -m specdec.zoo.training --out data/models`` (what ``make models`` runs) rebuilds the corpus, the tokenizer,
+the held-out prompts and every model of ``specdec.zoo.TINY_ZOO``, and writes a data card: the weights shipped under
+``data/models/``. Without ``--out`` all of it goes to ``.cache/trained`` (``specdec.zoo.cli``), prompts included.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import torch
 
 from specdec import zoo
+from specdec.zoo import cli
 from specdec.zoo import corpus as corpus_lib
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>"]  # ids 0, 1, 2
@@ -349,8 +350,8 @@ def device_name(device: str) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Rebuild the tiny zoo (tokenizer, prompts, models).")
     parser.add_argument("--models", nargs="*", default=list(zoo.TINY_ZOO), help="which models to train")
-    parser.add_argument("--steps-scale", type=float, default=1.0, help="multiply every model's steps (CI smoke)")
-    parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
+    parser.add_argument("--steps-scale", type=cli.positive_float, default=1.0, help="multiply every model's steps")
+    parser.add_argument("--out", type=pathlib.Path, default=None, help=f"default {cli.TRAINED} (data/models: say so)")
     parser.add_argument("--skip-tokenizer", action="store_true", help="reuse the shipped tokenizer")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument(
@@ -361,19 +362,31 @@ def main(argv=None):
         "data/models-seeds/seed<k> unless --out is given; the shipped tokenizer, prompts and corpus card stay",
     )
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     if args.train_seed < 0:
         parser.error(f"--train-seed must be 0 (the shipped zoo) or a seed k > 0, got {args.train_seed}")
+    unknown = sorted(set(args.models) - set(zoo.TRAIN_STEPS))
+    if unknown:
+        parser.error(f"unknown models {unknown}: the tiny zoo has {sorted(zoo.TRAIN_STEPS)}")
+    if args.threads < 0:
+        parser.error(f"--threads must be >= 0 (0: torch's default), got {args.threads}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.train_seed:
-        return train_seed(args.models, args.train_seed, args.out if args.out != zoo.MODELS else None, args.steps_scale)
+        seed_out = None if args.out is None or args.out.resolve() == zoo.MODELS else args.out
+        return train_seed(args.models, args.train_seed, seed_out, args.steps_scale)
+    args.out = cli.output_dir(args.out)
+    # the held-out prompts belong to the zoo they were made with: data/prompts only beside data/models
+    prompts_path = zoo.PROMPTS if args.out.resolve() == zoo.MODELS else args.out / "prompts" / "heldout.jsonl"
 
     docs = corpus_lib.build_corpus()  # split by content: no held-out text inside a training document
+    args.out.mkdir(parents=True, exist_ok=True)
     tok_dir = args.out / "tokenizer"
     if args.skip_tokenizer:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+        tokenizer = AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
+        if tok_dir.resolve() != zoo.TOKENIZER_DIR:
+            tokenizer.save_pretrained(tok_dir)
     else:
         # Every zoo shares this tokenizer, so it keeps the text it was first trained on (the name split's
         # training documents); a new one would invalidate every model of every paper.
@@ -384,8 +397,8 @@ def main(argv=None):
     leaked = corpus_lib.verbatim_in_train([p["prompt"] for p in prompts], docs)
     if leaked:
         raise RuntimeError(f"{len(leaked)} held-out prompts occur verbatim in training text, e.g. {prompts[leaked[0]]}")
-    zoo.PROMPTS.parent.mkdir(parents=True, exist_ok=True)
-    with zoo.PROMPTS.open("w", encoding="utf-8") as f:
+    prompts_path.parent.mkdir(parents=True, exist_ok=True)
+    with prompts_path.open("w", encoding="utf-8") as f:
         for p in prompts:
             f.write(json.dumps(p, ensure_ascii=False) + "\n")
     card = {
@@ -400,7 +413,7 @@ def main(argv=None):
     heldout = token_streams(docs, tokenizer, "heldout")
     print({k: len(v) for k, v in train.items()}, {k: len(v) for k, v in heldout.items()})
     for name in args.models:
-        steps = max(1, int(zoo.TRAIN_STEPS[name] * args.steps_scale))
+        steps = cli.scaled_steps(zoo.TRAIN_STEPS[name], args.steps_scale)
         model, log = train_model(name, train, heldout, steps=steps, seed=zoo.list_seed(name))
         save_half(model, args.out / name)  # float16 tensors, float32 config: loads as float32
         tokenizer.save_pretrained(args.out / name)
@@ -413,6 +426,7 @@ def train_seed(names, train_seed: int, out: pathlib.Path | None = None, steps_sc
     ``zoo.seed_dir``); each folder's ``training_log.json`` names the seed and the seconds it took."""
     from transformers import AutoTokenizer
 
+    cli.check_scale(steps_scale)  # before anything is built or written
     tokenizer = AutoTokenizer.from_pretrained(zoo.TOKENIZER_DIR)
     docs = corpus_lib.build_corpus()
     train, heldout = token_streams(docs, tokenizer, "train"), token_streams(docs, tokenizer, "heldout")
@@ -420,7 +434,7 @@ def train_seed(names, train_seed: int, out: pathlib.Path | None = None, steps_sc
         folder = (out / name) if out is not None else zoo.seed_dir(name, train_seed)
         seed = zoo.list_seed(name) + zoo.SEED_STEP * train_seed
         start = time.perf_counter()
-        steps = max(1, int(zoo.TRAIN_STEPS[name] * steps_scale))
+        steps = cli.scaled_steps(zoo.TRAIN_STEPS[name], steps_scale)
         model, log = train_model(name, train, heldout, steps=steps, seed=seed)
         seconds = round(time.perf_counter() - start, 1)
         save_half(model, folder)
