@@ -81,7 +81,7 @@ RANGES = {
             "drafts",
         ],
         _STRS,
-    ),  # fmt: skip
+    ),
     "windows": ("list", "any", False),  # sizes or "ALL": SIZE_LISTS checks the entries
 }
 

@@ -101,8 +101,10 @@ def tiny_main(argv=None):
     parser = tiny_parser()
     args = parser.parse_args(argv)
     if args.step == "drafters" and not args.train_seed and args.out is None:
-        parser.error("drafters retrains drafters inside a models folder and rewrites its summary: name it, "
-                     "--out data/models for the shipped zoo")  # fmt: skip
+        parser.error(
+            "drafters retrains drafters inside a models folder and rewrites its summary: name it, "
+            "--out data/models for the shipped zoo"
+        )
     if args.threads:
         torch.set_num_threads(args.threads)
     data_path = args.out if args.step == "data" and args.out else args.data

@@ -85,8 +85,11 @@ def non_negative_float(text: str) -> float:
 def output_dir(out: pathlib.Path | None) -> pathlib.Path:
     """Where a training command writes: ``out`` when given (``data/models`` only so), else ``TRAINED``."""
     if out is None:
-        print(f"note: no --out given, weights go to {TRAINED} (pass --out {MODELS.relative_to(ROOT)} to replace "
-              "the committed zoo)", flush=True)  # fmt: skip
+        print(
+            f"note: no --out given, weights go to {TRAINED} (pass --out {MODELS.relative_to(ROOT)} to replace "
+            "the committed zoo)",
+            flush=True,
+        )
         return TRAINED
     return pathlib.Path(out)
 

@@ -138,7 +138,7 @@ def check_loading(source, info: dict, allowed=()) -> None:
             ("missing from the checkpoint", missing),
             ("in the checkpoint but not the model", unexpected),
             ("of another shape", mismatched),
-        )  # fmt: skip
+        )
         if keys
     ]
     if problems:
