@@ -174,3 +174,12 @@ def test_paper_smoke_never_stands_on_the_checkouts_results(tmp_path):
     base, results = out.stdout.split()
     assert base == str(tmp_path / "base") and results == str(tmp_path / "results")
     assert not any((tmp_path / "base").iterdir())
+
+
+def test_a_notebook_the_real_profile_does_not_run_is_refused_by_name():
+    from specdec import notebook_params
+
+    with pytest.raises(ValueError, match="does not run on the real profile"):
+        notebook_params.check({"profile": "real"}, {"profile": "str"}, "00_quickstart.ipynb")
+    assert notebook_params.check({"profile": "tiny"}, {"profile": "str"}, "00_quickstart.ipynb") == {"profile": "tiny"}
+    notebook_params.check({"profile": "real"}, {"profile": "str"}, "this notebook")  # inside a kernel: no name

@@ -124,7 +124,27 @@ def check(params: dict, spec: dict[str, str], notebook: str = "the notebook") ->
             for item in value if isinstance(value, list) else [value]:
                 if not (isinstance(item, str) and item in known):
                     validate.choice(f"value in {notebook}'s parameter {name}", item, sorted(known))
+        if name == "profile":
+            runs_on(value, notebook)
     return params
+
+
+def runs_on(profile: str, notebook: str) -> None:
+    """Refuse ``notebook`` (a file name such as ``00_quickstart.ipynb``) on a profile whose yaml lists the notebooks
+    it runs (``notebooks:``, file-name prefixes; the real profile's lists none yet) and not this one; a notebook
+    named otherwise ("this notebook", inside its kernel) cannot be told apart and passes."""
+    import yaml
+
+    from specdec import zoo
+
+    path = zoo.DATA / "profiles" / f"{profile}.yaml"
+    runs = (yaml.safe_load(path.read_text()) or {}).get("notebooks") if path.exists() else None
+    if runs is None or not notebook[:1].isdigit() or notebook.startswith(tuple(runs)):
+        return
+    raise ValueError(
+        f"{notebook} does not run on the {profile} profile (its notebooks: {runs or 'none yet'}; "
+        f"data/profiles/{profile}.yaml says what runs there)"
+    )
 
 
 def check_parameters(namespace: dict, notebook: str = "this notebook") -> None:
