@@ -197,9 +197,31 @@ M3_FLOOR = 1.09  # the largest τ in that column of a P pretrained on English pr
 M3_CELL = "in other -> out drafter's"
 
 
+# M3's second condition (the same section): M3 compares the drafters' τ on X→Z (Z ≠ En: the input-match leg) with
+# Y→En (the output-match leg), so the target must translate the input-match directions: its chrF there (T = 0,
+# ``ml_ood``; SD's greedy output is the target's) at least M3_TARGET_SHARE of its chrF on the output-match directions.
+# Below it, the input-match leg scores drafting against a target that does not translate, whatever the languages.
+M3_TARGET_SHARE = 0.5
+
+
+def m3_target_chrf(root=None) -> tuple[float, float]:
+    """The target's mean chrF (T = 0 rows of ``<root>/tiny/ml_ood.csv``) on the input-match directions (X → Z, neither
+    English) and on the output-match ones (Y → En); ``(nan, nan)`` where the table has no rows."""
+    path = pathlib.Path(root or COMMITTED) / "tiny" / "ml_ood.csv"
+    if not path.exists():
+        return float("nan"), float("nan")
+    ood = pd.read_csv(path, usecols=["pair", "temperature", "chrf"])
+    ood = ood[ood.temperature == 0]
+    src, tgt = ood.pair.str.split("-").str[0], ood.pair.str.split("-").str[1]
+    return float(ood[(src != "en") & (tgt != "en")].chrf.mean()), float(ood[tgt == "en"].chrf.mean())
+
+
 def m3_validity(root=None) -> tuple[str, str]:
-    """M3's proxy validity from the M3 rows of ``<root>/tiny/proxy_conditions.csv`` (``scripts/proxy_conditions.py``):
-    ``partly`` (the tiny proxies) when the condition above holds, else ``no``; the measured numbers either way."""
+    """M3's proxy validity from measured rows: the M3 rows of ``<root>/tiny/proxy_conditions.csv``
+    (``scripts/proxy_conditions.py``: P writes the phrasebook languages, the P-F drafters' τ into their own language
+    above ``M3_FLOOR``) and the target's chrF on the two legs' directions (``m3_target_chrf``, at least
+    ``M3_TARGET_SHARE``): ``partly`` (the tiny proxies) when every condition holds, else ``no``; the numbers either
+    way."""
     path = pathlib.Path(root or COMMITTED) / "tiny" / "proxy_conditions.csv"
     rows = pd.read_csv(path)
     m3 = rows[rows.condition == "M3"]
@@ -207,15 +229,21 @@ def m3_validity(root=None) -> tuple[str, str]:
     pages = m3[(m3.quantity == "heldout loss translation pages") & (m3.subset == "ml-draft-generic")].value.mean()
     cells = m3[(m3.quantity == "tau") & m3.subset.str.endswith(f": {M3_CELL}")].value
     tau = cells.mean() if len(cells) else float("nan")
+    inputs, outputs = m3_target_chrf(root)
     measured = (
         f"P's held-out loss on the phrasebook pages is {pages:.2f} (uniform guess {uniform:.2f}); the P-F drafters'"
         f" mean τ from another input language into their own is {tau:.2f} over {len(cells)} drafters (English-only"
-        f" P: at most {M3_FLOOR}; results/tiny/proxy_conditions.csv, M3 rows)"
+        f" P: at most {M3_FLOOR}; results/tiny/proxy_conditions.csv, M3 rows); the target's chrF on the input-match"
+        f" directions X→Z is {inputs:.1f} against {outputs:.1f} on the output-match ones Y→En (needed: ≥"
+        f" {M3_TARGET_SHARE:g} of it; results/tiny/ml_ood.csv, T = 0)"
     )
-    if pages < uniform and tau > M3_FLOOR:
+    translates = not inputs < M3_TARGET_SHARE * outputs  # no ml_ood rows (nan): not measured here, not failed
+    if pages < uniform and tau > M3_FLOOR and translates:
         return validity("partly", _TINY, measured)
-    return validity("no", measured + ": the drafters cannot write the output languages, so output-language match"
-                    " cannot be told from input-language match")  # fmt: skip
+    why = "the drafters cannot write the output languages" if not (pages < uniform and tau > M3_FLOOR) else (
+        "the target does not translate the input-match directions, so their τ measures drafting against"
+        " untranslated output, not input-language match")  # fmt: skip
+    return validity("no", f"{measured}: {why}, so output-language match cannot be told from input-language match")
 
 
 _SPEED = (_TINY, "the counts are the proxies', the per-call costs the paper setting's (68M on 7B)")
