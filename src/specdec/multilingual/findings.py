@@ -11,6 +11,7 @@ baselines) and ``scaling_verdicts`` (M2 data size, M3 languages, M4 drafter size
 from __future__ import annotations
 
 import pathlib
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -28,11 +29,21 @@ from specdec.multilingual.drafter_verdicts import (
 )
 from specdec.multilingual.drafters import Drafters
 from specdec.multilingual.experiments import translatable_set
-from specdec.multilingual.scaling_verdicts import m2_over_seeds, m3_verdict, m4_verdicts
+from specdec.multilingual.scaling_verdicts import m2_linear_validity, m2_over_seeds, m3_verdict, m4_verdicts
 from specdec.multilingual.seeds import MAIN_SHARED, seed_frames
 from specdec.multilingual.tables import paper_value
 from specdec.results import COMMITTED, RESULTS
 from specdec.verdict import Verdict, judge_all, sanity, validity
+
+# Issue 44 point 5: no source independent of the claim prices Tiny-Vicuna 1B on Vicuna 7B (TABED Table 6 stops at
+# 160M; the H100 grid has no 1B), and its c backed out of the paper's own 0.75x / 2.34x makes the priced ratio
+# 0.32 × τ_large / τ_small: it can fail only if τ_large > 3.1 τ_small. So M4-speed is a sanity check of that
+# arithmetic, and M4's finding is M4-τ (similar τ), which can fail.
+M4_SANITY = (
+    "Sanity check, not a finding: the large drafter's cost is backed out of the paper's own Table 6 (0.75x vs"
+    " 2.34x), so this ratio is 0.32 × τ_large / τ_small and fails only if τ_large > 3.1 τ_small; the claim's"
+    " testable part is M4-τ."
+)
 
 # ------------------------------------------------------------------------------------------------ cost regimes
 PRICED = verdict.PRICED  # the column of counts priced in the paper's regime (``verdict.MEASURED``: measured)
@@ -165,13 +176,15 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     for t in (0.0, 1.0):
         out += in_two_regimes(m1_verdicts, main, t, machine=machine, frames=mains, rules=m1_rules(t))
         out += verdict.over_seeds(lambda f, t=t: [m1_tau_verdict(f, t)], mains)
-    out += m2_over_seeds(*m2_frames(profile, root.parent))  # M2 per training seed and pooled
+    m2, grid = m2_frames(profile, root.parent)
+    out += m2_over_seeds(m2, grid)  # M2 per training seed and pooled
     out += verdict.over_seeds(lambda f: [m3_verdict(f)], oods)
     size = read("ml_size")
     for t in (0.0, 1.0):
-        out += in_two_regimes(
+        speed, tau = in_two_regimes(
             m4_verdicts, size, t, latency_ratios=ratios, machine=machine_label(size, ratios, device), speed_only=1
         )
+        out += [sanity(replace(speed, detail=f"{M4_SANITY} {speed.detail}")), tau]
     out += [sanity(v) for v in quality_verdicts(main)]
     out.append(table3_verdict(main))
     general = read("ml_generalization")
@@ -182,7 +195,9 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
         machine=machine_label(general, {"68M-proxy drafters": ratios["small"]}, device),
         speed_only=2,
     )
-    validities = dict(VALIDITY)
+    tokens = read("ml_tokens")  # P's own τ on the grid's prompts: P-F's starting point
+    m2_all = pd.concat([*m2.values(), tokens[tokens.method == "sps-generic"]], ignore_index=True)
+    validities = {**VALIDITY, **m2_linear_validity(m2_all, grid)}
     if Profile.load(profile).shipped:
         validities["M3"] = m3_validity(results_root)
     return judge_all(out, validities, strict=Profile.load(profile).strict)
