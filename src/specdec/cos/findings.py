@@ -21,6 +21,7 @@ from specdec.cos.speed_verdicts import (
     c4_gamma_verdicts,
     c4_lambda_verdict,
     c4_mu_verdicts,
+    cd_gamma_validity,
 )
 from specdec.cos.theory_verdicts import c2_verdict, c3_verdict
 from specdec.harness.findings_cache import cached
@@ -202,7 +203,9 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
         out.append(sanity(c2_verdict(cells[(cells.draws == C2_DRAWS) & (cells.seed == 0)])))
     for family in ("C4-λ", "C4-μ", "C4-γ", "C4-APF"):
         out += two(family)
-    return judge_all(out, VALIDITY, strict=Profile.load(profile).strict)
+    cd_why = (*_PRICED, "the paper's Fig. 5/6b pair is Llama-3 1B/8B, whose call cost no source gives")
+    validities = {**VALIDITY, "C4-γ CD": cd_gamma_validity(gamma_cells(read["cos_sweeps"]), *cd_why)}
+    return judge_all(out, validities, strict=Profile.load(profile).strict)
 
 
 _TINY = "tiny proxies of the paper's pairs on this project's tasks"
