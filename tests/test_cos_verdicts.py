@@ -303,3 +303,12 @@ def test_c2_is_a_sanity_check_on_the_board():
     c2 = found["C2"]
     assert c2.section == "sanity" and c2.validity == "yes" and c2.status == HOLDS
     assert c2.n == 2 * cf.C2_DRAWS
+
+
+def test_c1_validity_names_the_mmlu_overlap_only_while_it_is_measured():
+    """Issue 44 point 9: the MMLU-like test questions share 8-word shingles with training (template near-duplicates);
+    C1's validity says so exactly while ``mmlu_near_duplicates`` measures it (a rebuilt set must drop the note)."""
+    found = cf.mmlu_near_duplicates()
+    overlapping = found["raw"] > 1  # GSM8K's rebuilt set: 0 of 16
+    assert overlapping == ("near-duplicates" in cf.VALIDITY["C1"][1])
+    assert found["n"] == 16 and found["masked"] >= found["raw"]
