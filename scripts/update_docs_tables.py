@@ -222,7 +222,8 @@ def engine_seeds_block(root: Path | None = None) -> str:
 
     from specdec import engine_findings
 
-    lines = verdict_seeds_block(engine_findings.findings_from_results("tiny", root=root or results.COMMITTED))
+    found = engine_findings.findings_from_results("tiny", root=root or results.COMMITTED, projection=True)
+    lines = verdict_seeds_block(found)
     trained = pd.read_csv(ROOT / "data" / "zoo_training_seeds.csv")
     rows = [
         {

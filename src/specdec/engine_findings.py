@@ -182,8 +182,9 @@ def engine_speed_verdict(units, cpu: Verdict | None = None, cpu_predicted: float
                    f" ({cpu.regime}); Eq. (1) at that c predicts {cpu_predicted:.2f}x, so this pair cannot show a"
                    " speedup on this machine.")  # fmt: skip
     if projection is not None:
+        priced_at = projection.regime.removeprefix("projection: ")
         detail += (
-            f" Projection, not a measurement: the tiny pair's counts priced at {projection.regime}:"
+            f" Projection, not a measurement: the tiny pair's counts priced at {priced_at}:"
             f" {projection.estimate:.3f} [{projection.low:.3f}, {projection.high:.3f}]. {projection.detail}"
         )
     regime = f"measured walltime, GPU ({where})"
@@ -286,7 +287,7 @@ ENGINE_VALIDITY = {
 
 
 def findings_from_results(
-    profile: str = "tiny", root=None, pair: str = "default", strict: bool = True
+    profile: str = "tiny", root=None, pair: str = "default", strict: bool = True, projection: bool = False
 ) -> list[Verdict]:
     """Notebook 01's findings on a results folder (``root/<profile>``, default ``results.RESULTS``): ``iid_verdict``
     on the τ sweep (``tau_vs_gamma.csv``) of the profile's current weights (its largest prompt set), and
@@ -323,13 +324,15 @@ def findings_from_results(
     seeded = seed_rows(folder)  # the drafts' training seeds k > 0, where their rows are
     speeds = speed_frames(timed, seeded, load_profile(profile)["pairs"][pair]["draft"])
     cpu = measured_speed_verdict(timed.to_dict("records"), machine=machine)
-    projection = projected_speed_verdict(timed.to_dict("records"), seeds={k: f for k, f in speeds.items() if k})
+    projected = projected_speed_verdict(timed.to_dict("records"), seeds={k: f for k, f in speeds.items() if k})
     from specdec.speed import gpu_rows
 
     gpu = gpu_rows()
     units = gpu_speed_units(gpu["gpu_peer_real_sizes"], gpu["gpu_latency_real_sizes"])
     predicted = float(last.expected_speedup_refined)
-    speed = engine_speed_verdict(units, cpu, predicted, projection)
+    speed = engine_speed_verdict(units, cpu, predicted, projected)
     iid = iid_over_seeds(sweep_frames(sweep, seeded))
     validities = {**ENGINE_VALIDITY, "engine speed": speed_validity(units, predicted)}
-    return judge_all([iid, engine, speed], validities, strict=strict)
+    found = judge_all([iid, engine, speed], validities, strict=strict)
+    # ``projection``: also the labelled projection, per training seed (the docs' seeds table; never a board row)
+    return found + [replace(projected, name="engine speed, projection")] if projection else found
