@@ -178,6 +178,20 @@ def board_main_verdicts(frames: dict, temperatures, profile: str = "tiny") -> li
     return judge_all(out, VALIDITY, strict=Profile.load(profile).strict)
 
 
+def board_scaling_verdicts(frames: dict, grid: pd.DataFrame | None = None, profile: str = "tiny") -> list[Verdict]:
+    """M2 / M2-linear (``grid`` given: ``frames`` are ``ml_tokens`` rows per training seed, seed 0's with
+    ``sps-generic``) or M3 (no ``grid``: ``ml_ood`` rows per training seed) exactly as the scoreboard decides them (the
+    same functions, seeds and measured validity as ``findings_from_results``): what notebooks 31 and 32 print."""
+    if grid is not None:
+        found = m2_over_seeds({k: f[f.method.isin(grid.model)] for k, f in frames.items()}, grid)
+        every = pd.concat(list(frames.values()), ignore_index=True)
+        validities = {**VALIDITY, **m2_linear_validity(every, grid, *_M2_BASE)}
+    else:
+        found = verdict.over_seeds(lambda f: [m3_verdict(f)], frames)
+        validities = {**VALIDITY, "M3": m3_validity()} if Profile.load(profile).shipped else dict(VALIDITY)
+    return judge_all(found, validities, strict=Profile.load(profile).strict)
+
+
 @cached
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     """Every multilingual verdict on the tables ``results/<profile>/ml_*.csv`` with the defaults of notebooks
