@@ -168,6 +168,8 @@ def board_main_verdicts(frames: dict, temperatures, profile: str = "tiny") -> li
     rows}``, seed 0 this run's): what notebook 30 prints, so that it never reads a finding differently from the
     board. Table 3 is the board's Zh→En T = 0 row."""
     root = pathlib.Path(RESULTS) / profile
+    if not (root / "ml_latency.csv").exists():  # an output folder without its own latency rows: the committed ones
+        root = pathlib.Path(COMMITTED) / profile
     ratios, device = measured_costs(root, Drafters(profile))
     machine = machine_label(frames[0], {"68M-proxy drafters": ratios["small"], "PLD": 0.0}, device)
     out = []
