@@ -67,6 +67,16 @@ PAPERS = ROOT / "docs" / "papers"
 M2_CLAIMS = {"M2": "slope of τ per decade of tokens > 0", "M2-linear": "|bend| < 1"}
 
 
+def board_verdicts(rows: list[dict], root: Path | None = None) -> list[dict]:
+    """``rows`` (of ``verdict.seed_table``) with each ``verdict`` the scoreboard's for that finding
+    (``multilingual.findings.findings_from_results``: the seeds' pooled status judged with the finding's measured
+    validity), so that the paper page never reads a finding differently from the board (issue 44)."""
+    from specdec.multilingual import findings
+
+    board = {v.name: v.status for v in findings.findings_from_results("tiny", root or results.COMMITTED)}
+    return [{**r, "verdict": board.get(r["finding"], r["verdict"])} for r in rows]
+
+
 def m2_seeds_block(root: Path | None = None) -> str:
     """The M2 table over training seeds and the sentences it supports (no seed reverses / which does; the largest
     spread of τ over seeds at one budget)."""
@@ -75,7 +85,7 @@ def m2_seeds_block(root: Path | None = None) -> str:
     frames, grid = findings.m2_frames("tiny", root or results.COMMITTED)
     table = scaling_verdicts.m2_seed_table(frames, grid)
     seeds = [c for c in table.columns if c.startswith("seed ")]
-    rows = table.to_dict("records")
+    rows = board_verdicts(table.to_dict("records"), root)
     for row in rows:
         name = row["finding"].split(" ")[0]
         row["finding"] = f"{row['finding']} ({M2_CLAIMS[name]})" if name in M2_CLAIMS else row["finding"]
@@ -113,12 +123,13 @@ def ml_pair_seeds_block(root: Path | None = None) -> str:
     decided = [verdict.seed_verdicts(make, frames) for make, frames, _ in specs]  # each seed's findings, once
     tables = [verdict.seed_table(*spec, per_seed) for spec, per_seed in zip(specs, decided)]
     rows = [r for table in tables for r in table.to_dict("records")]
-    columns = list(rows[0])
-    lines = md_table(rows, columns, align=len(columns)).splitlines()
     alone = {name: v.status for per_seed in decided for name, v in per_seed[min(per_seed)].items()}  # seed 0's
     moved = [
         f"{r['finding']} ({alone[r['finding']]} → {r['verdict']})" for r in rows if r["verdict"] != alone[r["finding"]]
     ]
+    rows = board_verdicts(rows, root)
+    columns = list(rows[0])
+    lines = md_table(rows, columns, align=len(columns)).splitlines()
     lines.append("")
     lines.append(
         f"Training seeds {', '.join(map(str, sorted(mains)))} (Table 1) and {', '.join(map(str, sorted(oods)))}"
@@ -225,7 +236,8 @@ def engine_seeds_block(root: Path | None = None) -> str:
 
     from specdec import engine_findings
 
-    lines = verdict_seeds_block(engine_findings.findings_from_results("tiny", root=root or results.COMMITTED))
+    found = engine_findings.findings_from_results("tiny", root=root or results.COMMITTED, projection=True)
+    lines = verdict_seeds_block(found)
     trained = pd.read_csv(ROOT / "data" / "zoo_training_seeds.csv")
     rows = [
         {

@@ -1,12 +1,13 @@
 """Notebook 01's findings as verdicts (``engine_findings.iid_verdict``, ``engine_findings.engine_verdict``) on
 hand-built rows, and the store keeping hex digests as strings."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from specdec import bench, engine_findings
 from specdec.results import ResultStore
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE
 
 
 def sweep_rows(betas_per_prompt: list[dict], calls: int = 1000, draft: str = "d") -> pd.DataFrame:
@@ -117,14 +118,47 @@ def counted_rows(sd_calls: list[int], sd_time: float = 2.0) -> list[dict]:
 
 
 @pytest.mark.parametrize("calls, status", [([4] * 8, HOLDS), ([10] * 8, FAILS), ([2, 16] * 4, INCONCLUSIVE)])
-def test_engine_speed_is_decided_on_priced_counts(calls, status):
+def test_engine_speed_projection_prices_the_counts(calls, status):
     from specdec import costs
 
     regime = costs.Regime("test", {"draft": 0.1}, 1.0, "hand-set")
-    v = engine_findings.engine_speed_verdict(counted_rows(calls), regime=regime, machine="cpu test")
-    assert v.status == status and v.n == len(calls)
+    v = engine_findings.projected_speed_verdict(counted_rows(calls), regime=regime)
+    assert v.status == status and v.n == len(calls) and v.regime.startswith("projection: ")
     assert v.estimate == pytest.approx(10 * len(calls) / sum(c * 1.2 for c in calls))
-    assert v.machine.estimate == pytest.approx(0.5) and v.machine.status == FAILS and v.machine.regime == "cpu test"
+    m = engine_findings.measured_speed_verdict(counted_rows(calls), machine="cpu test")
+    assert m.estimate == pytest.approx(0.5) and m.status == FAILS and m.regime == "cpu test"
+
+
+def gpu_units(ratios, predicted=1.3, c=0.06):
+    """``gpu_speed_units`` rows: a (run, prompt) unit per ratio, of one early-exit pair with Eq. (1)'s ``predicted``."""
+    pair = {"run": "r", "device": "GPU X; bf16; torch", "draft": "early-exit", "c": c, "tau": 1.8}
+    return pd.DataFrame({**pair, "prompt": range(len(ratios)), "ratio": ratios, "predicted": predicted})
+
+
+@pytest.mark.parametrize(
+    "ratios, predicted, status, level",
+    [
+        ([1.2, 1.25, 1.15, 1.3] * 3, 1.3, HOLDS, "partly"),  # measured faster where the costs leave room
+        ([0.8, 0.85, 0.9, 0.75] * 3, 1.3, FAILS, "partly"),  # room for a speedup, yet measured slower: a finding
+        ([0.7, 1.4, 0.8, 1.3] * 3, 1.3, INCONCLUSIVE, "partly"),
+        ([0.6, 0.62, 0.64, 0.6] * 3, 0.6, NOT_TESTABLE, "no"),  # no pair with room (the tiny pair on a CPU)
+    ],
+)
+def test_engine_speed_is_decided_on_measured_rows_where_the_costs_leave_room(ratios, predicted, status, level):
+    """Issue 44 point 1: the measured rows decide, never the projection; a proxy without the condition (Eq. (1) at
+    the measured c predicts > 1) is not testable, with the CPU's measured speed and c on the row."""
+    from specdec.verdict import judge_all
+
+    units = gpu_units(ratios, predicted)
+    cpu = engine_findings.measured_speed_verdict(counted_rows([4] * 8), machine="cpu; c 0.51")
+    projection = engine_findings.projected_speed_verdict(counted_rows([4] * 8))
+    v = engine_findings.engine_speed_verdict(units, cpu, 0.57, projection)
+    got = judge_all([v], {"engine speed": engine_findings.speed_validity(units, 0.57)})[0]
+    assert got.status == status and got.validity == level
+    assert got.machine.estimate == pytest.approx(0.5) and "slower than plain decoding" in got.detail
+    assert "Projection, not a measurement" in got.detail and "0.57x" in got.detail
+    if level == "partly":
+        assert got.estimate == pytest.approx(float(np.exp(np.mean(np.log(ratios))))) and got.n == len(ratios)
 
 
 def test_peer_speed_is_decided_at_the_stated_goal():
@@ -158,11 +192,10 @@ def test_engine_speed_over_training_seeds_stands_only_if_no_seed_reverses_it(see
 
     regime = costs.Regime("test", {"draft": 0.1}, 1.0, "hand-set")
     frames = {k: seed_counts(calls) for k, calls in seeds.items()}
-    v = engine_findings.engine_speed_verdict(counted_rows([4] * 8), regime=regime, machine="cpu", seeds=frames)
+    v = engine_findings.projected_speed_verdict(counted_rows([4] * 8), regime=regime, seeds=frames)
     assert v.status == status and v.n == 8 and "Training seeds (3" in v.detail
     per_prompt = [(4 + seeds[1][0] + seeds[2][0]) / 3 * 1.2] * 8  # a prompt's counts: the mean over its seeds
     assert v.estimate == pytest.approx(10 * 8 / sum(per_prompt))
-    assert v.machine.estimate == pytest.approx(0.5)  # the walltime is seed 0's timed rows alone
 
 
 def test_engine_speed_over_seeds_fails_when_every_seed_is_slow():
@@ -170,7 +203,7 @@ def test_engine_speed_over_seeds_fails_when_every_seed_is_slow():
 
     regime = costs.Regime("test", {"draft": 0.1}, 1.0, "hand-set")
     frames = {1: seed_counts([10] * 8), 2: seed_counts([11] * 8)}
-    v = engine_findings.engine_speed_verdict(counted_rows([10] * 8), regime=regime, machine="cpu", seeds=frames)
+    v = engine_findings.projected_speed_verdict(counted_rows([10] * 8), regime=regime, seeds=frames)
     assert v.status == FAILS
 
 

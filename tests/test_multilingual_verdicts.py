@@ -9,7 +9,7 @@ import pytest
 from specdec import costs
 from specdec.multilingual import drafter_verdicts, scaling_verdicts
 from specdec.multilingual import findings as mf
-from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE
+from specdec.verdict import FAILS, HOLDS, INCONCLUSIVE, NOT_TESTABLE, judge_all
 
 NOISE = np.array([0.0, 0.3, -0.3, 0.2, -0.2, 0.1, -0.1, 0.0])  # symmetric: geometric mean of exp(c + NOISE) = e^c
 
@@ -63,14 +63,20 @@ def test_m1_fails_when_pld_is_faster():
 @pytest.mark.parametrize(
     "taus,status,estimate",
     [
-        ({"sps-generic": 1.0, "sps-f": 1.5, "sps-pf": 2.2}, HOLDS, 0.5),
+        ({"sps-generic": 1.0, "sps-f": 1.5, "sps-pf": 2.2}, HOLDS, 0.7),
+        # F below the generic drafter (issue 44 point 3: an order the paper never states): P-F beats both, holds
+        ({"sps-generic": 1.6, "sps-f": 1.0, "sps-pf": 2.2}, HOLDS, 0.6),
         ({"sps-generic": 1.0, "sps-f": 2.5, "sps-pf": 2.2}, FAILS, -0.3),
+        ({"sps-generic": 2.4, "sps-f": 1.0, "sps-pf": 2.2}, FAILS, -0.2),  # P-F below the generic drafter
         ({"sps-generic": 1.0, "sps-f": 1.5, "sps-pf": 1.5 + 0.02 + np.roll(NOISE, 1) * 3}, INCONCLUSIVE, 0.02),
     ],
 )
 def test_m1_tau(taus, status, estimate):
     v = drafter_verdicts.m1_tau_verdict(_runs(dict.fromkeys(taus, 1.0), tau=taus))
     assert v.status == status and v.n == len(NOISE) and v.estimate == pytest.approx(estimate, abs=0.01)
+    assert "outperforms models that are only finetuned" in v.paper  # the paper's words on the row
+    judged = judge_all([v], {v.name: ("no", "no: planted proxy without the condition")})[0]
+    assert judged.status == NOT_TESTABLE
 
 
 def _tokens_frame(taus_by_budget):
@@ -207,6 +213,8 @@ def test_findings_from_results_lists_every_finding():
         v = found[name]
         assert v.machine is not None and "Table 6" in v.regime and "cpu" in v.machine.regime
     assert found["Quality T=0"].section == "sanity" and found["M1 T=0"].section == "finding"
+    # issue 44 point 5: the large drafter's cost comes from the claim itself, so M4-speed is a sanity check
+    assert found["M4-speed T=0"].section == "sanity" and "Sanity check, not a finding" in found["M4-speed T=0"].detail
 
 
 def _counted(pf_calls, pld_calls, tokens=48):
@@ -249,9 +257,27 @@ def test_m2_linear(taus, status):
     assert v.name == "M2-linear P-F" and v.status == status
 
 
-def _m3_conditions(tmp_path, generic_loss: float, into_own: list[float]) -> pathlib.Path:
+@pytest.mark.parametrize(
+    "taus,p_tau,status",
+    [
+        ({1000: 1.9, 10000: 2.3, 100000: 2.7}, 1.8, HOLDS),  # every budget past P's τ: a straight line, testable
+        ({1000: 1.9, 10000: 2.0, 100000: 3.5}, 1.8, FAILS),  # past the onset everywhere, yet bent
+        ({1000: 1.5, 10000: 1.6, 100000: 2.7}, 1.8, NOT_TESTABLE),  # issue 44 point 7: two budgets below P's τ
+    ],
+)
+def test_m2_linear_is_read_only_past_the_onset(taus, p_tau, status):
+    frame, grid = _tokens_frame(taus)
+    generic = _runs({"sps-generic": 1.0}, tau={"sps-generic": p_tau})
+    validity = scaling_verdicts.m2_linear_validity(pd.concat([frame, generic]), grid)
+    _, v = judge_all(scaling_verdicts.m2_verdicts(frame, grid), {"M2 P-F": ("partly", "partly: x"), **validity})
+    assert v.name == "M2-linear P-F" and v.status == status
+    assert f"P's own τ {p_tau:.2f}" in v.validity_why
+
+
+def _m3_conditions(tmp_path, generic_loss: float, into_own: list[float], chrf_xz: float = 20.0) -> pathlib.Path:
     """A results folder whose ``tiny/proxy_conditions.csv`` holds M3 rows: P's held-out phrasebook loss and the
-    P-F drafters' τ from another input language into their own."""
+    P-F drafters' τ from another input language into their own; and whose ``tiny/ml_ood.csv`` gives the target chrF
+    ``chrf_xz`` on the input-match directions (X → Z) and 24 on the output-match ones (Y → En)."""
     rows = [("M3", "uniform loss ln|V|", "-", 8.318), ("M3", "heldout loss translation pages", "ml-draft-generic",
             generic_loss), ("M3", "tau", "ml-draft-pf-de: in other -> out en", 1.9)]  # fmt: skip
     rows += [("M3", "tau", f"ml-draft-pf-{x}: in other -> out drafter's", t) for x, t in zip("abcde", into_own)]
@@ -259,21 +285,50 @@ def _m3_conditions(tmp_path, generic_loss: float, into_own: list[float]) -> path
     folder.mkdir()
     frame = pd.DataFrame(rows, columns=["condition", "quantity", "subset", "value"]).assign(n=10, paper=None)
     frame.to_csv(folder / "proxy_conditions.csv", index=False)
+    ood = [("de-fr", 0, chrf_xz), ("ja-de", 0, chrf_xz), ("fr-en", 0, 24.0), ("de-en", 0, 24.0), ("de-fr", 1, 99.0)]
+    pd.DataFrame(ood, columns=["pair", "temperature", "chrf"]).to_csv(folder / "ml_ood.csv", index=False)
     return tmp_path
 
 
 @pytest.mark.parametrize(
-    "generic_loss,into_own,level",
+    "generic_loss,into_own,chrf_xz,level",
     [
-        (2.4, [1.3, 1.2, 1.4, 1.25, 1.3], "partly"),  # P writes the languages, the drafters write their own
-        (10.3, [1.3, 1.2, 1.4, 1.25, 1.3], "no"),  # P above a uniform guess
-        (2.4, [1.09, 1.08, 1.09, 1.08, 1.04], "no"),  # the English-only proxy's floor
+        (2.4, [1.3, 1.2, 1.4, 1.25, 1.3], 20.0, "partly"),  # P writes the languages, the drafters write their own
+        (10.3, [1.3, 1.2, 1.4, 1.25, 1.3], 20.0, "no"),  # P above a uniform guess
+        (2.4, [1.09, 1.08, 1.09, 1.08, 1.04], 20.0, "no"),  # the English-only proxy's floor
+        (2.4, [1.3, 1.2, 1.4, 1.25, 1.3], 7.0, "no"),  # the target does not translate X -> Z (issue 44 point 4)
     ],
 )
-def test_m3_validity_reads_the_condition_rows(tmp_path, generic_loss, into_own, level):
-    got, why = mf.m3_validity(_m3_conditions(tmp_path, generic_loss, into_own))
+def test_m3_validity_reads_the_condition_rows(tmp_path, generic_loss, into_own, chrf_xz, level):
+    got, why = mf.m3_validity(_m3_conditions(tmp_path, generic_loss, into_own, chrf_xz))
     assert got == level
-    assert f"{generic_loss:.2f}" in why and f"{sum(into_own) / 5:.2f}" in why
+    assert f"{generic_loss:.2f}" in why and f"{sum(into_own) / 5:.2f}" in why and f"{chrf_xz:.1f} against 24.0" in why
+
+
+def _ood_rows(gap: float, spread: float = 0.0) -> pd.DataFrame:
+    """``ml_ood`` rows of one drafter ``ml-draft-pf-de``: 8 prompts on de-fr (input match) with τ 1.5 + gap (+ noise
+    × ``spread``) and 8 on fr-en (output match) with τ 1.5."""
+    rows = []
+    for pair, tau in (("de-fr", 1.5 + gap + NOISE * spread), ("fr-en", np.full(len(NOISE), 1.5))):
+        for i, t in enumerate(tau):
+            rows.append({"method": "ml-draft-pf-de", "pair": pair, "prompt": f"{pair}:{i}", "new_tokens": 100 * t,
+                         "target_calls": 100})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "gap,spread,level,status",
+    [(0.3, 0.0, "partly", HOLDS), (-0.3, 0.0, "partly", FAILS), (0.01, 1.0, "partly", INCONCLUSIVE),
+     (0.3, 0.0, "no", NOT_TESTABLE)],
+)  # fmt: skip
+def test_m3_verdict_and_its_measured_validity(tmp_path, gap, spread, level, status):
+    """M3 on hand-built OOD rows, judged with the validity ``m3_validity`` measures (a planted proxy whose target
+    does not translate X -> Z gives "not testable on this proxy", never "does not hold")."""
+    chrf = 20.0 if level == "partly" else 5.0
+    validity = mf.m3_validity(_m3_conditions(tmp_path, 2.4, [1.3] * 5, chrf))
+    assert validity[0] == level
+    v = judge_all([scaling_verdicts.m3_verdict(_ood_rows(gap, spread))], {"M3": validity})[0]
+    assert v.status == status
 
 
 def _seeded(frame: pd.DataFrame, pf_calls) -> pd.DataFrame:

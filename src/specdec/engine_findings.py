@@ -10,8 +10,10 @@ The measurements these judge (latency, speedup, the τ sweep) are ``specdec.benc
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from specdec.bench import iid_acceptance, summarize_speedup
-from specdec.verdict import Verdict, bootstrap_ci, decide, judge_all, over_seeds, two_regimes, validity
+from specdec.verdict import INCONCLUSIVE, Verdict, bootstrap_ci, decide, judge_all, over_seeds, validity
 
 IID_TOLERANCE = 0.1
 
@@ -90,20 +92,32 @@ def engine_verdict(
     )
 
 
-def engine_speed_verdict(rows, regime=None, machine: str = "this machine", seeds: dict | None = None) -> Verdict:
-    """SD over plain decoding on the engine's timed rows (``speedup_rows``: per prompt, repeat and method, with
-    ``target_calls``, ``draft_calls``, ``new_tokens``, ``total_time``), > 1.0, bootstrap over prompts. Paper regime
-    (decides): the speculative runs' counts priced by ``costs.sd_speedup`` at ``regime`` (default TABED Table 6, 68M
-    on 7B: the pair the Eq. (1) headline prices), pooled over prompts (Σ tokens / Σ priced steps); this machine:
-    the measured walltime speedup (Σ per-prompt median AR time / Σ median SD time), as ``summarize_speedup``.
-    ``seeds``: ``{train seed k > 0: its speculative runs' counts on the same prompts}`` (``engine_seeds``); the
-    paper-regime verdict is then decided over the seeds (``verdict.over_seeds``), the measured one stays the
-    timed rows'."""
+def projected_speed_verdict(rows, regime=None, seeds: dict | None = None) -> Verdict:
+    """A labelled projection (never the verdict of "engine speed"): the speculative runs of the timed rows
+    (``speedup_rows``: per prompt, repeat and method, with ``target_calls``, ``draft_calls``, ``new_tokens``) priced by
+    ``costs.sd_speedup`` at ``regime`` (default TABED Table 6, 68M on 7B), pooled over prompts (Σ tokens / Σ priced
+    steps), bootstrap over prompts. ``seeds``: ``{train seed k > 0: its speculative runs' counts on the same
+    prompts}`` (``engine_seeds``): decided over the seeds (``verdict.over_seeds``)."""
     import pandas as pd
 
     from specdec import costs
 
     regime = regime or costs.paper_table6_regime("7B", "68M")
+    df = pd.DataFrame(rows)
+    frames = {
+        0: df.assign(train_seed=0),
+        **{int(k): pd.DataFrame(f).assign(train_seed=int(k)) for k, f in (seeds or {}).items()},
+    }
+    paper = over_seeds(lambda f: [priced_speed_verdict(f, regime)], frames, {"engine speed": (1.0, True)})[0]
+    return replace(paper, regime=f"projection: {regime.label()}")
+
+
+def measured_speed_verdict(rows, machine: str = "this machine") -> Verdict:
+    """The measured walltime speedup of the timed rows (``speedup_rows``: per prompt, repeat and method
+    ``autoregressive`` / ``speculative``, ``total_time``): Σ per-prompt median AR time / Σ median SD time, bootstrap
+    over prompts, > 1.0; ``regime`` is ``machine`` (the device and its measured c)."""
+    import pandas as pd
+
     df = pd.DataFrame(rows)
     times = df.groupby(["prompt", "method"]).total_time.median().unstack("method")
     units = [times.loc[p].to_dict() for p in times.index]
@@ -113,16 +127,120 @@ def engine_speed_verdict(rows, regime=None, machine: str = "this machine", seeds
 
     est, low, high = bootstrap_ci(units, measured, n_boot=500)
     detail = "Measured walltime, per-prompt medians over repeats, summed over prompts."
-    on_machine = Verdict("engine speed", SPEED_CLAIM, est, low, high, len(units), decide(low, high, 1.0), SPEED_PAPER,
-                         detail)  # fmt: skip
-    frames = {0: df.assign(train_seed=0), **{int(k): pd.DataFrame(f).assign(train_seed=int(k)) for k, f in
-                                              (seeds or {}).items()}}  # fmt: skip
-    paper = over_seeds(lambda f: [priced_speed_verdict(f, regime)], frames, {"engine speed": (1.0, True)})[0]
-    return two_regimes(paper, on_machine, regime.label(), machine)
+    return Verdict(
+        "engine speed",
+        SPEED_CLAIM,
+        est,
+        low,
+        high,
+        len(units),
+        decide(low, high, 1.0),
+        SPEED_PAPER,
+        detail,
+        regime=machine,
+    )
+
+
+# The engine-speed claim's condition (docs/papers/engine.md, "Engine speed: where it is decided"), fixed before the
+# GPU runs: a pair can show SD faster than plain decoding only where its own measured costs leave room for it, i.e.
+# Eq. (1) at the run's measured τ, draft calls per block, draft cost c = T_q/T_p and verification cost predicts more
+# than SPEED_ROOM. Rows that meet it decide (measured walltime); a pair that does not is shown, not counted.
+SPEED_ROOM = 1.0
+
+
+def gpu_speed_units(peer, latency):
+    """Per (run, device, draft, prompt) of the GPU rows (``speed.gpu_rows``: ``gpu_peer_real_sizes``,
+    ``gpu_latency_real_sizes``): ``ratio`` (median tokens/s of ``specdec`` over ``ar`` over the rounds) with its
+    pair's measured ``c``, ``tau`` and Eq. (1)'s ``predicted`` speedup (``speed.gpu_cost_model_check``)."""
+    import pandas as pd
+
+    from specdec.speed import gpu_cost_model_check
+
+    check = gpu_cost_model_check(peer, latency)[["run", "device", "draft", "c", "tau", "predicted"]]
+    tps = peer.groupby(["run", "device", "draft", "prompt", "method"]).tokens_per_second.median().unstack("method")
+    units = (tps["specdec"] / tps["ar"]).rename("ratio").reset_index()
+    return pd.merge(units, check, on=["run", "device", "draft"]) if len(units) else units
+
+
+def engine_speed_verdict(
+    units,
+    cpu: Verdict | None = None,
+    cpu_predicted: float = float("nan"),
+    projection: Verdict | None = None,
+    room: float = SPEED_ROOM,
+) -> Verdict:
+    """ "Engine speed", decided where the engine runs in the papers' cost regime: the measured speedup of SD over
+    plain decoding on the units (``gpu_speed_units``) whose pair meets the condition (``predicted`` > ``room``),
+    geometric mean of per-prompt ratios, bootstrap over units, > 1.0. No unit meets it: inconclusive (its validity,
+    ``speed_validity``, is then "no": not testable). ``cpu``: the tiny pair's measured verdict on this machine
+    (``measured_speed_verdict``) with ``cpu_predicted``, Eq. (1) at its measured c (shown, never deciding);
+    ``projection``: ``projected_speed_verdict`` (a labelled projection in ``detail``)."""
+    import numpy as np
+
+    ok = units[units.predicted > room] if len(units) else units
+    logs = np.log(ok.ratio.to_numpy(float)) if len(ok) else np.array([])
+    est, low, high = bootstrap_ci(list(logs), lambda s: float(np.mean(s)), n_boot=1000)
+    est, low, high = (float(np.exp(x)) for x in (est, low, high))
+    status = decide(low, high, 1.0) if len(ok) else INCONCLUSIVE
+    pairs = ok.groupby(["device", "draft"]).agg(c=("c", "mean"), tau=("tau", "mean")) if len(ok) else None
+    where = (
+        "; ".join(
+            f"{d.split(';')[0]} {d.split(';')[1].strip()} {k} (c {r.c:.3f}, τ {r.tau:.2f})"
+            for (d, k), r in pairs.iterrows()
+        )
+        if pairs is not None
+        else "no pair meets it"
+    )
+    left = units[units.predicted <= room].groupby("draft").predicted.mean() if len(units) else {}
+    detail = (
+        f"Deciding rows: measured walltime on a GPU at the papers' sizes (scripts/gpu_bench.py, random weights),"
+        f" geometric mean over (run, prompt) of SD / plain tokens/s, the pairs where Eq. (1) at the measured c"
+        f" predicts > {room:g}: {where}."
+    )
+    if len(left):
+        detail += (
+            " Left out (Eq. (1) predicts ≤ 1 at their measured c): "
+            + ", ".join(f"{k} ({p:.2f}x)" for k, p in left.items())
+            + "."
+        )
+    if cpu is not None:
+        slower = "slower than" if cpu.high < 1 else "not faster than" if cpu.low <= 1 else "faster than"
+        detail += (
+            f" On this CPU the tiny pair measures {cpu.estimate:.2f}x [{cpu.low:.2f}, {cpu.high:.2f}]: SD is"
+            f" {slower} plain decoding, because its draft costs c = T_q/T_p of the target's call here"
+            f" ({cpu.regime}); Eq. (1) at that c predicts {cpu_predicted:.2f}x, so this pair cannot show a"
+            " speedup on this machine."
+        )
+    if projection is not None:
+        priced_at = projection.regime.removeprefix("projection: ")
+        detail += (
+            f" Projection, not a measurement: the tiny pair's counts priced at {priced_at}:"
+            f" {projection.estimate:.3f} [{projection.low:.3f}, {projection.high:.3f}]. {projection.detail}"
+        )
+    regime = f"measured walltime, GPU ({where})"
+    v = Verdict(
+        "engine speed", SPEED_CLAIM, est, low, high, len(ok), status, SPEED_PAPER, detail.strip(), regime=regime
+    )
+    return replace(v, machine=cpu) if cpu is not None else v
+
+
+def speed_validity(units, cpu_predicted: float = float("nan"), room: float = SPEED_ROOM) -> tuple[str, str]:
+    """ "Engine speed"'s validity from its measured condition: ``partly`` (random-weight models at the papers'
+    sizes) where some GPU pair's Eq. (1) at its measured c predicts > ``room``, else ``no``."""
+    ok = units[units.predicted > room] if len(units) else units
+    cpu = f"the tiny pair on this CPU: Eq. (1) at its measured c predicts {cpu_predicted:.2f}x"
+    if len(ok):
+        return validity(
+            "partly",
+            f"measured on a GPU at the papers' sizes with random weights (an early-exit draft,"
+            f" so τ > 1); condition: Eq. (1) at the measured c predicts > {room:g} ({len(ok)} units)",
+            cpu,
+        )
+    return validity("no", f"no pair whose measured costs leave room for a speedup (Eq. (1) > {room:g}); {cpu}")
 
 
 SPEED_CLAIM = "speculative decoding in this engine is faster than plain decoding (speedup > 1.0)"
-SPEED_PAPER = "(our check: SD must beat plain decoding at the paper's call costs)"
+SPEED_PAPER = "(our check: SD must beat plain decoding where the draft's measured cost leaves room for it)"
 
 
 def priced_speed_verdict(frame, regime) -> Verdict:
@@ -199,15 +317,11 @@ def speed_frames(timed, rows, draft: str) -> dict:
 ENGINE_VALIDITY = {
     "i.i.d. acceptance": validity("partly", "tiny proxy pairs on this project's prompts; a check of Eq. (1)'s model"),
     "engine efficiency": validity("yes", "a claim about this engine's decode loop on the machine that ran it"),
-    "engine speed": validity(
-        "partly",
-        "the counts are the tiny default pair's; the costs are TABED's 68M on 7B (Table 6), verify 1 step",
-    ),
 }
 
 
 def findings_from_results(
-    profile: str = "tiny", root=None, pair: str = "default", strict: bool = True
+    profile: str = "tiny", root=None, pair: str = "default", strict: bool = True, projection: bool = False
 ) -> list[Verdict]:
     """Notebook 01's findings on a results folder (``root/<profile>``, default ``results.RESULTS``): ``iid_verdict``
     on the τ sweep (``tau_vs_gamma.csv``) of the profile's current weights (its largest prompt set), and
@@ -243,8 +357,16 @@ def findings_from_results(
     machine = f"measured walltime, {last.device}; c {last.latency_ratio:.2f}, verify {last.verify_cost:.2f} steps"
     seeded = seed_rows(folder)  # the drafts' training seeds k > 0, where their rows are
     speeds = speed_frames(timed, seeded, load_profile(profile)["pairs"][pair]["draft"])
-    speed = engine_speed_verdict(
-        timed.to_dict("records"), machine=machine, seeds={k: f for k, f in speeds.items() if k}
-    )
+    cpu = measured_speed_verdict(timed.to_dict("records"), machine=machine)
+    projected = projected_speed_verdict(timed.to_dict("records"), seeds={k: f for k, f in speeds.items() if k})
+    from specdec.speed import gpu_rows
+
+    gpu = gpu_rows()
+    units = gpu_speed_units(gpu["gpu_peer_real_sizes"], gpu["gpu_latency_real_sizes"])
+    predicted = float(last.expected_speedup_refined)
+    speed = engine_speed_verdict(units, cpu, predicted, projected)
     iid = iid_over_seeds(sweep_frames(sweep, seeded))
-    return judge_all([iid, engine, speed], ENGINE_VALIDITY, strict=strict)
+    validities = {**ENGINE_VALIDITY, "engine speed": speed_validity(units, predicted)}
+    found = judge_all([iid, engine, speed], validities, strict=strict)
+    # ``projection``: also the labelled projection, per training seed (the docs' seeds table; never a board row)
+    return found + [replace(projected, name="engine speed, projection")] if projection else found

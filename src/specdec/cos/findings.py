@@ -21,6 +21,7 @@ from specdec.cos.speed_verdicts import (
     c4_gamma_verdicts,
     c4_lambda_verdict,
     c4_mu_verdicts,
+    cd_gamma_validity,
 )
 from specdec.cos.theory_verdicts import c2_verdict, c3_verdict
 from specdec.harness.findings_cache import cached
@@ -172,6 +173,30 @@ def seed_table(families, frame: pd.DataFrame, profile: str = "tiny") -> pd.DataF
     return pd.concat(tables, ignore_index=True)
 
 
+def board_verdicts(families, frame: pd.DataFrame, profile: str = "tiny", gpu: bool = False) -> list[Verdict]:
+    """The verdicts of ``families`` (names of ``SEEDED``) exactly as the scoreboard decides them (the same functions,
+    regimes, training seeds and validity as ``findings_from_results``), with a notebook's rows ``frame`` as seed 0:
+    what notebooks 20-22 print, so that a notebook never reads a finding differently from the board. ``gpu``: add
+    C1-GPU (``c1_gpu_verdict`` on the stored GPU grid)."""
+    root = pathlib.Path(RESULTS) / profile
+    call_costs = root / "cos_call_costs.csv"
+    machine = machine_label(pd.read_csv(call_costs) if call_costs.exists() else None)
+    seeded = seeds.seed_frames(profile) if Profile.load(profile).shipped else {}
+    out = []
+    for family in families:
+        table, cells, make = SEEDED[family]
+        out += in_two_regimes(
+            make, {0: cells(frame), **{k: cells(t[table]) for k, t in seeded.items()}}, machine=machine
+        )
+    if gpu:
+        path = root / "cos_main_gpu.csv"
+        out.append(c1_gpu_verdict(pd.read_csv(path) if path.exists() else None))
+    validities = dict(VALIDITY)
+    if "C4-γ" in families:
+        validities["C4-γ CD"] = cd_gamma_validity(gamma_cells(frame), *CD_WHY)
+    return judge_all(out, validities, strict=Profile.load(profile).strict)
+
+
 # ------------------------------------------------------------------------------------------------ scoreboard
 @cached
 def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
@@ -202,15 +227,48 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
         out.append(sanity(c2_verdict(cells[(cells.draws == C2_DRAWS) & (cells.seed == 0)])))
     for family in ("C4-λ", "C4-μ", "C4-γ", "C4-APF"):
         out += two(family)
-    return judge_all(out, VALIDITY, strict=Profile.load(profile).strict)
+    validities = {**VALIDITY, "C4-γ CD": cd_gamma_validity(gamma_cells(read["cos_sweeps"]), *CD_WHY)}
+    return judge_all(out, validities, strict=Profile.load(profile).strict)
 
 
 _TINY = "tiny proxies of the paper's pairs on this project's tasks"
+# Issue 44 point 9, not yet rebuilt: the MMLU-like test questions come from the training questions' templates
+# (``mmlu_near_duplicates``: 14 of 16 share an 8-word shingle with 2,000 training rows, 15 with digits masked), unlike
+# GSM8K's, whose templates are held out; C1's rows pool it with the other tasks.
+MMLU_NOTE = (
+    "lenient on MMLU: its test questions are template near-duplicates of the training questions"
+    " (cos.findings.mmlu_near_duplicates), so its speedups may be inflated; the set is not yet rebuilt with held-out"
+    " templates as GSM8K's is"
+)
+
+
+def mmlu_near_duplicates(n_test: int = 16, n_train: int = 2000, k: int = 8) -> dict:
+    """How many of the first ``n_test`` MMLU-like test questions share a ``k``-word shingle with ``n_train`` training
+    rows, as written and with every number masked: ``{"raw": int, "masked": int, "n": n_test}``."""
+    import re
+
+    from specdec.cos import tasks
+
+    def shingles(text: str, mask: bool) -> set:
+        words = re.findall(r"\w+", re.sub(r"\d+", "0", text.lower()) if mask else text.lower())
+        return {tuple(words[i : i + k]) for i in range(len(words) - k + 1)}
+
+    test = [r["prompt"] for r in tasks.load_task("mmlu", n_test, split="test")]
+    train = tasks.training_documents_for("mmlu", n_train)
+    out = {"n": len(test)}
+    for mask in (False, True):
+        seen = set().union(*(shingles(t, mask) for t in train))
+        out["masked" if mask else "raw"] = sum(bool(shingles(q, mask) & seen) for q in test)
+    return out
+
+
 _PRICED = (_TINY, "the counts are the proxies', the call costs the paper's pairs' (WE c = 1, CD 68M on 7B)")
+CD_WHY = (*_PRICED, "the paper's Fig. 5/6b pair is Llama-3 1B/8B, whose call cost no source gives")
 VALIDITY = {
+    **{name: validity("partly", *_PRICED) for name in ("C4-λ", "C4-APF")},
     **{
-        name: validity("partly", *_PRICED)
-        for name in ("C1", "C1-SD", "C1 cd T=0", "C1 cd T=1", "C1 we T=1", "C1 we3 T=1", "C4-λ", "C4-APF")
+        name: validity("partly", *_PRICED, MMLU_NOTE)
+        for name in ("C1", "C1-SD", "C1 cd T=0", "C1 cd T=1", "C1 we T=1", "C1 we3 T=1")
     },
     "C1-GPU": validity(
         "no",
