@@ -233,7 +233,7 @@ class Table:
         from the file (``insert``). Returns ``data``. A key whose rows are apart in the file (a duplicate from a git
         or hand merge) is an error naming it; so is a table opened with other key columns than it was written with."""
         header, records = parse_csv(data) if data is not None else (None, [])
-        self._check_key(con)
+        self._check_key(con, data)
         con.execute("DROP TABLE IF EXISTS rows")
         con.execute("DELETE FROM meta")
         if header is not None:
@@ -256,10 +256,12 @@ class Table:
         )
         return data
 
-    def _check_key(self, con) -> None:
-        """Refuse to re-key a table: the key columns it was written with (the database's record, else the last
-        provenance line's) must be this opener's, in any order."""
-        stored = self._meta(con).get("key")
+    def _check_key(self, con, data: bytes | None) -> None:
+        """Refuse to re-key a table: the key columns it was written with (the database's record while it holds this
+        very CSV, else the last provenance line's: a checkout may bring a CSV of another key) must be this opener's,
+        in any order."""
+        meta = self._meta(con)
+        stored = meta.get("key") if data is not None and meta.get("csv") == digest(data) else None
         known = json.loads(stored) if stored else _provenance_key(self.csv)
         if known is not None and sorted(known) != sorted(self.key):
             raise ValueError(
