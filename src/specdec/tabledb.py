@@ -14,10 +14,16 @@ Files, for the table ``<dir>/<name>``:
 - ``<name>.sqlite`` (``-wal``, ``-shm``): the database, git-ignored, built from the CSV on first open.
 
 A write (``insert``) is one ``BEGIN IMMEDIATE`` transaction: check the CSV against the database, insert the rows
-that are new, write the CSV (the bytes it had plus the new rows, so a rerun on unchanged inputs changes nothing)
-to a temporary file and move it over the old one (``os.replace``: a reader sees the old file or the new one), record
-its digest, commit. A kill before the move leaves both as they were; a kill between the move and the commit leaves
-a CSV the database does not know, read back on the next open: no row is half written or lost.
+that are new, append the provenance line of those rows (``ResultStore``), write the CSV (the bytes it had plus the
+new rows, so a rerun on unchanged inputs changes nothing) to a temporary file and move it over the old one
+(``os.replace``: a reader sees the old file or the new one), record its digest, commit. A kill before the move
+leaves the table as it was (at most a provenance line naming rows that are not stored); a kill between the move and
+the commit leaves a CSV the database does not know, read back on the next open: no row is half written or lost, and
+none is stored without its provenance line.
+
+Reading never writes the CSV. A key whose rows lie apart in the file (one computation's rows are written together,
+so this is a duplicate from a git or hand merge) is an error naming it, and so is opening a table with other key
+columns than it was written with (re-keying would silently re-index it).
 
 Cells are stored as the text the CSV holds, typed when the text reads back unchanged (``_typed``): the empty cell
 is ``NULL`` (``None``), ``"4"`` an ``INTEGER``, ``"0.1234567"`` the ``REAL`` 0.1234567 (exact: 0.1234568 is another
@@ -233,7 +239,7 @@ class Table:
         from the file (``insert``). Returns ``data``. A key whose rows are apart in the file (a duplicate from a git
         or hand merge) is an error naming it; so is a table opened with other key columns than it was written with."""
         header, records = parse_csv(data) if data is not None else (None, [])
-        self._check_key(con)
+        self._check_key(con, data)
         con.execute("DROP TABLE IF EXISTS rows")
         con.execute("DELETE FROM meta")
         if header is not None:
@@ -256,10 +262,12 @@ class Table:
         )
         return data
 
-    def _check_key(self, con) -> None:
-        """Refuse to re-key a table: the key columns it was written with (the database's record, else the last
-        provenance line's) must be this opener's, in any order."""
-        stored = self._meta(con).get("key")
+    def _check_key(self, con, data: bytes | None) -> None:
+        """Refuse to re-key a table: the key columns it was written with (the database's record while it holds this
+        very CSV, else the last provenance line's: a checkout may bring a CSV of another key) must be this opener's,
+        in any order."""
+        meta = self._meta(con)
+        stored = meta.get("key") if data is not None and meta.get("csv") == digest(data) else None
         known = json.loads(stored) if stored else _provenance_key(self.csv)
         if known is not None and sorted(known) != sorted(self.key):
             raise ValueError(

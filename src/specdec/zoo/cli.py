@@ -24,7 +24,7 @@ def check_scale(scale, name: str = "steps_scale") -> float:
     return float(scale)
 
 
-def scaled_steps(steps: int, scale: float) -> int:
+def scaled_steps(steps: float, scale: float) -> int:
     """``max(1, int(steps * scale))`` for a valid ``scale`` (``check_scale``)."""
     return max(1, int(steps * check_scale(scale)))
 
