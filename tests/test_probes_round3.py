@@ -417,6 +417,11 @@ def test_store_refuses_to_re_key_a_table(tmp_path):
     with pytest.raises(ValueError, match="opened with"):
         ResultStore("p", "t", ["b"], root=tmp_path).rows()
     assert len(ResultStore("p", "t", ["b", "a"], root=tmp_path).rows()) == 1  # the same columns in another order
+    # a finer key whose new column the rows already carry is no re-key (the committed tabed_latency_caption's
+    # image_counts); one the rows lack is
+    assert len(ResultStore("p", "t", ["a", "b", "v"], root=tmp_path).rows()) == 1
+    with pytest.raises(ValueError, match="opened with"):
+        ResultStore("p", "t", ["a", "b", "w"], root=tmp_path).rows()
 
 
 def test_a_writer_killed_after_the_csv_replace_leaves_no_row_without_provenance(tmp_path, monkeypatch):

@@ -265,11 +265,15 @@ class Table:
     def _check_key(self, con, data: bytes | None) -> None:
         """Refuse to re-key a table: the key columns it was written with (the database's record while it holds this
         very CSV, else the last provenance line's: a checkout may bring a CSV of another key) must be this opener's,
-        in any order."""
+        in any order. A finer key is no re-key when the rows already carry its new columns (a column that was
+        constant while it was not a key, such as notebook 14's ``image_counts``): the rows keep their order and stay
+        one per key, as the duplicate check of the load then verifies."""
         meta = self._meta(con)
         stored = meta.get("key") if data is not None and meta.get("csv") == digest(data) else None
         known = json.loads(stored) if stored else _provenance_key(self.csv)
-        if known is not None and sorted(known) != sorted(self.key):
+        header = (parse_csv(data)[0] or []) if data is not None else []
+        finer = known is not None and set(known) <= set(self.key) and set(self.key) <= set(header)
+        if known is not None and sorted(known) != sorted(self.key) and not finer:
             raise ValueError(
                 f"{self.csv} was written with the key columns {known}, opened with {self.key}: use its key, "
                 "or a new table name for another one"
