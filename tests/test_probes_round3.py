@@ -487,13 +487,17 @@ def test_masked_logits_stay_legal_in_contrastive():
 
 
 # --------------------------------------------------------------------------------------------- 10. path names
-@pytest.mark.parametrize("profile", ["../../x", "../x", "a/b", "/tmp/x", "..", ".", ""])
+PROBE = "specdec-probe-profile"  # a folder name no checkout has (CI clones into /tmp/x, so "x" is taken)
+
+
+@pytest.mark.parametrize("profile", [f"../../{PROBE}", f"../{PROBE}", "a/b", f"/tmp/{PROBE}", "..", ".", ""])
 def test_run_notebooks_refuses_a_profile_path_before_creating_anything(tmp_path, monkeypatch, profile):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_:
         run_notebooks.main(["--profile", profile, "--only", "00_"])
     assert "profile" in str(exit_.value.code)
-    assert not (ROOT.parent / "x").exists() and not any(tmp_path.iterdir())
+    made = [p for p in (ROOT.parent / PROBE, ROOT.parent.parent / PROBE, pathlib.Path("/tmp") / PROBE) if p.exists()]
+    assert made == [] and not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("profile, name", [("../x", "a"), ("tiny", "../a"), ("tiny", "a/b"), ("a/b", "c")])
