@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from specdec import verdict
 from specdec.verdict import (
     FAILS,
     HOLDS,
@@ -195,3 +196,21 @@ def test_bootstrap_rows_is_bootstrap_ci_over_the_row_indices_to_the_bit(n):
         generic = bootstrap_ci(range(n), lambda idx: statistic(values[np.asarray(idx, dtype=int)]), seed=seed)
         np.testing.assert_array_equal(bootstrap_rows(values, statistic, seed=seed), generic)
     assert np.isnan(bootstrap_rows(np.empty((0, 3)), statistic)).all()
+
+
+def test_a_partial_table_is_not_computed_outside_the_tiny_profile_and_an_error_on_it(capsys):
+    """The one not-computed rule (notebook 90 and the notebooks printing the board's verdicts): a finding whose rows
+    are missing is skipped with one line naming it on a partial run, and raises on the strict (tiny) profile."""
+    found = verdict.Verdict("F", "claim", 1.0, 0.5, 1.5, 3, verdict.HOLDS)
+
+    def missing():
+        raise KeyError("gamma")
+
+    assert verdict.or_not_computed("F", lambda: [found], strict=True) == [found]
+    assert verdict.or_not_computed("F", missing, strict=False) == []
+    printed = capsys.readouterr().out
+    assert printed.startswith("F: not computed") and "KeyError: 'gamma'" in printed
+    with pytest.raises(KeyError, match="gamma"):
+        verdict.or_not_computed("F", missing, strict=True)
+    with pytest.raises(TypeError):  # a bug in the finding is no partial table
+        verdict.or_not_computed("F", lambda: [1 + "x"], strict=False)  # type: ignore[operator]

@@ -161,6 +161,28 @@ def judge_all(verdicts, validity: dict, strict: bool = True) -> list[Verdict]:
     return [judged(v, *validity[v.name]) if v.name in validity else v for v in verdicts]
 
 
+# What a run's partial tables (a smoke-sized run, one sweep) raise when a finding reads rows they lack.
+PARTIAL_TABLE_ERRORS = (KeyError, ValueError, IndexError, FileNotFoundError)
+
+
+def or_not_computed(name: str, compute: Callable[[], list], strict: bool) -> list:
+    """``compute()`` (a list of verdicts), or ``[]`` with one printed line naming ``name`` as not computed when the
+    run's tables lack rows it reads: the one rule by which the scoreboard (notebook 90) and a notebook that prints
+    the board's verdicts skip a finding outside the tiny profile. With ``strict`` (the tiny profile, whose tables are
+    complete) the error is raised instead, so a committed table that lost rows fails loudly."""
+    try:
+        return compute()
+    except PARTIAL_TABLE_ERRORS as err:
+        if strict:
+            raise
+        why = f"{type(err).__name__}: {err}"[:300]
+        print(
+            f"{name}: not computed: this run's tables lack rows its findings read (a smoke-sized run covers part "
+            f"of each sweep; run its notebooks at full size for them). {why}"
+        )
+        return []
+
+
 STANDIN_WHY = (
     "stand-in hub (make standin-hub): random-weight models under the paper's ids, so no number tests the paper"
 )

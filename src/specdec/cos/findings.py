@@ -186,16 +186,16 @@ def board_verdicts(families, frame: pd.DataFrame, profile: str = "tiny", gpu: bo
     out, validities = [], dict(VALIDITY)
     for family in families:
         table, cells, make = SEEDED[family]
-        try:
-            out += in_two_regimes(
+
+        def compute(table=table, cells=cells, make=make) -> list[Verdict]:
+            return in_two_regimes(
                 make, {0: cells(frame), **{k: cells(t[table]) for k, t in seeded.items()}}, machine=machine
             )
-            if family == "C4-γ":
-                validities["C4-γ CD"] = cd_gamma_validity(gamma_cells(frame), *CD_WHY)
-        except (KeyError, ValueError, IndexError) as err:  # a run's partial tables (a smoke run), as the board does
-            if strict:
-                raise
-            print(f"{family}: not computed from this run's tables ({type(err).__name__}: {str(err)[:120]})")
+
+        found = verdict.or_not_computed(family, compute, strict)  # a run's partial tables, as the board does
+        out += found
+        if found and family == "C4-γ":
+            validities["C4-γ CD"] = cd_gamma_validity(gamma_cells(frame), *CD_WHY)
     if gpu:
         path = root / "cos_main_gpu.csv"
         out.append(c1_gpu_verdict(pd.read_csv(path) if path.exists() else None))
