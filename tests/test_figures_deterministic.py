@@ -44,7 +44,9 @@ def test_saved_twice_same_bytes_no_stamps(tmp_path):
     assert first == second
     kinds = chunks(first)
     assert kinds[0] == b"IHDR" and kinds[-1] == b"IEND"
-    assert not {b"tIME", b"tEXt", b"iTXt", b"zTXt"} & set(kinds), kinds  # no date, no "Software: matplotlib x.y"
+    assert not {b"tIME", b"iTXt", b"zTXt"} & set(kinds), kinds  # no date
+    # one text chunk: the figure's readability at the docs size (tests/test_figures.py), no "Software: matplotlib x.y"
+    assert kinds.count(b"tEXt") == 1 and b"Readability" in first and b"Software" not in first
 
 
 def test_text_uses_only_matplotlibs_own_fonts():

@@ -85,6 +85,10 @@ def test_one_device_rule_on_a_cpu_only_machine(name, monkeypatch, capsys):
     monkeypatch.setattr(
         models, "load", lambda model, device=None, dtype=None, **kw: (seen.append((device, dtype)), None)
     )
+    # a profile's named models (the real profile's package GGUF) load through load_named: record, never load
+    monkeypatch.setattr(
+        models, "load_named", lambda spec, model, device=None, dtype=None: (seen.append((device, dtype)), None)
+    )
     monkeypatch.setattr(models, "check_same_vocabulary", lambda *a: None)
     for pair in spec.get("pairs") or {}:
         models.load_pair(name, pair)

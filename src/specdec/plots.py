@@ -9,12 +9,14 @@ paper has the value, it is drawn beside ours (diamonds in the colour of their me
 from __future__ import annotations
 
 import html
+import json
 import pathlib
 import re
 import warnings
 
 import matplotlib
 import matplotlib.pyplot as plt
+import matplotlib.text
 import numpy as np
 import seaborn as sns
 from matplotlib import font_manager
@@ -181,13 +183,53 @@ def paper_line(ax, value: float, label: str, color: str = "black") -> None:
         legend_outside(ax)
 
 
+# How the docs show a figure: a notebook's inline output (``figure.dpi``, 100) in the content column of a notebook
+# page, 800 px wide in a 1280-px window (Material with both sidebars; measured 804 px), shrunk to fit when wider.
+DOCS_WIDTH_PX = 800
+SCREEN_DPI = 100
+# Readable there: no text under 8 px (heatmap cells, ticks, legends), no panel under 250 px wide.
+MIN_TEXT_PX, MIN_PANEL_PX = 8.0, 250.0
+
+
+def readability(fig, shown_px: int = DOCS_WIDTH_PX) -> dict:
+    """How ``fig`` (laid out) reads at the docs size: ``scale`` (shown / natural width), ``min_text_px`` (its
+    smallest drawn text, in screen pixels) and ``min_panel_px`` (its narrowest axes, colour bars aside), with
+    ``readable`` against ``MIN_TEXT_PX`` and ``MIN_PANEL_PX``."""
+    renderer = fig.canvas.get_renderer()
+    natural = fig.get_tightbbox(renderer).width * SCREEN_DPI  # the tight bbox is in inches
+    scale = min(1.0, shown_px / natural)
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    px = SCREEN_DPI * scale
+    text = min((t.get_fontsize() for t in texts), default=72.0) / 72 * px
+    panel = min((ax.get_position().width * fig.get_figwidth() for ax in panels), default=np.inf) * px
+    readable = bool(text >= MIN_TEXT_PX and panel >= MIN_PANEL_PX)
+    return {
+        "scale": round(float(scale), 3),
+        "min_text_px": round(float(text), 1),
+        "min_panel_px": round(float(panel), 1),
+        "readable": readable,
+    }
+
+
 def save(fig, path) -> None:
-    """``path`` as a PNG at ``DPI``, cropped to what is drawn (legends outside the axes included)."""
+    """``path`` as a PNG at ``DPI``, cropped to what is drawn (legends outside the axes included). The PNG carries
+    its ``readability`` at the docs size (text chunk "Readability", which tests/test_figures.py checks), and an
+    unreadable figure warns here, where its code can still reflow it."""
     with warnings.catch_warnings():  # colorbar axes cannot be tight-laid; bbox_inches="tight" crops them anyway
         warnings.filterwarnings("ignore", message=".*not compatible with tight_layout.*")
         fig.tight_layout()
     standin_mark(fig)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    read = readability(fig)
+    if not read["readable"]:
+        warnings.warn(
+            f"{pathlib.Path(path).name} is hard to read at the docs width ({DOCS_WIDTH_PX} px): smallest text "
+            f"{read['min_text_px']} px (at least {MIN_TEXT_PX}), narrowest panel {read['min_panel_px']} px (at least "
+            f"{MIN_PANEL_PX}); use fewer panels per row, a taller figure or larger text",
+            stacklevel=2,
+        )
+    metadata = {"Software": None, "Readability": json.dumps(read, sort_keys=True)}
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata=metadata)
 
 
 STANDIN_TEXT = "STAND-IN RUN: random weights, no number here means anything"
