@@ -56,3 +56,17 @@ def test_every_committed_figure_reads_at_its_docs_size(path):
     assert "Readability" in text, f"{path.name} was not saved by plots.save (make reproduce rewrites it)"
     read = json.loads(text["Readability"])
     assert read["readable"], f"{path.name} at {plots.DOCS_WIDTH_PX} px: {read}"
+
+
+def test_tick_labels_that_run_into_each_other_are_unreadable():
+    names = ["AASD", "AASD k=1", "AASD own cache only", "AASD w/o image KV", "AASD w/o projector", "AASD w/o text KV"]
+    fig, ax = plt.subplots(figsize=(7.2, 3.6))
+    ax.bar(names, range(len(names)))
+    fig.tight_layout()
+    level = plots.readability(fig)
+    assert level["overlapping_ticks"] > 0 and not level["readable"], level
+    plt.setp(ax.get_xticklabels(), rotation=25, ha="right")  # slanted: parallel strips a line of text apart
+    fig.tight_layout()
+    slanted = plots.readability(fig)
+    assert slanted["overlapping_ticks"] == 0 and slanted["readable"], slanted
+    plt.close(fig)

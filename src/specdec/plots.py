@@ -199,17 +199,39 @@ def readability(fig, shown_px: int = DOCS_WIDTH_PX) -> dict:
     natural = fig.get_tightbbox(renderer).width * SCREEN_DPI  # the tight bbox is in inches
     scale = min(1.0, shown_px / natural)
     texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
-    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    # a colour bar's axes (made by colorbar, or a gridspec cell given to it as ``cax``) is no panel
+    panels = [ax for ax in fig.axes if ax.get_visible() and not hasattr(ax, "_colorbar")]
     px = SCREEN_DPI * scale
     text = min((t.get_fontsize() for t in texts), default=72.0) / 72 * px
     panel = min((ax.get_position().width * fig.get_figwidth() for ax in panels), default=np.inf) * px
-    readable = bool(text >= MIN_TEXT_PX and panel >= MIN_PANEL_PX)
+    overlaps = sum(overlapping_ticks(ax, renderer) for ax in panels)
+    readable = bool(text >= MIN_TEXT_PX and panel >= MIN_PANEL_PX and overlaps == 0)
     return {
         "scale": round(float(scale), 3),
         "min_text_px": round(float(text), 1),
         "min_panel_px": round(float(panel), 1),
+        "overlapping_ticks": overlaps,
         "readable": readable,
     }
+
+
+def overlapping_ticks(ax, renderer) -> int:
+    """How many neighbouring tick labels of ``ax`` run into each other as drawn: level labels whose boxes overlap
+    along their axis; slanted x labels (rotation r) whose parallel strips are closer than a line of text (the gap
+    between neighbours' anchors times sin r)."""
+    count = 0
+    for labels, axis in ((ax.get_xticklabels(), 0), (ax.get_yticklabels(), 1)):
+        shown = [t for t in labels if t.get_visible() and t.get_text().strip()]
+        boxes = sorted(((t.get_window_extent(renderer), t) for t in shown), key=lambda b: b[0].get_points()[0][axis])
+        for (a, label), (b, following) in zip(boxes, boxes[1:]):
+            slant = np.radians(label.get_rotation() % 180)
+            if axis == 0 and abs(np.sin(slant)) > 0.05 and abs(np.cos(slant)) > 0.05:
+                anchors = [t.get_transform().transform(t.get_position())[0] for t in (label, following)]
+                gap = abs(anchors[1] - anchors[0]) * abs(np.sin(slant))
+                count += int(gap + 1 < label.get_fontsize() * renderer.points_to_pixels(1.0))
+            else:
+                count += int(a.get_points()[1][axis] > b.get_points()[0][axis] + 1)
+    return count
 
 
 def save(fig, path) -> None:
@@ -296,7 +318,7 @@ def sweep_lines(
 
     A text-valued x (window h: 1, 4, 16, ALL) becomes evenly spaced categories. ``paper``: a tidy frame with
     the same ``x``, ``y`` and ``hue`` columns, drawn as dashed lines in the matching colour."""
-    ax = ax or plt.subplots(figsize=(4.5, 3.2))[1]
+    ax = ax or plt.subplots(figsize=(6, 3.2))[1]  # the legend sits right of the axes: 6 in keeps the panel ≥ 3 in
     order = natural_order(list(frame[x]) + ([] if paper is None else list(paper[x])))
     numeric = all(isinstance(v, (int, float, np.integer, np.floating)) for v in order)
     position = (lambda v: v) if numeric else {str(v): i for i, v in enumerate(order)}.get
