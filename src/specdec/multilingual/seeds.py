@@ -24,7 +24,7 @@ from specdec import zoo
 from specdec.harness.profile import Profile
 from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import experiments
-from specdec.multilingual.drafters import Drafters
+from specdec.multilingual.drafters import Drafters, ShippedDrafters
 from specdec.multilingual.experiments import KEYS
 from specdec.zoo import models
 
@@ -43,18 +43,18 @@ MAIN_SHARED = ("ar", "sps-generic", "pld")  # Table 1's methods a training seed 
 SEED_KEYS = [*KEYS, "train_seed"]  # a training seed's rows: seed 0's keys and the seed
 
 
-class SeedDrafters(Drafters):
-    """``drafters.Drafters`` of the tiny zoo with the finetuned drafters of training seed ``train_seed`` > 0 (from
+class SeedDrafters(ShippedDrafters):
+    """``drafters.ShippedDrafters`` with the finetuned drafters of training seed ``train_seed`` > 0 (from
     ``zoo.seed_dir``; the target and P, ``SHARED_BY_SEEDS``, are the shipped ones) and their summary rows
     (``data/multilingual/ml_training_seeds.csv``). Its rows carry ``train_seed`` (``experiments.cell``)."""
 
     def __init__(self, profile, train_seed: int):
         super().__init__(profile)
-        if not self.profile.shipped or int(train_seed) <= 0:
+        if int(train_seed) not in Drafters(self.profile).train_seeds:
             raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {train_seed}, {self.profile.name})")
         self.train_seed = int(train_seed)
 
-    def source(self, name: str) -> str:
+    def where(self, name: str) -> str:
         if name in SHARED_BY_SEEDS:
             return name
         return str(models.seed_weights(name, self.train_seed, f"{SEED_TRAIN_COMMAND} <k>"))
@@ -186,4 +186,4 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
 def trained_seeds(profile) -> tuple[int, ...]:
     """The training seeds > 0 that have rows under ``profile``: 1 and 2 for the shipped tiny zoo, none elsewhere
     (the paper profile's drafters are one training run each)."""
-    return (1, 2) if Profile.load(profile).shipped else ()
+    return Drafters(profile).train_seeds
