@@ -172,6 +172,13 @@ def llava_pair(profile: Profile, pair: str | None = None) -> dict:
     return pairs[pair]
 
 
+def _proxy(profile: Profile) -> bool:
+    """Whether the profile's default pair is the shipped proxy pair (``zoo.ShippedPairs``)."""
+    from specdec.tabed.zoo import zoo_for  # zoo reads this module
+
+    return zoo_for(profile).proxy
+
+
 def pair_setting(profile: str | Profile = "tiny", pair: str | None = None) -> dict | None:
     """The paper's rows a LLaVA pair compares with (``draft_type``, ``draft_size``, ``target`` of
     ``tabed_block_efficiency``): the tiny zoo's default pair, ``PAPER_SETTING`` (it stands in for Table 10's
@@ -179,7 +186,7 @@ def pair_setting(profile: str | Profile = "tiny", pair: str | None = None) -> di
     profile (Tables 10-14), or ``None`` where it has none: the paper has no block efficiencies for that pair
     (``llava-13b``, ``llava-7b-160m``)."""
     profile = Profile.load(profile)
-    if profile.shipped and not pair:
+    if not pair and _proxy(profile):
         return dict(PAPER_SETTING)
     setting = llava_pair(profile, pair).get("setting")
     return dict(setting) if setting else None
@@ -190,7 +197,7 @@ def pair_sizes(profile: str | Profile = "tiny", pair: str | None = None) -> tupl
     hub ids (``mjbooo/lvlm160m-bf16`` -> 160M, ``llava-hf/llava-v1.6-vicuna-13b-hf`` -> 13B); the tiny zoo's default
     pair stands in for 68M / 7B (``PAPER_SETTING``)."""
     profile = Profile.load(profile)
-    if profile.shipped and not pair:
+    if not pair and _proxy(profile):
         return PAPER_SETTING["draft_size"], PAPER_SETTING["target"].split()[-1]
     spec = llava_pair(profile, pair)
     draft, target = re.search(r"(\d+)m", spec["draft"].lower()), re.search(r"(\d+)b", spec["target"].lower())
