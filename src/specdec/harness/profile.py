@@ -50,7 +50,7 @@ class Profile:
     spec: dict = field(repr=False, default_factory=dict)
 
     @classmethod
-    def load(cls, name: str, device: str | None = None, dtype: torch.dtype | str | None = None) -> Profile:
+    def load(cls, name: str | Profile, device: str | None = None, dtype: torch.dtype | str | None = None) -> Profile:
         """The profile ``name`` on ``device`` (default: the yaml's ``device`` when torch sees it, else cpu) in
         ``dtype`` (default: the yaml's; a name such as ``"bfloat16"`` is accepted). ``name`` may be a loaded
         ``Profile``: returned as it is, or on the ``device`` / ``dtype`` asked for."""

@@ -21,11 +21,21 @@ from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import parallel
 from specdec.multilingual.hubdata import load_paper_prompts
 from specdec.multilingual.tables import METHODS
-from specdec.zoo.models import load, load_tokenizer, revision_of, weights_identity
+from specdec.zoo.models import load, load_tokenizer, revision_of, seed_weights, weights_identity
 from specdec.zoo.models import weights_digest as combine_weights
 from specdec.zoo.tasks import encode
 
 TRAIN_COMMAND = "python -m specdec.multilingual.train --profile paper all --out $SPECDEC_ML_DRAFTERS"
+# training seeds k > 0 of the shipped zoo (``seeds``): the drafters they retrain and the command that does
+SHARED_BY_SEEDS = ("ml-target", "ml-draft-generic")  # one run each, the same for every training seed
+GRID = ["ml-draft-f-de", "ml-draft-pf-de"] + [f"ml-draft-{k}-de-b{n}" for n in (44, 168, 612) for k in ("f", "pf")]
+PAIRS = ("de", "fr", "ru", "ja", "zh")  # Table 1's pairs X -> En
+PAIR_DRAFTERS = [f"ml-draft-{k}-{x}" for x in PAIRS[1:] for k in ("f", "pf")]  # De's are in GRID
+SEED_TRAIN_COMMAND = (
+    "python -m specdec.multilingual.train drafters --out data/models-seeds --only "
+    + " ".join(GRID + PAIR_DRAFTERS)
+    + " --train-seed"
+)
 
 
 def drafter_name(method: str, lang: str) -> str | None:
@@ -163,7 +173,9 @@ class ShippedDrafters(Drafters):
     proxy = True
 
     def where(self, name: str) -> str:
-        return name
+        if not self.train_seed or name in SHARED_BY_SEEDS:
+            return name
+        return str(seed_weights(name, self.train_seed, f"{SEED_TRAIN_COMMAND} <k>"))
 
     def source(self, name: str) -> tuple[str | pathlib.Path, str | None]:
         return self.where(name), None
@@ -181,13 +193,18 @@ class ShippedDrafters(Drafters):
         return weights_identity(zoo.model_dir(self.where(name)))
 
     def training_summary(self) -> pd.DataFrame:
-        """``data/multilingual/ml_training.csv``."""
-        return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
+        """``data/multilingual/ml_training.csv`` (a training seed k > 0: its rows of ``ml_training_seeds.csv``)."""
+        if not self.train_seed:
+            return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
+        rows = pd.read_csv(zoo.DATA / "multilingual" / "ml_training_seeds.csv")
+        return rows[rows.train_seed == self.train_seed].reset_index(drop=True)
 
     def at_seed(self, k: int) -> Drafters:
-        from specdec.multilingual.seeds import SeedDrafters
-
-        return SeedDrafters(self.profile, k) if int(k) else ShippedDrafters(self.profile)
+        if int(k) and int(k) not in self.train_seeds:
+            raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {k}, {self.profile.name})")
+        seeded = ShippedDrafters(self.profile)
+        seeded.train_seed = int(k)
+        return seeded
 
 
 class HubDrafters(Drafters):

@@ -22,13 +22,13 @@ from specdec import results
 from specdec.bench import expected_speedup
 from specdec.harness.profile import Profile
 from specdec.tabed.captioners import CAPTIONER
+from specdec.tabed.sources import DEFAULT_PAIR, llava_pair, zoo_for  # noqa: F401 (tables.llava_pair)
 from specdec.verdict import FAILS, HOLDS, SANITY, Verdict
 from specdec.vlm import dialogues, scenes
 
 TABLE1 = ["M", "T", "MT", "MT*"]
 ALL_METHODS = ["M", "T", "C", "P", "MT", "MT*", "MTCP", "MTCP*"]
 PAPER_SETTING = dict(draft_type="LLaVA-1.5", draft_size="68M", target="LLaVA-1.5 7B")
-DEFAULT_PAIR = "llava-7b"  # the paper profile's LLaVA pair where none is named (Table 10's LLaVA-1.5 7B)
 
 
 T2_METHODS = ("M", "T", "MT", "MT*")
@@ -161,21 +161,8 @@ def paper_table(methods, **setting) -> pd.DataFrame:
     return table[list(methods)]
 
 
-def llava_pair(profile: Profile, pair: str | None = None) -> dict:
-    """The yaml entry of one of the profile's LLaVA pairs (default ``DEFAULT_PAIR``): ``target``, ``draft``, its
-    paper ``setting``, ``as_authors``; ``ValueError`` naming the LLaVA pairs where it has no such pair."""
-    pairs = profile.spec.get("pairs", {})
-    pair = pair or DEFAULT_PAIR
-    if pair not in pairs or pairs[pair].get("kind") != "llava":
-        llava = sorted(k for k, v in pairs.items() if v.get("kind") == "llava")
-        raise ValueError(f"profile {profile.name!r} has no LLaVA pair {pair!r}; LLaVA pairs: {llava}")
-    return pairs[pair]
-
-
 def _proxy(profile: Profile) -> bool:
     """Whether the profile's default pair is the shipped proxy pair (``zoo.ShippedPairs``)."""
-    from specdec.tabed.zoo import zoo_for  # zoo reads this module
-
     return zoo_for(profile).proxy
 
 

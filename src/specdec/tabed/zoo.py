@@ -14,8 +14,8 @@ from specdec.harness.profile import Profile
 from specdec.results import ResultStore
 from specdec.tabed import algorithm, data, tables
 from specdec.tabed.captioners import CAPTIONER
+from specdec.tabed.sources import TINY_PAIR, ZOOS, HubPairs, ShippedPairs, zoo_for  # noqa: F401 (the study's zoo)
 from specdec.vlm.prompts import encode, request_digest
-from specdec.vlm.train import TRAIN_SEEDS
 from specdec.zoo import models
 
 # every parameter that changes a stored run (walltime depends on the device, the rest does not)
@@ -28,7 +28,6 @@ KEY = [
     "request",
 ]  # fmt: skip
 REFERENCE = "AR"  # the target's plain greedy decoding, stored as a method of its own
-TINY_PAIR = (data.TINY_TARGET, "tabed-draft")  # the shipped zoo's LLaVA pair (it stands in for Table 10's 68M / 7B)
 
 
 def load_vlm_pair(profile: str | Profile = "tiny", pair: str | None = None, device=None, dtype=None):
@@ -51,61 +50,6 @@ def load_vlm_pair(profile: str | Profile = "tiny", pair: str | None = None, devi
     )
     draft, draft_processor = models.load(draft_name, **common, with_tokenizer=as_authors, revision=revision(draft_name))
     return target, draft, draft_processor if as_authors else processor
-
-
-class HubPairs:
-    """TABED's ``harness.study.Zoo`` where its LLaVA pairs are the profile yaml's (``tables.llava_pair``; default
-    ``llava-7b``), hub ids at their pinned revisions, one training run each."""
-
-    train_seeds: tuple[int, ...] = ()
-    proxy = False  # the shipped proxy pair (and the long-answer window pair, ``windows``)
-
-    def __init__(self, profile: Profile, train_seed: int = 0):
-        self.profile = Profile.load(profile)
-        self.train_seed = int(train_seed)
-
-    def pair_names(self, pair: str | None) -> tuple[str, str, bool]:
-        """``(target, draft, as_authors)`` of a pair (``None``: the default)."""
-        spec = tables.llava_pair(self.profile, pair)
-        return spec["target"], spec["draft"], bool(spec.get("as_authors"))
-
-    def source(self, name: str):
-        """``(folder or hub id, revision)`` of a model (``Profile.model_source``)."""
-        return self.profile.model_source(name)
-
-    def load(self, name: str, **kw):
-        """``(model, processor)`` of a LLaVA model on the profile's device and dtype (``models.load`` keywords)."""
-        source, revision = self.source(name)
-        common = dict(kind="llava", device=self.profile.device, dtype=self.profile.dtype, revision=revision)
-        return models.load(source, **{**common, **kw})
-
-    def weights(self, *names: str) -> str:
-        """``models.weights_digest`` of the models ``names``."""
-        return models.weights_digest(*(models.weights_identity(*self.source(n)) for n in names))
-
-    def at_seed(self, k: int) -> HubPairs:
-        if int(k) and int(k) not in self.train_seeds:
-            raise ValueError(f"draft training seeds > 0 exist for the tiny zoo only (got {k}, {self.profile.name})")
-        return type(self)(self.profile, int(k))
-
-
-class ShippedPairs(HubPairs):
-    """TABED's ``Zoo`` of the shipped zoo: its own pair ``TINY_PAIR`` where no pair is named (it stands in for Table
-    10's 68M / 7B), the draft's training seeds 1 and 2 (``seeds``) and the long-answer window pair (``windows``)."""
-
-    train_seeds = TRAIN_SEEDS  # the draft's (seeds) and the window pair's
-    proxy = True
-
-    def pair_names(self, pair: str | None) -> tuple[str, str, bool]:
-        return (*TINY_PAIR, False) if pair is None else super().pair_names(pair)
-
-
-ZOOS = {"shipped": ShippedPairs, "hub": HubPairs}
-
-
-def zoo_for(profile) -> HubPairs:
-    """TABED's models under ``profile`` (``Profile.zoo``: the class of the profile's model source)."""
-    return Profile.load(profile).zoo(ZOOS, "TABED")
 
 
 @dataclass
