@@ -19,6 +19,7 @@ from specdec import costs, results
 from specdec.aasd import seeds
 from specdec.aasd.experiments import KEY, ablation_target
 from specdec.aasd.tables import MATCHED_DRAFT, PAPER_TARGET, paper_table1, runs
+from specdec.aasd.zoo import zoo_for
 from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
 from specdec.verdict import (
@@ -231,7 +232,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
         return []
     seeded = results.ResultStore(profile.name, "aasd_runs_seeds", seeds.SEED_KEY, root=root).frame()
     validities = dict(VALIDITY)
-    if profile.shipped:  # measured on the tiny rows (<root>/tiny/proxy_conditions.csv): another profile has none
+    if zoo_for(profile).proxy:  # measured on the tiny rows (<root>/tiny/proxy_conditions.csv): another profile has none
         validities.update(A2=a2_validity(root), A5=a5_validity(root))
     return judge_all(
         findings_over_seeds(stored, seeded, ablation_target(profile)),

@@ -190,7 +190,7 @@ def board_scaling_verdicts(frames: dict, grid: pd.DataFrame | None = None, profi
         validities = {**VALIDITY, **m2_linear_validity(every, grid, *_M2_BASE)}
     else:
         found = verdict.over_seeds(lambda f: [m3_verdict(f)], frames)
-        validities = {**VALIDITY, "M3": m3_validity()} if Profile.load(profile).shipped else dict(VALIDITY)
+        validities = {**VALIDITY, "M3": m3_validity()} if Drafters(profile).proxy else dict(VALIDITY)
     return judge_all(found, validities, strict=Profile.load(profile).strict)
 
 
@@ -236,7 +236,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     tokens = read("ml_tokens")  # P's own τ on the grid's prompts: P-F's starting point
     m2_all = pd.concat([*m2.values(), tokens[tokens.method == "sps-generic"]], ignore_index=True)
     validities = {**VALIDITY, **m2_linear_validity(m2_all, grid, *_M2_BASE), **m1_vs_f_validity(m2_all, grid)}
-    if Profile.load(profile).shipped:
+    if drafters.proxy:  # M3's condition is measured on the proxy zoo's rows
         validities["M3"] = m3_validity(results_root)
     return judge_all(out, validities, strict=Profile.load(profile).strict)
 

@@ -478,11 +478,11 @@ def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "A
         rests = rests_on(load_suite(profile, n, turns=(2,)))
     setting = pair_setting(profile)
     found = findings(frame, by_window[by_window.method == "MT*"], setting=setting, rests=rests)
-    seeded = seeds.seed_frames(profile, root) if profile.shipped else {}
+    seeded = seeds.seed_frames(profile, root)  # empty where the zoo has no training seeds
     if seeded:  # T1-T4 rest on the draft: each of its training seeds, and pooled
         over = seeds.findings_over_seeds(lambda f: findings(f, f.iloc[:0], setting, rests), frame, seeded, setting)
         found = [next((o for o in over if o.name == v.name), v) for v in found]
-    long_pair = window_frames(profile, windows, root) if profile.shipped else {}
+    long_pair = window_frames(profile, windows, root)  # empty where the zoo has no window pair
     if long_pair:  # Table 3 on the pair built for it (windows.WINDOW_PAIR), every training seed
         found = [verdict_t5_over_seeds(long_pair) if v.name == "T5" else v for v in found]
     validities = {**VALIDITY, "T5": t5_validity(root)} if long_pair else VALIDITY

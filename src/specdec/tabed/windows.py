@@ -18,7 +18,7 @@ from specdec.harness.profile import Profile
 from specdec.tabed import data
 from specdec.tabed.experiments import BATCH_SIZE, setting
 from specdec.tabed.tables import runs
-from specdec.tabed.zoo import KEY, REFERENCE, Pair
+from specdec.tabed.zoo import KEY, REFERENCE, Pair, zoo_for
 from specdec.verdict import validity
 from specdec.zoo import models
 
@@ -69,10 +69,15 @@ def window_pair(profile: str | Profile = "tiny", train_seed: int = 0) -> Pair:
     """``WINDOW_PAIR`` of training seed ``train_seed`` as a ``Pair`` named ``"long"`` (seed 0: the shipped models;
     k > 0: ``seed_source``, ``ModelNotAvailableError`` naming ``WINDOW_SEED_COMMAND`` when missing)."""
     profile = Profile.load(profile)
-    if not profile.shipped:
+    if not has_window_pair(profile):
         raise ValueError(f"the long-answer window pair is a tiny-zoo proxy; profile {profile.name!r} runs Table 3 on "
                          "its own pair (experiments.ablations)")  # fmt: skip
     return load_pair(profile, "long", *(seed_source(n, train_seed, WINDOW_SEED_COMMAND) for n in WINDOW_PAIR))
+
+
+def has_window_pair(profile: str | Profile = "tiny") -> bool:
+    """Whether the profile's zoo has ``WINDOW_PAIR`` (the shipped proxy zoo; ``zoo.ShippedPairs``)."""
+    return zoo_for(profile).proxy
 
 
 def window_study(
@@ -129,6 +134,8 @@ def window_frames(profile: str | Profile = "tiny", windows=(1, 4, 16, "ALL"), ro
     """``{train seed: MT* runs at every window in windows}`` of Table 3's long-answer pair
     (``window_study``, ``WINDOW_TABLE``; empty where the table is missing). ``root``: a results folder
     (the scoreboard's ``results.COMMITTED``); default this run's store standing on the committed rows."""
+    if not has_window_pair(profile):
+        return {}
     stored = stored_rows(Profile.load(profile), WINDOW_TABLE, WINDOW_KEY, root)
     if stored.empty:
         return {}
