@@ -194,6 +194,7 @@ def test_a_pooled_holds_names_the_seeds_it_rests_on():
     assert "Holds pooled only through seeds 1, 2: seed 0 alone is inconclusive (of 4 comparisons 0 hold" in (
         through.detail
     )
+    assert through.claim.endswith("(holds only through seeds 1, 2; seed 0 alone inconclusive)")
     every = af.with_seed_note(_seed_verdicts({0: HOLDS, 1: HOLDS, 2: HOLDS}))
     assert "only through" not in every.detail
 

@@ -250,13 +250,19 @@ def board_reading(verdicts: list[Verdict], profile="tiny", root=None, stored=Non
 
 
 def with_seed_note(v: Verdict) -> Verdict:
-    """``v`` with one sentence naming the seeds a pooled "holds" rests on, where a seed alone does not hold."""
+    """``v`` naming the seeds a pooled "holds" rests on, where a seed alone does not hold: in its claim (the
+    scoreboard's row) and, with each such seed's parts, in its detail."""
     alone = [(k, s.status, s.detail.split(";")[0]) for k, s in v.seeds if s.status != HOLDS]
     if v.status != HOLDS or not alone:
         return v
     through = ", ".join(str(k) for k, s in v.seeds if s.status == HOLDS)
     note = "; ".join(f"seed {k} alone is {status} ({why.lower()})" for k, status, why in alone)
-    return replace(v, detail=f"{v.detail} Holds pooled only through seeds {through}: {note}.")
+    short = ", ".join(f"seed {k} alone {status}" for k, status, _ in alone)
+    return replace(
+        v,
+        claim=f"{v.claim} (holds only through seeds {through}; {short})",
+        detail=f"{v.detail} Holds pooled only through seeds {through}: {note}.",
+    )
 
 
 # The paper's premise for A1 and A5 (Sec. 1): "Smaller models with fewer parameters struggle to capture these rich
