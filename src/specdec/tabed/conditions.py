@@ -49,10 +49,8 @@ def t1b_validity(frame: pd.DataFrame, tiny_why: str) -> tuple[str, str]:
     )
     if added >= T1B_MIN_ADDED and tokens >= T1B_MIN_TOKENS:
         return validity("partly", tiny_why, measured)
-    return validity(
-        "no", tiny_why, measured + ": the proxy's follow-ups lack the paper's multi-turn kinds (no summaries, stories"
-        " or added images), so what a second turn rests on is not the paper's"
-    )  # fmt: skip
+    lacks = ": the proxy's follow-ups lack the paper's multi-turn kinds (no summaries, stories or added images)"
+    return validity("no", tiny_why, measured + lacks + ", so what a second turn rests on is not the paper's")
 
 
 def t4_measured(stored: pd.DataFrame, n_boot: int = 2000, seed: int = 0):
