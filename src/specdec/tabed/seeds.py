@@ -15,7 +15,7 @@ import pandas as pd
 
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
-from specdec.tabed import data, tables
+from specdec.tabed import data, speed, tables
 from specdec.tabed.experiments import BATCH_SIZE, setting
 from specdec.tabed.windows import latest_weights, load_pair, seed_source, stored_rows
 from specdec.tabed.zoo import KEY, Pair, zoo_for
@@ -99,6 +99,7 @@ def findings_over_seeds(findings, frame: pd.DataFrame, seeded: dict[int, pd.Data
     rules = {
         "T2": (tables.paper_top_two_share(tables.T2_METHODS, setting=target) - 1e-9, True),
         "T3b": (-tables.paper_max_shortfall(setting=target), True),
+        "T-speed": (speed.paper_gain(target)[0] - 1e-9, True),
     }
     return over_seeds(lambda f: [v for v in findings(f) if v.name != "T5"], frames, rules)
 
