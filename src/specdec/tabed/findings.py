@@ -42,7 +42,7 @@ from specdec.tabed.tables import (
 )
 from specdec.tabed.window_findings import NO_NUMBER, PAPER_TABLE1, verdict_t5, verdict_t5_over_seeds
 from specdec.tabed.windows import TINY_WHY, t5_validity, window_frames
-from specdec.tabed.zoo import KEY
+from specdec.tabed.zoo import KEY, zoo_for
 from specdec.verdict import (
     FAILS,
     HOLDS,
@@ -393,7 +393,7 @@ def board_reading(verdicts: list[Verdict], profile="tiny", root=None, stored=Non
     default those of ``root``; T5 from Table 3's own pair, ``windows.t5_validity``, where ``long_pair``, default
     the shipped profile), and T3b / T3 as sanity checks where they hold by construction (``by_construction``)."""
     profile = Profile.load(profile)
-    long_pair = profile.shipped if long_pair is None else long_pair
+    long_pair = zoo_for(profile).proxy if long_pair is None else long_pair
     validities = {**VALIDITY, "T5": t5_validity(root)} if long_pair else dict(VALIDITY)
     if profile.data_source != "generated":  # the conditions are measured on the tiny scenes only
         return judge_all(verdicts, validities, strict=profile.strict)
