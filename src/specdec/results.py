@@ -13,7 +13,8 @@ exact, text of any length). The database is built from the committed CSV on firs
 (a checkout); after a write the CSV is rewritten from it, deterministically (``specdec.tabledb``). Each append also
 writes one line of provenance (git commit, package versions, CPU vector width, host, and whatever the caller put in
 ``store.provenance``: device, dtype, model ids) to the sidecar ``<table>.provenance.jsonl``, naming the keys it
-wrote. Profile and table names are checked (``validate.name_part``): nothing is written outside ``<root>/<profile>``.
+wrote, in one step with its rows (a journal the next open completes: a kill leaves no stored row without its line).
+Profile and table names are checked (``validate.name_part``): nothing is written outside ``<root>/<profile>``.
 
 A read-only base layer (``base=COMMITTED``): a store may stand on the committed tables. Keys stored there count
 as done and their rows are read back from there (``get``, ``frame``), new keys are computed and written to the
@@ -31,7 +32,6 @@ import datetime
 import functools
 import hashlib
 import io
-import json
 import math
 import os
 import pathlib
@@ -87,7 +87,7 @@ class ResultStore:
 
     @property
     def provenance_path(self) -> pathlib.Path:
-        return self.path.with_name(f"{self.path.stem}.provenance.jsonl")
+        return self._db.provenance
 
     def _read_base(self) -> tuple[list[str], list[dict]]:
         """The base layer's header and rows, read from its CSV (read-only: no database is made beside it)."""
@@ -141,28 +141,16 @@ class ResultStore:
         def cell(column, row):
             return key_text(row[column]) if column in self.key else str(format_value(row.get(column, "")))
 
-        self._db.insert(rows, cell, lambda new: self._write_provenance([keys[i] for i in new], provenance))
+        self._db.insert(rows, cell, lambda new: self._provenance_line([keys[i] for i in new], provenance))
         self._done = set(self._db.keys())
 
-    def _write_provenance(self, keys: list[tuple], provenance: dict | None = None):
-        """Append the provenance line of ``keys`` (under the table's write lock, before its CSV is replaced); returns
-        the callable that takes it back (the replace failed)."""
+    def _provenance_line(self, keys: list[tuple], provenance: dict | None = None) -> dict:
+        """The provenance line of ``keys`` (``tabledb`` writes it in one step with their rows)."""
         line: dict[str, Any] = {"written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
         line.update({**environment(), **self.provenance} if provenance is None else provenance)
         line["key_columns"] = self.key
         line["keys"] = [list(k) for k in keys]
-        path = self.provenance_path
-        size = path.stat().st_size if path.exists() else 0
-        with path.open("a") as f:
-            f.write(json.dumps(line, default=str) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-
-        def undo():
-            with path.open("r+b") as f:
-                f.truncate(size)
-
-        return undo
+        return line
 
     def want(self, keys: list[dict]) -> None:
         """Record ``keys`` as asked for by this run (``run`` does it for its keys): ``frame(requested=True)`` is then
