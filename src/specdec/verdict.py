@@ -145,6 +145,8 @@ def in_two_regimes_over_seeds(make, frames: dict, price, *args, regime: str, mac
 def validity(level: str, *why: str) -> tuple[str, str]:
     """One entry of a findings module's ``VALIDITY`` (what ``judge_all`` reads): ``(level, "level: why; …")``, the
     level (yes / partly / no) written once and the reasons joined by "; "."""
+    if level not in VALIDITY:
+        raise ValueError(f"validity must be one of {VALIDITY}, got {level!r}")
     return level, f"{level}: " + "; ".join(why)
 
 
@@ -180,6 +182,8 @@ def decide(low: float, high: float, threshold: float = 0.0, greater: bool = True
     ``FAILS`` if wholly on the other side, else ``INCONCLUSIVE``. Touching the threshold is not enough."""
     if any(np.isnan([low, high])):
         return INCONCLUSIVE
+    if low > high:
+        raise ValueError(f"an interval needs low <= high, got [{low}, {high}]")
     if greater:
         return HOLDS if low > threshold else FAILS if high <= threshold else INCONCLUSIVE
     return HOLDS if high < threshold else FAILS if low >= threshold else INCONCLUSIVE
@@ -328,7 +332,10 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *, n_boot: int = 2
     """Mean of ``a − b`` over paired units (the same prompts under two methods) with its bootstrap interval:
     ``bootstrap_ci`` of the mean, its resamples drawn by the same calls of the same generator and their means taken
     as rows of one array (the same numbers, without a Python loop over resamples; ``tests/test_verdict.py``)."""
-    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"paired units: a and b must be 1-D and equally long, got shapes {a.shape} and {b.shape}")
+    diffs = a - b
     if not len(diffs):
         return float("nan"), float("nan"), float("nan")
     rng = np.random.default_rng(seed)
@@ -343,7 +350,7 @@ def chi2_pvalue(observed, probs, min_expected: float = 5.0) -> float:
     expects (almost) nothing but was observed gives 0: an impossible draw. No draws: nan."""
     from scipy.stats import chisquare  # here: scipy.stats costs ~0.3 s to import, and few callers need it
 
-    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
+    observed, probs = _cells(observed, probs)
     n = observed.sum()
     if n == 0:
         return float("nan")
@@ -362,5 +369,16 @@ def chi2_pvalue(observed, probs, min_expected: float = 5.0) -> float:
 
 def total_variation(observed, probs) -> float:
     """Total variation between the empirical cell frequencies and ``probs``."""
-    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
+    observed, probs = _cells(observed, probs)
     return float(0.5 * np.abs(observed / observed.sum() - probs / probs.sum()).sum())
+
+
+def _cells(observed, probs) -> tuple[np.ndarray, np.ndarray]:
+    """Cell counts and cell probabilities as float arrays: 1-D, equally long, finite and non-negative."""
+    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
+    if observed.ndim != 1 or observed.shape != probs.shape:
+        raise ValueError(f"observed and probs must be 1-D and equally long, got {observed.shape} and {probs.shape}")
+    for name, values in (("observed", observed), ("probs", probs)):
+        if not np.isfinite(values).all() or (values < 0).any():
+            raise ValueError(f"{name} must be finite and >= 0 (counts, probabilities), got {values.tolist()[:8]}")
+    return observed, probs
