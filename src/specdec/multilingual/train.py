@@ -60,7 +60,7 @@ def tiny_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument(
         "--steps-scale",
-        type=cli.finite_number(positive=True),
+        type=cli.POS_NUMBER,
         default=1.0,
         help="multiply steps and budgets (and, below 1, the prompts per set): CI smoke runs",
     )

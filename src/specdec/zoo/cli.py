@@ -78,4 +78,5 @@ def output_dir(out: pathlib.Path | None) -> pathlib.Path:
     return pathlib.Path(out)
 
 
-POS, NAT = int_at_least(1), int_at_least(0)  # short names for argparse types (``type=cli.POS``)
+# short names for argparse types (``type=cli.POS``)
+POS, NAT, POS_NUMBER = int_at_least(1), int_at_least(0), finite_number(positive=True)

@@ -251,7 +251,7 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=cli.POS, default=1)
     parser.add_argument(
         "--limit-s",
-        type=cli.finite_number(positive=True),
+        type=cli.POS_NUMBER,
         default=None,
         help="data: stop starting batches after this time",
     )
