@@ -224,7 +224,8 @@ KNOWN_WRONG = {
 }
 # Public functions over a result frame that, fed a frame lacking their columns, raise pandas' AttributeError
 # ("'DataFrame' object has no attribute 'method'") or a bare KeyError from deep inside instead of one error naming
-# the columns they need (``test_a_foreign_frame_gives_a_clear_answer``).
+# the columns they need (``test_a_foreign_frame_gives_a_clear_answer``); ``validate.reads_frame`` is the mend the
+# others have (TABED's and AASD's modules are being edited in another branch).
 KNOWN_UNCLEAR_FRAMES = {
     "specdec.aasd.findings.a1_omega",
     "specdec.aasd.findings.ablation_findings",
@@ -238,28 +239,6 @@ KNOWN_UNCLEAR_FRAMES = {
     "specdec.aasd.findings.with_priced_speedup",
     "specdec.aasd.tables.cell_table",
     "specdec.aasd.tables.lossless_summary",
-    "specdec.cos.findings.with_priced_speed",
-    "specdec.cos.speed_verdicts.c1_verdicts",
-    "specdec.cos.speed_verdicts.c4_apf_verdict",
-    "specdec.cos.speed_verdicts.cd_gamma_condition",
-    "specdec.cos.speed_verdicts.cd_gamma_validity",
-    "specdec.cos.tables.speedup_table",
-    "specdec.multilingual.drafter_verdicts.m1_tau_verdict",
-    "specdec.multilingual.drafter_verdicts.m1_verdicts",
-    "specdec.multilingual.drafter_verdicts.quality_verdicts",
-    "specdec.multilingual.drafter_verdicts.table3_verdict",
-    "specdec.multilingual.drafter_verdicts.table7_verdicts",
-    "specdec.multilingual.findings.with_priced_speed",
-    "specdec.multilingual.scaling_verdicts.loglinear_fit",
-    "specdec.multilingual.scaling_verdicts.m3_verdict",
-    "specdec.multilingual.scaling_verdicts.m4_verdicts",
-    "specdec.multilingual.scaling_verdicts.ood_matrix",
-    "specdec.multilingual.tables.table1",
-    "specdec.peer.peer_verdicts",
-    "specdec.peer.pooled",
-    "specdec.peer.scoreboard_rows",
-    "specdec.plots.latency_lines",
-    "specdec.plots.tau_vs_formula",
     "specdec.tabed.findings.findings",
     "specdec.tabed.findings.paper_scenarios",
     "specdec.tabed.findings.verdict_t1",
