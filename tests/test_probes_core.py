@@ -24,6 +24,11 @@ def _probs(rows: int, vocab: int = 4) -> torch.Tensor:
 
 
 RAISES = {  # name: (call, error type, message pattern)
+    "validate.reads_frame of a frame lacking a column the function reads": (
+        lambda: validate.reads_frame(lambda frame: frame.method)(pd.DataFrame({"a": [1]})),
+        ValueError,
+        r"<lambda> reads the column 'method', which this frame lacks \(it has \['a'\]\)",
+    ),
     "costs.eq1_speedup of alpha 1.5": (lambda: costs.eq1_speedup(1.5, 3, 0.1), ValueError, r"in \[0, 1\], got 1.5"),
     "costs.expected_block_efficiency of a negative alpha": (
         lambda: costs.expected_block_efficiency(-0.1, 3),
@@ -175,6 +180,10 @@ RAISES = {  # name: (call, error type, message pattern)
 }
 
 RETURNS = {  # name: (call, check of the result)
+    "validate.reads_frame leaves an error about no missing column as it is": (
+        lambda: _raised(lambda: validate.reads_frame(lambda frame: {}["x"])(pd.DataFrame({"x": [1]}))),
+        lambda r: type(r) is KeyError,
+    ),
     "costs.eq1_speedup of NaN (no data) is NaN": (lambda: costs.eq1_speedup(NAN, 3, 0.1), math.isnan),
     "costs.expected_block_efficiency of alpha 1 is gamma + 1": (
         lambda: costs.expected_block_efficiency(1.0, 3),
