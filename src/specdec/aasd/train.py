@@ -15,6 +15,9 @@
     python -m specdec.aasd.train paper --target llava-hf/llava-1.5-7b-hf   # paper scale (one GPU)
     accelerate launch --config_file configs/accelerate/ddp.yaml -m specdec.aasd.train paper --target ...
 
+Each tiny step writes into ``--out``, ``.cache/trained`` unless given: ``--out data/models`` (as ``make models-aasd``
+passes) rebuilds the committed zoo and reads the shipped target answers (``baseline-seeds``, ``matched``).
+
 Tiny (``zoo_specs.TINY``, into ``--out``: ``data/models`` only when named, else ``.cache/trained``): the data are the
 TABED data file (``specdec.vlm.train data``; same rows, images and split as the TABED zoo). ``aasd-target-s``, a
 LLaVA target smaller than ``tabed-target`` (``zoo_specs.TARGET_SPECS``), trains as the TABED zoo does
