@@ -24,6 +24,27 @@ def _probs(rows: int, vocab: int = 4) -> torch.Tensor:
 
 
 RAISES = {  # name: (call, error type, message pattern)
+    "costs.priced_time of negative calls": (
+        lambda: costs.priced_time({"draft": -3}, SAME),
+        ValueError,
+        "call counts are >= 0",
+    ),
+    "results.stratified_sample by a column the frame lacks": (
+        lambda: results.stratified_sample(pd.DataFrame({"a": [1]}), ["b"]),
+        ValueError,
+        r"by \['b'\]: the frame has no such column",
+    ),
+    "hub.resolve of an int": (lambda: hub.resolve(3), TypeError, "zoo name, a hub id or a path, got int"),
+    "hub.snapshot_dir of an unknown repo type": (
+        lambda: hub.snapshot_dir("/nonexistent", "a/b", "spaces", "0" * 40),
+        ValueError,
+        "repo_type must be 'model' or 'dataset'",
+    ),
+    "drafters.BatchLookupDrafter of vocabulary 0": (
+        lambda: drafters.BatchLookupDrafter(drafters.PromptLookupDrafter(), 0),
+        ValueError,
+        "vocab_size must be an integer >= 1",
+    ),
     "validate.reads_frame of a frame lacking a column the function reads": (
         lambda: validate.reads_frame(lambda frame: frame.method)(pd.DataFrame({"a": [1]})),
         ValueError,
@@ -180,6 +201,10 @@ RAISES = {  # name: (call, error type, message pattern)
 }
 
 RETURNS = {  # name: (call, check of the result)
+    "costs.priced_time of a NaN count (a partial table) is NaN": (
+        lambda: costs.priced_time({"draft": NAN}, SAME),
+        math.isnan,
+    ),
     "validate.reads_frame leaves an error about no missing column as it is": (
         lambda: _raised(lambda: validate.reads_frame(lambda frame: {}["x"])(pd.DataFrame({"x": [1]}))),
         lambda r: type(r) is KeyError,

@@ -68,6 +68,8 @@ def priced_time(calls: Mapping[str, float], regime: Regime, verify_calls: Mappin
     total: np.ndarray = np.asarray(0.0)
     for model, count in calls.items():
         n, wide = np.asarray(count, dtype=float), np.asarray(verify_calls.get(model, 0), dtype=float)
+        if (n < 0).any() or (wide < 0).any():  # NaN (a count a partial table lacks) stays NaN
+            raise ValueError(f"call counts are >= 0, got {count!r} calls of {model!r}")
         total = total + (n - wide + wide * regime.verify) * regime.cost(model)
     return float(total) if total.ndim == 0 else total
 

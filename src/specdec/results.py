@@ -212,6 +212,9 @@ DIGEST_DTYPES = {"weights": str, "model_weights": str, "prompts": str, "request"
 def stratified_sample(frame, by: list[str], n: int = 1, seed: int = 0):
     """A seeded random sample of ``n`` rows (all if fewer) of every group of ``by`` (e.g. method x scenario), for
     recomputing committed rows: every group is checked, and the seed decides which of its rows."""
+    missing = [c for c in by if c not in frame.columns]
+    if missing:
+        raise ValueError(f"stratified_sample by {missing}: the frame has no such column (it has {list(frame.columns)})")
     groups = frame.groupby(by, sort=True, dropna=False)
     return groups.sample(frac=1.0, random_state=seed).groupby(by, sort=True, dropna=False).head(n)
 
