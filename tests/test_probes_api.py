@@ -10,16 +10,14 @@ import contextlib
 import importlib
 import inspect
 import math
-import pathlib
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
 from probe_coverage import public_api
 
-from specdec import costs, drafters, engine, engine_findings, hub, papers, results, sampling, tabledb, validate, verdict
+from specdec import costs, drafters, engine, engine_findings, hub, papers, sampling, tabledb, validate, verdict
 from specdec.sampling import SamplingConfig
 
 API = public_api()
@@ -146,32 +144,6 @@ KNOWN_UNCLEAR = {
     "sampling.sample of an empty row (torch's reshape message)": (lambda: sampling.sample(torch.zeros(0)), None),
     "sampling.argmax of a list": (lambda: sampling.argmax([1, 2]), None),
     "sampling.logits_to_probs without a config": (lambda: sampling.logits_to_probs(torch.zeros(3), None), None),
-    "verdict.bootstrap_ci of n_boot 0": (
-        lambda: verdict.bootstrap_ci([1.0, 2.0], np.mean, n_boot=0),
-        "cannot unpack",
-    ),
-    "verdict.sanity of a string": (lambda: verdict.sanity("x"), r"replace\(\) should be called"),
-    "verdict.over_seeds of no seeds (pandas' 'No objects to concatenate')": (
-        lambda: verdict.over_seeds(lambda f: [], {}),
-        "No objects to concatenate",
-    ),
-    "verdict.seed_table of no seeds": (lambda: verdict.seed_table(lambda f: [], {}), "No objects to concatenate"),
-    "verdict.pooled_over_seeds of a string": (lambda: verdict.pooled_over_seeds("x", {}), None),
-    "verdict.per_request of a frame lacking its columns": (
-        lambda: verdict.per_request(pd.DataFrame({"a": [1]}), "b", "c"),
-        r"^'row'$",
-    ),
-    "results.model_fingerprint of a string": (lambda: results.model_fingerprint("x"), None),
-    "results.model_provenance of a string": (lambda: results.model_provenance(target="x"), None),
-    "results.paper_numbers of a path name": (lambda: results.paper_numbers("../../pyproject"), "No such file"),
-    "results.require_tables of a path profile": (
-        lambda: results.require_tables("../x", pathlib.Path("/nonexistent"), {"t": "10_x"}),
-        "no result tables yet",
-    ),
-    "results.stale_rows of frames lacking the key": (
-        lambda: results.stale_rows(pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [1]}), ["k"], ["a"]),
-        r"^'k'$",
-    ),
     "tabledb.parse_csv of a str": (lambda: tabledb.parse_csv("a,b\n"), "must be str, not bytes"),
     "tabledb.float_text of a str": (lambda: tabledb.float_text("1"), "Unknown format code"),
     "tabledb.provenance_path of a str": (lambda: tabledb.provenance_path("x.csv"), None),

@@ -24,6 +24,57 @@ def _probs(rows: int, vocab: int = 4) -> torch.Tensor:
 
 
 RAISES = {  # name: (call, error type, message pattern)
+    "verdict.bootstrap_ci of n_boot 0": (
+        lambda: verdict.bootstrap_ci([1.0, 2.0], np.mean, n_boot=0),
+        ValueError,
+        "n_boot must be an integer >= 1",
+    ),
+    "verdict.sanity of a string": (lambda: verdict.sanity("x"), TypeError, "verdict must be a Verdict, got str"),
+    "verdict.pooled_over_seeds of a string": (
+        lambda: verdict.pooled_over_seeds("x", {}),
+        TypeError,
+        "pooled must be a Verdict",
+    ),
+    "verdict.over_seeds of no seeds": (
+        lambda: verdict.over_seeds(lambda f: [], {}),
+        ValueError,
+        "at least one training seed",
+    ),
+    "verdict.seed_table of no seeds": (
+        lambda: verdict.seed_table(lambda f: [], {}),
+        ValueError,
+        "at least one training seed",
+    ),
+    "verdict.per_request of a frame lacking its columns": (
+        lambda: verdict.per_request(pd.DataFrame({"a": [1]}), "b", "c"),
+        ValueError,
+        "reads the column 'row'",
+    ),
+    "results.model_fingerprint of a string": (
+        lambda: results.model_fingerprint("x"),
+        TypeError,
+        "must be a model",
+    ),
+    "results.model_provenance of a string": (
+        lambda: results.model_provenance(target="x"),
+        TypeError,
+        "target must be a model",
+    ),
+    "results.paper_numbers of a path name": (
+        lambda: results.paper_numbers("../../pyproject"),
+        ValueError,
+        "must stay inside",
+    ),
+    "results.require_tables of a path profile": (
+        lambda: results.require_tables("../x", pathlib.Path("/nonexistent"), {"t": "10_x"}),
+        ValueError,
+        "must stay inside",
+    ),
+    "results.stale_rows of frames lacking the key": (
+        lambda: results.stale_rows(pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [1]}), ["k"], ["a"]),
+        ValueError,
+        r"committed rows lack the key columns \['k'\]",
+    ),
     "costs.priced_time of negative calls": (
         lambda: costs.priced_time({"draft": -3}, SAME),
         ValueError,

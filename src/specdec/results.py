@@ -226,6 +226,10 @@ def stale_rows(committed, fresh, key: list[str], columns: list[str], tolerance: 
     difference). ``columns``: the cells to compare, as strings after ``format_value`` (exact: outputs, token
     lists, counts) unless ``tolerance[column]`` gives an absolute tolerance (numbers from float arithmetic)."""
     tolerance = tolerance or {}
+    for name, frame in (("committed", committed), ("fresh", fresh)):
+        missing = [k for k in key if k not in frame.columns]
+        if missing:
+            raise ValueError(f"the {name} rows lack the key columns {missing} (they have {list(frame.columns)})")
 
     def key_of(row):
         return tuple(str(row[k]) for k in key)
@@ -265,6 +269,8 @@ def model_provenance(**models) -> dict:
     """``{"device", "dtype", "<role>_model"}`` of transformers models (``role=model`` keyword arguments)."""
     out: dict[str, str] = {}
     for role, model in models.items():
+        if not callable(getattr(model, "parameters", None)):
+            raise TypeError(f"{role} must be a model (a torch module), got {type(model).__name__} {model!r}")
         param = next(model.parameters())
         out.setdefault("device", str(param.device))
         out.setdefault("dtype", str(param.dtype).removeprefix("torch."))
@@ -279,6 +285,8 @@ def model_provenance(**models) -> dict:
 def model_fingerprint(model) -> str:
     """``<name>@<12 hex digits of a SHA-256 over the parameters>``: a result key that changes when a model is
     retrained under the same name (a name alone let timings of old weights pass as the new ones')."""
+    if not callable(getattr(model, "state_dict", None)):
+        raise TypeError(f"model must be a model (a torch module), got {type(model).__name__} {model!r}")
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
@@ -353,7 +361,7 @@ def require_tables(profile: str, root: pathlib.Path, needed: dict[str, str]) -> 
     """The paths of the tables ``needed`` (table name -> the notebook that writes it) under ``<root>/<profile>/``,
     or one ``MissingResults`` naming the notebooks to run: ``make reproduce`` when the profile has no table at all
     (a fresh clone's paper profile), the notebooks of the missing tables otherwise."""
-    folder = pathlib.Path(root) / profile
+    folder = pathlib.Path(root) / validate.name_part("profile", profile)
     paths = {table: folder / f"{table}.csv" for table in needed}
     missing = {table: needed[table] for table, path in paths.items() if not path.exists()}
     if not missing:
@@ -382,4 +390,5 @@ def paper_numbers(name: str):
     """A CSV of the papers' reported numbers (``data/paper/<name>.csv``) as a DataFrame of strings."""
     import pandas as pd
 
+    validate.plain_name("paper table", name)
     return pd.read_csv(zoo.DATA / "paper" / f"{name}.csv", dtype=str)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from specdec.validate import reads_frame
+
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 NOT_TESTABLE = "not testable on this proxy"
 VALIDITY = ("yes", "partly", "no")
@@ -108,6 +110,7 @@ def judged(verdict: Verdict, validity: str, why: str) -> Verdict:
 
 def sanity(verdict: Verdict) -> Verdict:
     """``verdict`` as a sanity check: it must hold (a failure is a bug), and it is no finding of a paper."""
+    _check_verdict("verdict", verdict)
     return replace(verdict, section=SANITY)
 
 
@@ -197,6 +200,7 @@ def pooled_over_seeds(pooled: Verdict, seeds: dict, rule: Callable[[float, float
     / ``greater``) gives the opposite status (``FAILS`` for a pooled ``HOLDS`` and vice versa); otherwise the
     finding is ``INCONCLUSIVE``, as it is when the pooled verdict is. The pooled estimate and interval are kept; the
     detail lists every seed's estimate, interval and status, as do ``seeds`` and ``reversed_by``."""
+    _check_verdict("pooled", pooled)
     rule = rule or (lambda low, high: decide(low, high, threshold, greater))
     opposite = {HOLDS: FAILS, FAILS: HOLDS}.get(pooled.status)
     reversing = [k for k, v in seeds.items() if opposite and rule(v.estimate, v.estimate) == opposite]
@@ -224,6 +228,8 @@ def over_seeds(
     (``seed_table``'s), so that no seed's findings are decided twice."""
     import pandas as pd
 
+    if not frames:
+        raise ValueError("over_seeds needs the frame of at least one training seed ({seed: frame}), got none")
     if len(frames) == 1:
         return findings(next(iter(frames.values())))
     per_seed = per_seed or seed_verdicts(findings, frames)
@@ -299,6 +305,8 @@ def bootstrap_ci(
     """``(estimate, low, high)``: ``statistic`` on ``units`` and the 2.5 / 97.5 percentiles of it over
     ``n_boot`` resamples of the units with replacement (a seeded generator: the same interval every run)."""
     units = list(units)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
+        raise ValueError(f"n_boot must be an integer >= 1 (resamples), got {n_boot!r}")
     if not units:
         return float("nan"), float("nan"), float("nan")
     estimate = float(statistic(units))
@@ -317,6 +325,7 @@ def bootstrap_rows(values: np.ndarray, statistic, n_boot: int = 2000, seed: int 
     )
 
 
+@reads_frame
 def per_request(frame, column: str, value: str):
     """``(wide, first)``: the mean ``value`` per request (index) x ``column`` of a runs frame, and each request's
     first row (same index). A request is a distinct ``request`` digest where the frame has one, so two row ids of
@@ -382,3 +391,8 @@ def _cells(observed, probs) -> tuple[np.ndarray, np.ndarray]:
         if not np.isfinite(values).all() or (values < 0).any():
             raise ValueError(f"{name} must be finite and >= 0 (counts, probabilities), got {values.tolist()[:8]}")
     return observed, probs
+
+
+def _check_verdict(name: str, value) -> None:
+    if not isinstance(value, Verdict):
+        raise TypeError(f"{name} must be a Verdict, got {type(value).__name__} {value!r}")
