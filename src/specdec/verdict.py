@@ -341,10 +341,10 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *, n_boot: int = 2
     """Mean of ``a − b`` over paired units (the same prompts under two methods) with its bootstrap interval:
     ``bootstrap_ci`` of the mean, its resamples drawn by the same calls of the same generator and their means taken
     as rows of one array (the same numbers, without a Python loop over resamples; ``tests/test_verdict.py``)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"paired units: a and b must be 1-D and equally long, got shapes {a.shape} and {b.shape}")
-    diffs = a - b
+    first, second = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if first.ndim != 1 or first.shape != second.shape:
+        raise ValueError(f"paired units: a and b must be 1-D and equally long, got {first.shape} and {second.shape}")
+    diffs = first - second
     if not len(diffs):
         return float("nan"), float("nan"), float("nan")
     rng = np.random.default_rng(seed)
