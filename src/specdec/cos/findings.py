@@ -28,6 +28,7 @@ from specdec.cos.zoo import zoo_for
 from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
 from specdec.results import RESULTS
+from specdec.validate import reads_frame
 from specdec.verdict import PRICED, Verdict, judge_all, sanity, validity
 
 MODELS = ("0", "1", "2")  # calls_0, calls_1, calls_2: model 0 is the smaller (the CD amateur)
@@ -48,6 +49,7 @@ def paper_regimes() -> dict[str, costs.Regime]:
     }
 
 
+@reads_frame
 def with_priced_speed(frame: pd.DataFrame, regimes: dict[str, costs.Regime] | None = None) -> pd.DataFrame:
     """``frame`` with ``priced_speed``: new tokens per priced step, the calls of each model (``calls_0..2``) at the
     costs of its set's regime (``paper_regimes``; a set ``we/proposer0`` is priced as ``we``). A ratio of two

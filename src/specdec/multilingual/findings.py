@@ -33,6 +33,7 @@ from specdec.multilingual.scaling_verdicts import m2_linear_validity, m2_over_se
 from specdec.multilingual.seeds import MAIN_SHARED, seed_frames
 from specdec.multilingual.tables import paper_value
 from specdec.results import COMMITTED, RESULTS
+from specdec.validate import reads_frame
 from specdec.verdict import Verdict, judge_all, sanity, validity
 
 # Issue 44 point 5: no source independent of the claim prices Tiny-Vicuna 1B on Vicuna 7B (TABED Table 6 stops at
@@ -68,6 +69,7 @@ def paper_regimes(gamma: int = 4) -> dict[str, costs.Regime]:
     return {"sps-generic": small, "sps-f": small, "sps-pf": small, "small": small, "large": large, "pld": free}
 
 
+@reads_frame
 def with_priced_speed(frame: pd.DataFrame, regimes: dict[str, costs.Regime] | None = None) -> pd.DataFrame:
     """``frame`` with ``priced_speed``: each run's speedup over plain decoding from its counts (``new_tokens``,
     ``target_calls``, ``drafted`` = draft calls) at its method's regime (``paper_regimes``); plain decoding

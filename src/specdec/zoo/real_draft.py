@@ -4,9 +4,10 @@
 prompts made from the embedded corpus (``specdec.zoo.corpus``: stdlib prose, stdlib code, Django's translated
 strings; train prompts from the corpus's train split, held-out prompts from its held-out split), batched (HF
 ``generate``, left padding), and appends them to ``DISTILL`` (resumable: prompts already answered are skipped).
-``python -m specdec.zoo.real_draft train`` trains the draft with the zoos' one loop (``training.train``,
-``training.answer_loss`` on the answer tokens) and writes it with ``realmodel.save_draft``. Sizes and budgets:
-``RECIPE``, written in the data card before the runs.
+``python -m specdec.zoo.real_draft train --out data/models-real`` trains the draft with the zoos' one loop
+(``training.train``, ``training.answer_loss`` on the answer tokens) and writes it with ``realmodel.save_draft``
+(without ``--out``: into ``.cache/trained``, never the committed draft). Sizes and budgets: ``RECIPE``, written in the
+data card before the runs.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Any
 import torch
 
 from specdec import realmodel, zoo
+from specdec.zoo import cli, training
 from specdec.zoo import corpus as corpus_lib
-from specdec.zoo import training
 
 DISTILL = zoo.ROOT / ".cache" / "specdec" / "real-distill.jsonl"  # rebuilt by `data` (not committed)
 DRAFT = "real-draft-l2"
@@ -247,14 +248,21 @@ def train_draft(recipe: dict = RECIPE, out: pathlib.Path | None = None) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["data", "train"])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--limit-s", type=float, default=None, help="data: stop starting batches after this time")
+    parser.add_argument("--threads", type=cli.POS, default=1)
+    parser.add_argument(
+        "--limit-s",
+        type=cli.POS_NUMBER,
+        default=None,
+        help="data: stop starting batches after this time",
+    )
+    parser.add_argument("--out", type=pathlib.Path, help=f"train: the folder of {DRAFT}/ (data/models-real: say so)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.command == "data":
         make_data(limit_s=args.limit_s)
-    else:
-        print(json.dumps({k: v for k, v in train_draft().items() if k != "curve"}))
+    else:  # never the committed draft unless named
+        summary = train_draft(out=cli.output_dir(args.out) / DRAFT)
+        print(json.dumps({k: v for k, v in summary.items() if k != "curve"}))
 
 
 if __name__ == "__main__":
