@@ -180,7 +180,7 @@ models: install
 # printed; CPU about 30 min on a shared 2-core machine)
 models-real: install
 	time nice -n 5 $(VENV)/bin/python -m specdec.zoo.real_draft data --threads 1
-	time nice -n 5 $(VENV)/bin/python -m specdec.zoo.real_draft train --threads 1
+	time nice -n 5 $(VENV)/bin/python -m specdec.zoo.real_draft train --threads 1 --out data/models-real
 
 models-cos: install
 	$(VENV)/bin/python -m specdec.cos.train all --out data/models

@@ -19,16 +19,35 @@ from specdec.zoo import real_draft
 def real_draft_block() -> str:
     s = json.loads((realmodel.REAL_MODELS / real_draft.DRAFT / "training.json").read_text())
     size = sum(f.stat().st_size for f in (realmodel.REAL_MODELS / real_draft.DRAFT).iterdir())
+    recipe = s["recipe"]
     rows = [dict(step=r["step"], seconds=r.get("seconds", 0), train_loss=r.get("train_loss", ""),
                  heldout_loss=r["heldout_loss"], heldout_top1=r["heldout_top1"])
             for r in s["curve"] if "heldout_loss" in r]  # fmt: skip
     head = (
-        f"Generated: {s['train_prompts']} train prompts ({s['train_answer_tokens']:,} answer tokens), "
-        f"{s['heldout_prompts']} held-out prompts. Trained {s['recipe']['steps']} steps in {s['seconds'] / 60:.1f} min "
-        f"on {s['threads']} thread(s) of the shared CPU; stored {size / 2**20:.1f} MiB. Held-out answer loss (nats per "
-        "token) and top-1 agreement with the target's greedy token:"
+        f"Generated: a budget of {recipe['n_train']} train prompts x {recipe['max_new_tokens']} answer tokens "
+        f"({recipe['n_train'] * recipe['max_new_tokens']:,}; {s['train_answer_tokens']:,} before the end-of-turn "
+        f"tokens cut them), {s['heldout_prompts']} held-out prompts ({s['heldout_answer_tokens']:,} answer tokens). "
+        f"Trained {recipe['steps']} steps in {s['seconds'] / 60:.1f} min on {s['threads']} thread(s) of the shared "
+        f"CPU; stored {size / 2**20:.1f} MiB. Held-out answer loss (nats per token, over the draft's K token ids) "
+        "and top-1 agreement with the target's greedy token (over all tokens):"
     )
-    return head + "\n\n" + md_table(rows, ["step", "seconds", "train_loss", "heldout_loss", "heldout_top1"])
+    curve = s["coverage_curve"]
+    marks = [k for k in map(int, curve) if k in (1024, 2048, 4096, 8192, 16384) or k == s["draft_vocab"]]
+    cover = [dict(K=k, coverage=f"{curve[str(k)]:.2%}") for k in sorted(set(marks))]
+    vocab = (
+        f"Draft vocabulary: share of the train answer tokens covered by the K most frequent (the rule: the smallest "
+        f"multiple of {recipe['vocab_step']} reaching {recipe['coverage']:.0%}). Chosen **K = {s['draft_vocab']:,}** "
+        f"of {recipe['vocab_size']:,}; it covers {s['heldout_coverage']:.2%} of the held-out answer tokens."
+    )
+    return (
+        head
+        + "\n\n"
+        + md_table(rows, ["step", "seconds", "train_loss", "heldout_loss", "heldout_top1"])
+        + "\n\n"
+        + vocab
+        + "\n\n"
+        + md_table(cover, ["K", "coverage"])
+    )
 
 
 def real_speed_block() -> str:
@@ -56,8 +75,9 @@ def real_speed_block() -> str:
              detail=f"forward at 128 tokens of context; in the engine's loop {s['c_engine']:.3f}"),
     ]  # fmt: skip
     note = (
-        f"γ = {first.gamma}, {int(first.max_new_tokens)} new tokens, greedy, {int(first.threads)} thread, medians over "
-        f"{frame.repeat.nunique()} interleaved rounds after a warm-up; weights `{first.weights}`; "
+        f"γ = {first.gamma} (chosen before the timed rounds: the largest expected speedup at the draft's held-out α "
+        f"and the c measured then), {int(first.max_new_tokens)} new tokens, greedy, {int(first.threads)} thread, "
+        f"medians over {frame.repeat.nunique()} interleaved rounds after a warm-up; weights `{first.weights}`; "
         f"{real_speed.SHARED_NOTE} (device and provenance: `results/real/real_speed.provenance.jsonl`)."
     )
     return md_table(rows, ["comparison", "measured", "target", "detail"]) + "\n\n" + note

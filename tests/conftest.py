@@ -75,6 +75,22 @@ def random_llama(vocab_size=64, hidden_size=32, layers=2, seed=0, max_position_e
     return LlamaForCausalLM(config).eval()
 
 
+def probe_llama(seed: int = 0, nan: str = "") -> LlamaForCausalLM:
+    """The bad-input probes' model: a random one-layer Llama (vocabulary 64, 16 hidden units, 32 positions);
+    ``nan``: the name of a weight filled with NaN (a broken checkpoint, a float16 overflow on a GPU)."""
+    model = random_llama(64, 16, 1, seed=seed, max_position_embeddings=32)
+    if nan:
+        with torch.no_grad():
+            model.get_parameter(nan).fill_(math.nan)
+    return model
+
+
+@pytest.fixture(scope="module")
+def target():
+    """The probes' target model (``probe_llama``)."""
+    return probe_llama()
+
+
 LLAVA_IMAGE_TOKEN = 63  # random_llava's image_token_id (< vocab size); a 32 x 32 image gives 4 image tokens
 
 

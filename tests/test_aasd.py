@@ -256,7 +256,9 @@ def test_runs_are_keyed_by_the_weights_of_target_and_draft(tmp_path, monkeypatch
     module.mkdir()
     (module / "module.safetensors").write_bytes(b"retrained")
     # a retrained module, same target
-    monkeypatch.setattr(ab, "module_name", lambda target, variant, train_seed=0: str(module))
+    from specdec.aasd import zoo as aasd_zoo  # where the module folders are named
+
+    monkeypatch.setattr(aasd_zoo, "module_name", lambda target, variant, train_seed=0: str(module))
     assert ab.weights_of("AASD", "tabed-target") != w["AASD"] and ab.weights_of("AR", "tabed-target") == w["AR"]
 
 

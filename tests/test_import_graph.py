@@ -357,9 +357,8 @@ def test_the_size_exceptions_only_shrink():
 FORMATTED_OVERSIZED_MODULES = {
     "specdec/aasd/recipe.py",
     "specdec/multilingual/zoo_run.py",
-    "specdec/tabed/findings.py",
 }
-FMT_SKIPS = 115
+FMT_SKIPS = 114
 FMT_SKIP = re.compile(r"[ \t]*# fmt: skip$", re.M)
 
 

@@ -193,17 +193,17 @@ def test_multilingual_names_stand_for_the_paper_models(monkeypatch, tmp_path):
     """Under the paper profile ml-target is Vicuna-7B v1.3 and the generic drafter vicuna-68m (not the tiny zoo);
     a trained drafter is looked up in drafters_dir() and its absence names the fix."""
     paper = ml_experiments.Drafters(Profile.load("paper", device="cpu"))
-    assert paper.source("ml-target") == "lmsys/vicuna-7b-v1.3"
-    assert paper.source("ml-draft-generic") == "double7/vicuna-68m"
+    assert paper.where("ml-target") == "lmsys/vicuna-7b-v1.3"
+    assert paper.where("ml-draft-generic") == "double7/vicuna-68m"
     monkeypatch.setenv("SPECDEC_ML_DRAFTERS", str(tmp_path))
     with pytest.raises(hub.ModelNotAvailableError, match="SPECDEC_ML_DRAFTERS"):
-        paper.source("ml-draft-pf-de")
+        paper.where("ml-draft-pf-de")
     (tmp_path / "ml-draft-pf-de").mkdir()
     (tmp_path / "ml-draft-pf-de" / "config.json").write_text("{}")
-    assert paper.source("ml-draft-pf-de") == str(tmp_path / "ml-draft-pf-de")
+    assert paper.source("ml-draft-pf-de") == (str(tmp_path / "ml-draft-pf-de"), None)
 
 
 def test_the_tiny_profile_keeps_the_zoo():
     tiny = ml_experiments.Drafters("tiny")
-    assert tiny.source("ml-target") == "ml-target"
+    assert tiny.source("ml-target") == ("ml-target", None)
     assert next(tiny.load("ml-draft-generic").parameters()).dtype == torch.float32

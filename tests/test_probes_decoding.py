@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import random_llama
+from conftest import probe_llama
 from specdec import validate, verify
 from specdec.cos import Combination, contrastive, weighted_ensemble
 from specdec.cos import algorithm as cos_algorithm
@@ -27,23 +27,14 @@ NAN, INF = math.nan, math.inf
 
 
 @pytest.fixture(scope="module")
-def target():
-    torch.set_num_threads(1)
-    return random_llama(64, 16, 1, max_position_embeddings=32)
-
-
-@pytest.fixture(scope="module")
 def draft():
-    return random_llama(64, 16, 1, seed=1, max_position_embeddings=32)
+    return probe_llama(1)
 
 
 @pytest.fixture(scope="module")
 def nan_target():
     """A target whose every logit is NaN (an fp16 overflow on a GPU looks like this)."""
-    model = random_llama(64, 16, 1, seed=2, max_position_embeddings=32)
-    with torch.no_grad():
-        model.lm_head.weight.fill_(NAN)
-    return model
+    return probe_llama(2, nan="lm_head.weight")
 
 
 PROMPT = torch.tensor([1, 5, 6, 7])

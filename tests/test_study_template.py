@@ -48,6 +48,7 @@ def test_the_page_has_a_whole_study():
     assert {
         "src/specdec/toy/__init__.py",
         "src/specdec/toy/study.py",
+        "src/specdec/toy/zoo.py",
         "src/specdec/toy/experiments.py",
         "src/specdec/toy/findings.py",
         "notebooks/50_toy.py",
@@ -61,6 +62,11 @@ def test_a_new_study_is_found_placed_checked_run_and_decided(toy, monkeypatch):
     study = studies["Toy"]
     assert study.series == "5" and study.page == "papers/toy.md"
     assert papers.notebook_sections({**papers.STUDIES, **studies})["5"] == "Toy"
+    # its zoo: the registry hands it out per profile, a Zoo for every source the template maps
+    from specdec.harness.study import Zoo
+
+    assert all(isinstance(s.zoo("tiny"), Zoo) for s in [*studies.values(), papers.ENGINE] if s.zoo)
+    assert isinstance(study.zoo("paper"), Zoo) and study.zoo("tiny").weights("tabed-draft")
 
     # the docs navigation: its page, then its notebook, after the papers
     sys.path.insert(0, str(ROOT / "scripts"))

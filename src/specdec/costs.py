@@ -51,6 +51,8 @@ class Regime:
     def cost(self, model: str) -> float:
         if model == TARGET and TARGET not in self.costs:
             return 1.0
+        if model not in self.costs:
+            raise ValueError(f"regime {self.name!r} prices no model {model!r}: it prices {sorted(self.costs)}")
         return float(self.costs[model])
 
     def label(self) -> str:
@@ -66,6 +68,8 @@ def priced_time(calls: Mapping[str, float], regime: Regime, verify_calls: Mappin
     total: np.ndarray = np.asarray(0.0)
     for model, count in calls.items():
         n, wide = np.asarray(count, dtype=float), np.asarray(verify_calls.get(model, 0), dtype=float)
+        if (n < 0).any() or (wide < 0).any():  # NaN (a count a partial table lacks) stays NaN
+            raise ValueError(f"call counts are >= 0, got {count!r} calls of {model!r}")
         total = total + (n - wide + wide * regime.verify) * regime.cost(model)
     return float(total) if total.ndim == 0 else total
 
@@ -87,7 +91,9 @@ def sd_speedup(new_tokens, target_calls, draft_calls, regime: Regime, draft: str
 
 
 def expected_block_efficiency(alpha: float, gamma: int) -> float:
-    """τ for i.i.d. acceptance α: ``(1 − α^(γ+1)) / (1 − α)``, counting the bonus token."""
+    """τ for i.i.d. acceptance α: ``(1 − α^(γ+1)) / (1 − α)``, counting the bonus token (a NaN α, no data: NaN)."""
+    if not 0 <= alpha <= 1 and not np.isnan(alpha):
+        raise ValueError(f"an acceptance rate alpha lies in [0, 1], got {alpha}")
     if alpha >= 1:
         return gamma + 1.0
     return (1 - alpha ** (gamma + 1)) / (1 - alpha)
@@ -95,7 +101,9 @@ def expected_block_efficiency(alpha: float, gamma: int) -> float:
 
 def expected_speedup(block_efficiency: float, gamma: int, latency_ratio: float) -> float:
     """Eq. (1) (Leviathan et al.; TABED's Eq. (1)): expected walltime speedup ``τ / (γ · T_q/T_p + 1)`` over
-    autoregressive decoding, for a block efficiency τ."""
+    autoregressive decoding, for a block efficiency τ (a NaN τ or ratio, no data: NaN)."""
+    if block_efficiency < 0 or latency_ratio < 0:
+        raise ValueError(f"block efficiency and T_q/T_p are >= 0, got {block_efficiency} and {latency_ratio}")
     return block_efficiency / (gamma * latency_ratio + 1)
 
 
@@ -110,7 +118,11 @@ def paper_table6_regime(target_size: str = "7B", draft_size: str = "68M") -> Reg
     """TABED Table 6's measured T_q/T_p (A6000) for a draft of ``draft_size`` on a target of ``target_size``;
     verification at one target step, as Eq. (1) assumes on a GPU."""
     t6 = paper_numbers("tabed_table6_latency_ratio")
-    row = t6[(t6.target_size == target_size) & (t6.draft_size == draft_size)].iloc[0]
+    rows = t6[(t6.target_size == target_size) & (t6.draft_size == draft_size)]
+    if rows.empty:
+        pairs = sorted(zip(t6.draft_size, t6.target_size))
+        raise ValueError(f"TABED Table 6 has no {draft_size} draft on a {target_size} target: it has {pairs}")
+    row = rows.iloc[0]
     return Regime(
         f"paper regime ({draft_size} on {target_size})",
         {"draft": float(row.latency_ratio_Tq_over_Tp)},
@@ -129,6 +141,12 @@ def h100_regime(draft: str, target: str, gamma: int, context: int = 128, path=No
     c = T_draft(1, S, 1) / T_target(1, S, 1) and verify = T_target(1, S, γ + 1) / T_target(1, S, 1)."""
     grid = _real_sizes(str(path or pathlib.Path(COMMITTED) / "tiny" / "latency_real_sizes.csv"))
     g = grid[(grid.B == 1) & (grid.S == context)].set_index(["model", "gamma"]).seconds
+    missing = [m for m in (draft, target) if (m, 1) not in g.index]
+    if missing:
+        known = sorted({m for m, _ in g.index})
+        raise ValueError(
+            f"the H100 grid has no model {missing} at S={context}: it has {known} (contexts {sorted(set(grid.S))})"
+        )
     step = float(g[(target, 1)])
     widths = sorted(k for m, k in g.index if m == target)
     width = min((k for k in widths if k >= gamma + 1), default=widths[-1])
@@ -147,6 +165,8 @@ def same_size_regime(models=("draft",), source: str = "pair of the same size") -
 
 def implied_cost(tau: float, speedup_value: float, gamma: int) -> float:
     """The draft cost c that Eq. (1) needs for a paper's reported τ and speedup: ``(τ / speedup − 1) / γ``."""
+    if not gamma >= 1 or speedup_value == 0:
+        raise ValueError(f"implied_cost needs gamma >= 1 and a speedup other than 0, got {gamma} and {speedup_value}")
     return (tau / speedup_value - 1) / gamma
 
 

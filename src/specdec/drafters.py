@@ -309,6 +309,8 @@ class BatchLookupDrafter:
     """``PromptLookupDrafter`` for ``B`` rows: each row looks up its own context (no model, no forward calls)."""
 
     def __init__(self, drafter: PromptLookupDrafter, vocab_size: int):
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+            raise ValueError(f"vocab_size must be an integer >= 1 (the target's vocabulary), got {vocab_size!r}")
         self.max_ngram, self.min_ngram, self.vocab_size = drafter.max_ngram, drafter.min_ngram, vocab_size
 
     def prefill(self, prompt_rows) -> None:

@@ -34,6 +34,8 @@ STANDIN_HINT = (
 
 def resolve(name_or_path: str | os.PathLike) -> str:
     """Map a zoo name to its shipped directory; leave hub ids and paths as they are."""
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise TypeError(f"a model is named by a zoo name, a hub id or a path, got {type(name_or_path).__name__}")
     name = str(name_or_path)
     if name in zoo.TINY_ZOO or (zoo.MODELS / name / "config.json").exists():
         return str(zoo.model_dir(name))
@@ -176,6 +178,8 @@ def snapshot_dir(
     resolves to ``snapshots/<hash>`` directly)."""
     from huggingface_hub.constants import REPO_ID_SEPARATOR
 
+    if repo_type not in ("model", "dataset"):
+        raise ValueError(f"repo_type must be 'model' or 'dataset', got {repo_type!r}")
     folder = REPO_ID_SEPARATOR.join([f"{repo_type}s", *repo_id.split("/")])
     repo = pathlib.Path(hf_home) / "hub" / folder
     (repo / "refs").mkdir(parents=True, exist_ok=True)

@@ -41,8 +41,16 @@ def discover(paths: list[str] | None = None) -> dict[str, Study]:
 
 
 PAPERS: dict[str, Study] = discover()
+
+
 # The engine's study (notebooks 00-02: what all four papers share) beside the papers, first.
-ENGINE = Study("engine", "", ("00", "01", "02"), "papers/engine.md")
+def _engine_zoo(profile):
+    from specdec.harness.engine_zoo import zoo_for
+
+    return zoo_for(profile)
+
+
+ENGINE = Study("engine", "", ("00", "01", "02"), "papers/engine.md", zoo=_engine_zoo)
 STUDIES: dict[str, Study] = {ENGINE.name: ENGINE, **PAPERS}
 SCOREBOARD = ("9", "Scoreboard")  # notebook 90's series and docs section
 

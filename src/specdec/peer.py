@@ -15,6 +15,7 @@ import copy
 import torch
 
 from specdec.engine import now
+from specdec.validate import reads_frame
 from specdec.verdict import FAILS, HOLDS, SANITY, Verdict, bootstrap_ci, decide
 
 
@@ -89,6 +90,7 @@ def wide(frame):
     return out.reset_index()
 
 
+@reads_frame
 def scoreboard_rows(frame):
     """The rows of notebook 02's table the scoreboard judges: the default pair's longest decodes (``max_new_tokens``
     of notebook 02: 64 for the tiny profile, whatever a smoke or paper run used elsewhere), at one CPU thread where
@@ -101,6 +103,7 @@ def scoreboard_rows(frame):
     return rows[one_thread] if one_thread.any() else rows
 
 
+@reads_frame
 def pooled(frame):
     """Pooled tokens/s (all tokens ÷ all seconds) of each method over every row of ``frame`` (long or ``wide``), and
     this engine's ratio over HF assisted generation and over plain decoding: a one-row DataFrame."""
@@ -138,6 +141,7 @@ def scope(frame) -> str:
     )
 
 
+@reads_frame
 def peer_verdicts(frame, goal: float = PEER_SPEED_GOAL) -> list[Verdict]:
     """Notebook 02's findings on its stored rows (long, one per prompt, pass and method, or ``wide``): our engine
     gives HF's greedy text on every prompt and pass (exact share; a sanity check), and its tokens/s over HF assisted

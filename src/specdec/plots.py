@@ -21,6 +21,8 @@ import numpy as np
 import seaborn as sns
 from matplotlib import font_manager
 
+from specdec.validate import reads_frame
+
 DPI = 150
 
 # Column and method names as a reader says them.
@@ -127,6 +129,7 @@ def accepted_histogram(accepted_per_block, gamma: int, ax=None, title: str = "")
     return ax
 
 
+@reads_frame
 def tau_vs_formula(df, ax=None):
     """Measured block efficiency per γ against the i.i.d. formula ``(1 − β^(γ+1)) / (1 − β)`` at one constant β
     per draft (the mean over γ of the β each τ implies; the curve the i.i.d. model predicts), and, dotted, the
@@ -162,6 +165,7 @@ def tau_vs_formula(df, ax=None):
     return ax
 
 
+@reads_frame
 def latency_lines(df, ax=None, x: str = "gamma", hue: str = "S", title: str = ""):
     """T(B, S, γ) in milliseconds against ``x``, one line per value of ``hue``."""
     ax = ax or plt.subplots(figsize=(5, 3.5))[1]

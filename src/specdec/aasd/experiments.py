@@ -22,12 +22,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from specdec import hub, results, validate, zoo
+from specdec import hub, results, validate
 from specdec.aasd import baselines, zoo_specs
-from specdec.aasd.algorithm import AASDDrafter, config_for, load_module
+from specdec.aasd.algorithm import AASDDrafter, load_module
 from specdec.aasd.rows import image_requests
 from specdec.aasd.tables import ABLATIONS, MAIN_DRAFTS, MATCHED_DRAFT
-from specdec.aasd.zoo_specs import draft_name, module_name
+from specdec.aasd.zoo import zoo_for
 from specdec.batching import batchable, generate_batch
 from specdec.cache import CachedLM
 from specdec.drafters import ModelDrafter
@@ -85,71 +85,36 @@ def paper_requests(profile, n_per_task: int) -> list[dict]:
 
 
 def profile_targets(profile) -> list[str]:
-    """The targets of a profile: the shipped zoo's ``zoo_specs.TARGETS``; otherwise the ``aasd.targets`` of its
-    yaml."""
-    profile = Profile.load(profile)
-    return list(zoo_specs.TARGETS) if profile.shipped else list(profile.spec["aasd"]["targets"])
+    """The targets of a profile (its zoo's, ``aasd.zoo``): the shipped zoo's ``zoo_specs.TARGETS``; otherwise the
+    ``aasd.targets`` of its yaml."""
+    return zoo_for(profile).targets()
 
 
 # ----------------------------------------------------------------------------------------------- models
 def draft_source(
     name: str, target_name: str, profile="tiny", train_seed: int = 0
 ) -> tuple[str | pathlib.Path, str | None]:
-    """``(folder or hub id, revision)`` of a draft name's weights (``make_drafter`` loads from there): a module
-    folder (``AASD*``; ``train_seed`` k > 0: the module trained with the k-th other seed), the shipped zoo's
-    baseline (of ``train_seed`` k > 0: ``zoo_specs.baseline_seed_dir``, gitignored; missing: the error names
-    ``baseline-seeds``), or otherwise the paper-scale zoo's distilled baseline or the public draft of
-    ``aasd.drafts`` at its pinned revision."""
+    """``(folder or hub id, revision)`` of a draft name's weights (``make_drafter`` loads from there), from the
+    profile's zoo (``aasd.zoo``): a module folder (``AASD*``; ``train_seed`` k > 0: the module trained with the k-th
+    other seed), the shipped zoo's baseline (of ``train_seed`` k > 0: ``zoo_specs.baseline_seed_dir``, gitignored;
+    missing: the error names ``baseline-seeds``), or otherwise the paper-scale zoo's distilled baseline or the public
+    draft of ``aasd.drafts`` at its pinned revision."""
     validate.choice("AASD draft", name, [*MAIN_DRAFTS, *ABLATIONS, MATCHED_DRAFT])
-    profile = Profile.load(profile)
-    zoo_dir = zoo.MODELS if profile.shipped else zoo_specs.zoo_dir()
-    if name == MATCHED_DRAFT:
-        if not profile.shipped:
-            raise ValueError(f"{MATCHED_DRAFT!r} is the tiny zoo's (a hub target's module trains on its answers)")
-        folder = zoo_specs.matched_dir(target_name, train_seed)
-        return trained(folder, "module.safetensors", name, target_name, train_seed, "matched", 8), None
-    if name.startswith("AASD"):
-        return zoo_dir / module_name(target_name, ABLATIONS[name][0], train_seed), None
-    if profile.shipped and train_seed and name in zoo_specs.SEEDED_BASELINES:
-        folder = zoo_specs.baseline_seed_dir(name, target_name, train_seed)
-        return trained(folder, "config.json", name, target_name, train_seed, "baseline-seeds", 20), None
-    if profile.shipped:
-        return draft_name(name, target_name if name.startswith("DT") else None), None
-    draft = profile.spec["aasd"]["drafts"][name]
-    if "model" in draft:
-        return draft["model"], models.revision_of(profile.spec, draft["model"])
-    return zoo_dir / draft_name(name, target_name), None
-
-
-def trained(folder: pathlib.Path, marker: str, name: str, target_name: str, train_seed: int, step: str,
-            minutes: int) -> pathlib.Path:  # fmt: skip
-    """``folder`` if it holds ``marker`` (a model of the tiny zoo whose seeds k > 0 are gitignored: ``data/models/``
-    is full), else the one error naming ``python -m specdec.aasd.train <step>``, which trains it."""
-    if not (folder / marker).exists():
-        raise FileNotFoundError(
-            f"no {name} of training seed {train_seed} for {target_name} at {folder} (seeds 1 and 2 are not "
-            f"committed: data/models/ is full). Train it with `python -m specdec.aasd.train {step} --train-seeds "
-            f"{train_seed}` (about {minutes} CPU minutes a seed), or set SPECDEC_SEED_MODELS to a folder holding it"
-        )
-    return folder
+    return zoo_for(profile, train_seed).draft_source(name, target_name)
 
 
 def weights_of(draft: str, target_name: str, profile="tiny", train_seed: int = 0) -> str:
     """The ``weights`` key of a run: ``zoo.models.weights_digest`` of the target's and (but for ``AR``) the draft's
     ``weights_identity``."""
-    profile = Profile.load(profile)
     validate.integer("train_seed", train_seed, minimum=0, hint="0: the shipped weights, k > 0: the k-th other seed")
-    parts = [models.weights_identity(*profile.model_source(target_name))]
-    if draft != "AR":
-        parts.append(models.weights_identity(*draft_source(draft, target_name, profile, train_seed)))
-    return models.weights_digest(*parts)
+    return zoo_for(profile, train_seed).weights(target_name, draft)
 
 
 def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, profile="tiny", train_seed: int = 0):
     """``(drafter, uses_images)`` for a draft name of ``MAIN_DRAFTS`` or ``ABLATIONS``: the shipped zoo's, or the
     paper-scale zoo (``zoo_specs.zoo_dir()``) and the public drafts of ``aasd.drafts``, on the target's device."""
-    profile = Profile.load(profile)
-    source, revision = draft_source(name, target_name, profile, train_seed)
+    models_of = zoo_for(profile, train_seed)
+    source, revision = draft_source(name, target_name, models_of.profile, train_seed)
     if name.startswith("AASD"):
         if not (source / "module.safetensors").exists():
             raise zoo_specs.missing(source, f"AASD module ({name})", target_name)
@@ -158,34 +123,18 @@ def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, p
         if context:
             module.config = dataclasses.replace(module.config, context=context)
         return AASDDrafter(module, lm), False
-    if profile.shipped:  # the zoo's FT-/DT-LLaMA are text-only, FT-/DT-LLaVA see the images
-        kind = "text" if name.endswith("LLaMA") else "llava"
-    else:
-        kind = profile.spec["aasd"]["drafts"][name]["kind"]
-        if "model" not in profile.spec["aasd"]["drafts"][name] and not (pathlib.Path(source) / "config.json").exists():
-            raise zoo_specs.missing(pathlib.Path(source), f"distilled baseline ({name})", target_name)
-    device, dtype = next(target.parameters()).device, target.dtype
-    if kind == "llava":
+    if models_of.draft_kind(name, target_name, source) == "llava":
+        device, dtype = next(target.parameters()).device, target.dtype
         model, _ = models.load(
             source, kind="llava", device=device, dtype=dtype, revision=revision, with_tokenizer=False
         )
         return ModelDrafter(model), True
-    if profile.shipped:  # the zoo's text drafts share the target's tokenizer and image token
-        model, _ = models.load(source, device=device, dtype=dtype, with_tokenizer=False)
-        return baselines.text_drafter(model, processor.tokenizer), False
-    model, tokenizer = models.load(source, device=device, dtype=dtype, revision=revision)
-    models.check_vocabulary_prefix(processor.tokenizer, tokenizer)
-    drafter = baselines.text_drafter(
-        model, tokenizer, lm.vocab_size, target.config.image_token_id, config_for(target).image_tokens
-    )
-    return drafter, False
+    return models_of.text_drafter(source, revision, target, lm, processor), False
 
 
 def load_target(target_name: str, profile="tiny"):
     """``(target, processor)``: a target of the profile on its device and dtype, at its pinned revision."""
-    profile = Profile.load(profile)
-    source, revision = profile.model_source(target_name)
-    return models.load(source, kind="llava", device=profile.device, dtype=profile.dtype, revision=revision)
+    return zoo_for(profile).load(target_name)
 
 
 # ----------------------------------------------------------------------------------------------- methods
@@ -331,7 +280,7 @@ def check_suite(profile: Profile, targets, drafts, gammas, max_new_tokens: int, 
     """One clear error for a bad argument of ``suite`` before anything is loaded or run: known targets (the shipped
     zoo's, or the profile's ``aasd.targets``) and drafts, a non-empty list of γ >= 1, ``max_new_tokens`` >= 1, an
     integer seed."""
-    known = [*zoo_specs.TARGETS, zoo_specs.P8_TARGET] if profile.shipped else list(profile.spec["aasd"]["targets"])
+    known = zoo_for(profile).known_targets()
     for target in validate.strings("targets", targets):
         validate.choice("AASD target", target, known)
     for draft in validate.strings("drafts", drafts):
@@ -348,16 +297,16 @@ def table1(profile, *, targets=(), drafts=MAIN_DRAFTS, gammas=(3, 5), n_per_task
            seed: int = 0) -> Suite:  # fmt: skip
     """Table 1 (notebook 40): every main draft against plain decoding on every target (``()``: the profile's);
     ``MATCHED_DRAFT`` only on the tiny zoo (a hub target's module trains on its answers already)."""
-    targets = list(targets) or profile_targets(profile)
-    if not Profile.load(profile).shipped:
-        drafts = [d for d in drafts if d != MATCHED_DRAFT]
+    models_of = zoo_for(profile)
+    targets = list(targets) or models_of.targets()
+    drafts = models_of.usable(drafts)
     return suite(profile, "table1", targets, drafts, gammas, n_per_task, max_new_tokens, seed)
 
 
 def ablation_target(profile) -> str:
     """Notebook 41's target: on the shipped zoo A2's ``aasd-target-p8`` (64 visual positions per image, a projector
     at the paper's ratio: docs/papers/aasd.md, Proxy conditions), else the profile's first target."""
-    return zoo_specs.P8_TARGET if Profile.load(profile).shipped else profile_targets(profile)[0]
+    return zoo_for(profile).ablation_target()
 
 
 def ablations(profile, *, target: str = "", drafts=tuple(ABLATIONS), gammas=(3, 5), n_per_task: int = 63,

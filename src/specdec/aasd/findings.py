@@ -19,6 +19,7 @@ from specdec import costs, results
 from specdec.aasd import seeds
 from specdec.aasd.experiments import KEY, ablation_target
 from specdec.aasd.tables import MATCHED_DRAFT, PAPER_TARGET, paper_table1, runs
+from specdec.aasd.zoo import zoo_for
 from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
 from specdec.verdict import (
@@ -230,14 +231,82 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     if stored.empty:
         return []
     seeded = results.ResultStore(profile.name, "aasd_runs_seeds", seeds.SEED_KEY, root=root).frame()
+    return board_reading(findings_over_seeds(stored, seeded, ablation_target(profile)), profile, root, stored)
+
+
+def board_reading(verdicts: list[Verdict], profile="tiny", root=None, stored=None) -> list[Verdict]:
+    """``verdicts`` (a notebook's or the board's) judged as the scoreboard judges them: each finding's validity,
+    measured where the profile is the tiny one (A2 and A5 from ``<root>/tiny/proxy_conditions.csv``, A1 and A5's
+    ``struggle_validity`` from the Table 1 runs of ``stored``, default the ``aasd_runs`` of ``root``), and the seeds
+    a pooled "holds" rests on (``with_seed_note``)."""
+    profile = Profile.load(profile)
     validities = dict(VALIDITY)
-    if profile.shipped:  # measured on the tiny rows (<root>/tiny/proxy_conditions.csv): another profile has none
+    if zoo_for(profile).proxy:  # measured on the tiny rows (<root>/tiny/proxy_conditions.csv): another profile has none
+        if stored is None:
+            stored = results.ResultStore(profile.name, "aasd_runs", KEY, root=root).frame()
         validities.update(A2=a2_validity(root), A5=a5_validity(root))
-    return judge_all(
-        findings_over_seeds(stored, seeded, ablation_target(profile)),
-        validities,
-        strict=profile.strict,
+        struggles = struggle_validity(runs(stored, "table1"))
+        validities.update({k: both(v, struggles) for k, v in validities.items() if k.startswith(("A1-", "A5"))})
+    return [with_seed_note(v) for v in judge_all(verdicts, validities, strict=profile.strict)]
+
+
+def with_seed_note(v: Verdict) -> Verdict:
+    """``v`` naming the seeds a pooled "holds" rests on, where a seed alone does not hold: in its claim (the
+    scoreboard's row) and, with each such seed's parts, in its detail."""
+    alone = [(k, s.status, s.detail.split(";")[0]) for k, s in v.seeds if s.status != HOLDS]
+    if v.status != HOLDS or not alone:
+        return v
+    through = ", ".join(str(k) for k, s in v.seeds if s.status == HOLDS)
+    note = "; ".join(f"seed {k} alone is {status} ({why.lower()})" for k, status, why in alone)
+    short = ", ".join(f"seed {k} alone {status}" for k, status, _ in alone)
+    return replace(
+        v,
+        claim=f"{v.claim} (holds only through seeds {through}; {short})",
+        detail=f"{v.detail} Holds pooled only through seeds {through}: {note}.",
     )
+
+
+# The paper's premise for A1 and A5 (Sec. 1): "Smaller models with fewer parameters struggle to capture these rich
+# multimodal representations", its small LLaVA baselines accepting α 0.27-0.30 against the module's 0.62-0.63
+# (Table 1). Fixed before A1/A5 were recomputed (issue 44): every small LLaVA baseline (FT and DT, each target and γ)
+# accepts below the module's lowest α in the paper's Table 1; a proxy whose small multimodal drafts do not
+# struggle cannot test a module built to help them.
+STRUGGLE_BASELINES = ("FT-LLaVA", "DT-LLaVA")
+
+
+def struggle_threshold() -> float:
+    """The paper module's lowest α in Table 1 (0.62)."""
+    p = paper_table1()
+    return float(p[p.draft == "AASD"].alpha.min())
+
+
+def struggle_validity(frame: pd.DataFrame) -> tuple[str, str]:
+    """Does the small multimodal draft struggle? ``partly`` when every ``STRUGGLE_BASELINES`` draft's mean α per
+    target and γ of ``frame`` (Table 1 runs) is below ``struggle_threshold``, else ``no``, with the measured α."""
+    rows = frame[frame.draft.isin(STRUGGLE_BASELINES)]
+    alpha = rows.groupby(["draft", "target", "gamma"]).acceptance_rate.mean()
+    limit = struggle_threshold()
+    spans = ", ".join(f"{d} {a.min():.2f}-{a.max():.2f}" for d, a in alpha.groupby(level="draft"))
+    measured = (
+        f"the small LLaVA baselines accept α {spans} per target and γ (Table 1 runs; the paper's 0.27-0.30), needed"
+        f" below {limit:.2f}, the paper module's lowest α: its premise that small multimodal drafts 'struggle to"
+        " capture these rich multimodal representations'"
+    )
+    if len(alpha) and (alpha < limit).all():
+        return validity("partly", _TINY, measured + " holds here")
+    return validity("no", _TINY, measured + " does not hold on the 64-px in-domain scenes")
+
+
+def both(first: tuple[str, str], second: tuple[str, str]) -> tuple[str, str]:
+    """Two validity conditions, each ``(level, "level: <tiny why>; reasons")``: ``no`` if either is ``no``, else
+    ``first``'s level; the reasons of both, the one that fails first."""
+    level = "no" if "no" in (first[0], second[0]) else first[0]
+
+    def reasons(v):
+        return [r for r in v[1].removeprefix(f"{v[0]}: ").split("; ") if r and r != _TINY]
+
+    order = (second, first) if second[0] == "no" else (first, second)
+    return validity(level, _TINY, *(r for v in order for r in reasons(v)))
 
 
 # A5's condition (docs/papers/aasd.md, Proxy conditions, A5), fixed before the rebuilt baselines ran: every small

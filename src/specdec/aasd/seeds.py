@@ -22,6 +22,7 @@ from specdec import zoo
 from specdec.aasd import experiments, zoo_specs
 from specdec.aasd.experiments import KEY, experiment, load_requests, profile_targets, recompute  # noqa: F401
 from specdec.aasd.tables import ABLATIONS, MATCHED_DRAFT, runs
+from specdec.aasd.zoo import zoo_for
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 
@@ -34,7 +35,7 @@ SEEDED_DRAFTS = {"table1": (*MODULE_DRAFTS["table1"], *zoo_specs.SEEDED_BASELINE
 def trained_seeds(profile) -> tuple[int, ...]:
     """The other training seeds a profile's zoo has: ``zoo_specs.TRAIN_SEEDS`` for the shipped tiny zoo, none for a
     hub profile (its modules train once, at the paper's scale)."""
-    return zoo_specs.TRAIN_SEEDS if Profile.load(profile).shipped else ()
+    return zoo_for(profile).train_seeds
 
 
 def seed_store(profile):

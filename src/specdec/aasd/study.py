@@ -14,4 +14,11 @@ def vocabulary(parameter: str, notebook: str) -> set[str] | None:
     return None
 
 
-STUDY = Study("AASD", "aasd", ("40", "41"), "papers/aasd.md", vocabulary)
+def zoo(profile):
+    """AASD's models under ``profile`` (``aasd.zoo.zoo_for``)."""
+    from specdec.aasd.zoo import zoo_for
+
+    return zoo_for(profile)
+
+
+STUDY = Study("AASD", "aasd", ("40", "41"), "papers/aasd.md", vocabulary, zoo)

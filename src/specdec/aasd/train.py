@@ -15,14 +15,17 @@
     python -m specdec.aasd.train paper --target llava-hf/llava-1.5-7b-hf   # paper scale (one GPU)
     accelerate launch --config_file configs/accelerate/ddp.yaml -m specdec.aasd.train paper --target ...
 
-Tiny (``zoo_specs.TINY``, into ``data/models``): the data are the TABED data file (``specdec.vlm.train data``; same
-rows, images and split as the TABED zoo). ``aasd-target-s``, a LLaVA target smaller than ``tabed-target``
-(``zoo_specs.TARGET_SPECS``), trains as the TABED zoo does (``vlm.train.train_all``). The baselines have one language
-model size (``zoo_specs.BASELINE_TEXT``) and train in the paper's order: ``aasd-pt-llama`` pretrained on the
-foundation corpus, ``aasd-ft-llama`` finetuned from it on the task answers, ``aasd-ft-llava`` (its language model
-from ``aasd-ft-llama``) on the image rows, ``aasd-dt-llava-<target>`` / ``aasd-dt-llama-<target>`` from the FT
-baselines on the target's greedy answers to 2,000 training prompts; the text-only Llama sees every image as
-``"\\n"`` (what TABED's text-only drafting row does at inference). The modules
+Each tiny step writes into ``--out``, ``.cache/trained`` unless given: ``--out data/models`` (as ``make models-aasd``
+passes) rebuilds the committed zoo and reads the shipped target answers (``baseline-seeds``, ``matched``).
+
+Tiny (``zoo_specs.TINY``, into ``--out``: ``data/models`` only when named, else ``.cache/trained``): the data are the
+TABED data file (``specdec.vlm.train data``; same rows, images and split as the TABED zoo). ``aasd-target-s``, a
+LLaVA target smaller than ``tabed-target`` (``zoo_specs.TARGET_SPECS``), trains as the TABED zoo does
+(``vlm.train.train_all``). The baselines have one language model size (``zoo_specs.BASELINE_TEXT``) and train in the
+paper's order: ``aasd-pt-llama`` pretrained on the foundation corpus, ``aasd-ft-llama`` finetuned from it on the task
+answers, ``aasd-ft-llava`` (its language model from ``aasd-ft-llama``) on the image rows, ``aasd-dt-llava-<target>``
+/ ``aasd-dt-llama-<target>`` from the FT baselines on the target's greedy answers to 2,000 training prompts; the
+text-only Llama sees every image as ``"\\n"`` (what TABED's text-only drafting row does at inference). The modules
 (``aasd-module-<target>[-<variant>]``) train on the task answers; ablation variants (tabed-target only): projector
 off, ``k = 1``, target cache off. Image KV off / text KV off are inference-time ablations of the main module
 (``specdec.aasd.tables.ABLATIONS``).
@@ -42,7 +45,6 @@ import pathlib
 
 import torch
 
-from specdec import zoo
 from specdec.aasd import recipe, zoo_specs
 from specdec.aasd.rows import file_rows, request_rows, training_requests
 from specdec.harness.profile import SHIPPED, Profile
@@ -94,10 +96,11 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
         from specdec.aasd.seeds import baseline_summary
 
         print(baseline_summary().to_string(index=False), flush=True)  # data/aasd_baseline_seeds.csv, committed
-    if step == "matched":  # on the target answers of ``out``; seed 0 into data/models, seeds k > 0 gitignored
+    if step == "matched":  # on the target answers of ``out``; seed 0 into ``out``, seeds k > 0 gitignored
         for k in train_seeds:
             for target in zoo_specs.MATCHED["targets"]:
-                folder = lambda v, t=target, k=k: zoo_specs.matched_dir(t, k)  # noqa: E731
+                name = zoo_specs.matched_dir(target).name
+                folder = lambda v, t=target, k=k, n=name: zoo_specs.matched_dir(t, k) if k else out / n  # noqa: E731
                 saved |= recipe.run_target(profile, target, zoo_specs.MATCHED, lambda *_: rows, out, drafts=False,
                                            heldout=heldout, train_seed=k, module_folder=folder)  # fmt: skip
     if step in ("all", "modules"):
@@ -182,7 +185,7 @@ def main(argv=None):
         default="all",
     )
     parser.add_argument("--data", type=pathlib.Path, default=DATA_FILE, help="the TABED data file (built if missing)")
-    parser.add_argument("--out", type=pathlib.Path, default=zoo.MODELS)
+    parser.add_argument("--out", type=pathlib.Path, default=None, help=f"default {cli.TRAINED} (data/models: say so)")
     parser.add_argument("--threads", type=cli.POS, default=1)
     parser.add_argument("--drafts", nargs="*", help="tiny baselines: only these (and those they start from)")
     parser.add_argument("--train-seeds", type=cli.POS, nargs="+", default=list(zoo_specs.TRAIN_SEEDS),
@@ -210,7 +213,8 @@ def main(argv=None):
         torch.save(build_data(), args.data)
     data = torch.load(args.data, weights_only=True)
     settings = only_drafts(zoo_specs.TINY, args.drafts)
-    tiny(args.step, data, args.out, settings, device=args.device or "cpu", train_seeds=tuple(args.train_seeds))
+    out = cli.output_dir(args.out)
+    tiny(args.step, data, out, settings, device=args.device or "cpu", train_seeds=tuple(args.train_seeds))
 
 
 def only_drafts(settings: dict, names: list[str] | None) -> dict:

@@ -24,9 +24,11 @@ from specdec.cos.speed_verdicts import (
     cd_gamma_validity,
 )
 from specdec.cos.theory_verdicts import c2_verdict, c3_verdict
+from specdec.cos.zoo import zoo_for
 from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
 from specdec.results import RESULTS
+from specdec.validate import reads_frame
 from specdec.verdict import PRICED, Verdict, judge_all, sanity, validity
 
 MODELS = ("0", "1", "2")  # calls_0, calls_1, calls_2: model 0 is the smaller (the CD amateur)
@@ -47,6 +49,7 @@ def paper_regimes() -> dict[str, costs.Regime]:
     }
 
 
+@reads_frame
 def with_priced_speed(frame: pd.DataFrame, regimes: dict[str, costs.Regime] | None = None) -> pd.DataFrame:
     """``frame`` with ``priced_speed``: new tokens per priced step, the calls of each model (``calls_0..2``) at the
     costs of its set's regime (``paper_regimes``; a set ``we/proposer0`` is priced as ``we``). A ratio of two
@@ -161,7 +164,7 @@ def seed_table(families, frame: pd.DataFrame, profile: str = "tiny") -> pd.DataF
     k > 0 on their committed rows (``seeds.seed_frames``, read once). One row per finding (``verdict.seed_table``:
     each seed's estimate and interval, the pooled ones, the verdict under ``SEED_RULES``); empty where the profile has
     no seeds."""
-    seeded = seeds.seed_frames(profile) if Profile.load(profile).shipped else {}
+    seeded = seeds.seed_frames(profile) if zoo_for(profile).train_seeds else {}
     if not seeded:
         return pd.DataFrame()
     tables = []
@@ -181,7 +184,7 @@ def board_verdicts(families, frame: pd.DataFrame, profile: str = "tiny", gpu: bo
     root = pathlib.Path(RESULTS) / profile
     call_costs = root / "cos_call_costs.csv"
     machine = machine_label(pd.read_csv(call_costs) if call_costs.exists() else None)
-    seeded = seeds.seed_frames(profile) if Profile.load(profile).shipped else {}
+    seeded = seeds.seed_frames(profile) if zoo_for(profile).train_seeds else {}
     strict = Profile.load(profile).strict
     out, validities = [], dict(VALIDITY)
     for family in families:

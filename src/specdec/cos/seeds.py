@@ -22,10 +22,11 @@ import pandas as pd
 
 from specdec import zoo
 from specdec.cos import experiments, train
+from specdec.cos.zoo import ShippedCollabs
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 
-TRAIN_SEEDS = (1, 2)
+TRAIN_SEEDS = ShippedCollabs.train_seeds  # the shipped zoo's seeds k > 0
 TABLES = {"cos_main": "cos_main_seeds", "cos_sweeps": "cos_sweeps_seeds", "cos_theory": "cos_theory_seeds"}
 SEED_KEY = [*experiments.ROW_KEY, "train_seed"]
 TRAINING_SUMMARY = zoo.DATA / "cos_training_seeds.csv"  # committed: the seeds' weights are not

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from specdec.results import paper_numbers
+from specdec.validate import reads_frame
 from specdec.verdict import INCONCLUSIVE, MEASURED, Verdict, bootstrap_rows, decide
 
 UNIT = ["set", "temperature", "task", "prompt"]  # one prompt of one task in one cell
@@ -80,6 +81,7 @@ def _ratio_verdict(name, claim, paper, log_ratio: pd.Series, detail: str, thresh
 
 
 # ------------------------------------------------------------------------------------------------ C1
+@reads_frame
 def c1_verdicts(frame: pd.DataFrame, per_config: bool = True, value: str = MEASURED) -> list[Verdict]:
     """C1 (Tables 2-4): CoS at its best γ is faster than standard collaborative decoding, and (C1-SD) than SD
     at its best γ. Estimate: geometric mean over (cell, prompt) of the per-prompt tokens/s ratio; > 1.0.
@@ -229,6 +231,7 @@ def c4_mu_verdicts(sweeps: pd.DataFrame, value: str = MEASURED) -> list[Verdict]
     return [still, trend]
 
 
+@reads_frame
 def cd_gamma_condition(frame: pd.DataFrame, c: float | None = None) -> dict:
     """C4-γ CD's condition (docs/papers/cos.md, "C4-γ: where the shape is decided"): the paper's rise-then-fall needs
     moderate acceptance ("in some cases, however, speedup either monotonically increases or decreases due to high or
@@ -354,6 +357,7 @@ def c4_gamma_verdicts(sweeps: pd.DataFrame, tolerance: float = 0.10, value: str 
     return out
 
 
+@reads_frame
 def cd_gamma_validity(frame: pd.DataFrame, *why: str) -> tuple[str, str]:
     """C4-γ CD's validity from its measured condition (``cd_gamma_condition``): ``partly`` (``why``: the proxy's
     reasons) when some task has an interior optimum γ, else ``no``."""
@@ -368,6 +372,7 @@ def cd_gamma_validity(frame: pd.DataFrame, *why: str) -> tuple[str, str]:
     return validity("no", measured + ": every task is monotone by its acceptance, the paper's stated exception")
 
 
+@reads_frame
 def c4_apf_verdict(frame: pd.DataFrame, value: str = MEASURED) -> Verdict:
     """C4-APF (App. C.4): CoS with the alternate proposal framework is faster than Naive-CoS, both at their
     best γ per (set, task) (the two differ at every γ, γ = 1 included: their calls per token differ). Per-prompt

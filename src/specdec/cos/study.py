@@ -14,4 +14,11 @@ def vocabulary(parameter: str, notebook: str) -> set[str] | None:
     return None
 
 
-STUDY = Study("CoS", "cos", ("20", "21", "22"), "papers/cos.md", vocabulary)
+def zoo(profile):
+    """CoS's models under ``profile`` (``cos.zoo.zoo_for``)."""
+    from specdec.cos.zoo import zoo_for
+
+    return zoo_for(profile)
+
+
+STUDY = Study("CoS", "cos", ("20", "21", "22"), "papers/cos.md", vocabulary, zoo)

@@ -14,6 +14,7 @@ import torch
 
 from specdec.cos.algorithm import decode, make_combination, theorem_3_1, theorem_3_6, we_acceptance
 from specdec.results import RESULTS, paper_numbers
+from specdec.validate import reads_frame
 from specdec.zoo.tasks import encode
 
 # The columns that name a cell of a CoS table (a stored row adds its prompt and the prompt text's digest): every
@@ -22,6 +23,7 @@ from specdec.zoo.tasks import encode
 KEYS = ["set", "weights", "task", "method", "gamma", "temperature", "lam", "mu", "max_new_tokens", "seed", "device"]
 
 
+@reads_frame
 def speedup_table(frame: pd.DataFrame, baseline: str = "standard", costs: dict | None = None) -> pd.DataFrame:
     """One row per cell and method: median per-prompt walltime speedup over ``baseline``, tokens/s, calls per
     token, acceptance, and (if ``costs`` maps set -> per-model call times) the call-cost speedup."""

@@ -158,7 +158,7 @@ def main(argv=None):
     parser.add_argument("--out", type=pathlib.Path, default=None, help=f"default {cli.TRAINED} (data/models: say so)")
     parser.add_argument("--models", nargs="*", default=list(COS_ZOO))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--steps-scale", type=cli.positive_float, default=1.0, help="multiply the steps (> 0)")
+    parser.add_argument("--steps-scale", type=cli.POS_NUMBER, default=1.0, help="multiply the steps (> 0)")
     parser.add_argument(
         "--train-seed",
         type=int,

@@ -1,6 +1,7 @@
-"""CoS's models per profile and the tables they key: a profile's model sets (``ModelSet``: the shipped zoo's on a
-shipped profile, the yaml's hub ids elsewhere, at a training seed), their per-call costs measured once per set and
-device (``stored_call_costs``) and the runs tables (``store``) keyed by ``ROW_KEY``.
+"""CoS's models per profile and the tables they key: the study's ``Zoo`` (``zoo_for``: ``ShippedCollabs``, the
+shipped zoo and its training seeds; ``HubCollabs``, the yaml's hub ids), a profile's model sets (``ModelSet``, at a
+training seed), their per-call costs measured once per set and device (``stored_call_costs``) and the runs tables
+(``store``) keyed by ``ROW_KEY``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from specdec import bench
 from specdec.cos import tables
 from specdec.harness.profile import Profile
 from specdec.results import ResultStore
+from specdec.zoo import models as zoo_models
 from specdec.zoo.models import model_weights
 
 # A stored row is one prompt of a cell (``tables.KEYS``): its id and ``request``, the ``text_digest`` of its text (a
@@ -90,3 +92,51 @@ def collab_of(label: str, profile="tiny") -> tuple[str, str | None, int | None]:
             f"unknown CoS set label {label!r}: a set of {sorted(known)}, '<set>/proposer<k>' or '<set>+<we|cd>'"
         )
     return name, kind, proposer
+
+
+class HubCollabs:
+    """CoS's ``harness.study.Zoo`` where the models are hub ids of the profile's ``collab`` sets (one training run
+    each: no seeds k > 0). ``load(name)`` and ``weights(name)`` take a model set's name (``we``, ``cd``, ...)."""
+
+    train_seeds: tuple[int, ...] = ()
+    proxy = False
+
+    def __init__(self, profile: Profile, train_seed: int = 0):
+        self.profile = Profile.load(profile)
+        self.train_seed = int(train_seed)
+
+    def source(self, name: str):
+        """``(folder or hub id, revision)`` of one model of a set at this zoo's training seed."""
+        where, revision = self.profile.model_source(name)
+        if self.train_seed:
+            return zoo_models.seed_weights(name, self.train_seed, zoo_models.COS_SEED_COMMAND), revision
+        return where, revision
+
+    def load(self, name: str, **kw) -> ModelSet:
+        """The model set ``name``, loaded on the profile's device at this zoo's training seed."""
+        return ModelSet.load(self.profile, name, self.train_seed)
+
+    def weights(self, *names: str) -> str:
+        """The ``weights`` key of a row of the model set ``names[0]`` (``ModelSet.weights``: it loads the set)."""
+        return self.load(*names).weights
+
+    def at_seed(self, k: int):
+        if int(k) and int(k) not in self.train_seeds:
+            raise ValueError(f"CoS training seed {k} is not one of this zoo's {self.train_seeds} ({self.profile.name})")
+        return type(self)(self.profile, int(k))
+
+
+class ShippedCollabs(HubCollabs):
+    """CoS's ``Zoo`` of the shipped ``cos-*`` models (``data/models/``), retrained with training seeds 1 and 2
+    (``cos.seeds``; their committed rows are read by the findings per seed)."""
+
+    train_seeds = (1, 2)
+    proxy = True
+
+
+ZOOS = {"shipped": ShippedCollabs, "hub": HubCollabs}
+
+
+def zoo_for(profile) -> HubCollabs:
+    """CoS's models under ``profile`` (``Profile.zoo``: the class of the profile's model source)."""
+    return Profile.load(profile).zoo(ZOOS, "CoS")

@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 
 from specdec import bench, engine, speed
+from specdec.harness.engine_zoo import zoo_for
 from specdec.harness.experiment import Decoded, Experiment, Method, Request, Setting, speculative
 from specdec.harness.profile import Profile
 from specdec.results import model_provenance
@@ -160,13 +161,15 @@ class Engine:
     tokenizer: object
     drafts: dict = field(repr=False)  # pair -> draft model
     device_name: str = ""
+    train_seeds: tuple[int, ...] = ()  # its zoo's training seeds k > 0 (``engine_zoo``; ``engine_seeds``)
 
     @classmethod
     def load(cls, profile: Profile, pairs: list[str]) -> Engine:
         loaded = {name: profile.load_pair(name) for name in pairs}
         target, _, tokenizer = loaded[pairs[0]]
         drafts = {name: loaded[name][1] for name in pairs}
-        return cls(profile, list(pairs), target, tokenizer, drafts, bench.describe_device(profile.device))
+        seeds = zoo_for(profile).train_seeds
+        return cls(profile, list(pairs), target, tokenizer, drafts, bench.describe_device(profile.device), seeds)
 
     def spec(self, pair: str) -> dict:
         """The profile yaml's entry of ``pair`` (``target``, ``draft``: model names)."""

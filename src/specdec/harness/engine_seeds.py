@@ -23,14 +23,15 @@ import pandas as pd
 
 from specdec import results, zoo
 from specdec.engine_findings import SEED_TABLE
+from specdec.harness import engine_zoo
 from specdec.harness.engine_experiments import Engine
 from specdec.harness.experiment import Experiment, Request, Setting, plain, speculative
 from specdec.hub import ModelNotAvailableError
 from specdec.zoo.models import load, revision_of, seed_weights, weights_digest, weights_identity
 
-SEED_DRAFTS = ("tiny-draft-s", "tiny-draft-xs")
+SEED_DRAFTS = engine_zoo.SEED_DRAFTS
+SEED_TRAIN_COMMAND = engine_zoo.SEED_TRAIN_COMMAND
 SEED_KEY = ["train_seed", "method", "draft", "weights", "gamma", "n_prompts", "prompts", "max_new_tokens", "prompt"]
-SEED_TRAIN_COMMAND = "python -m specdec.zoo.training --models " + " ".join(SEED_DRAFTS) + " --train-seed"
 BATCH = 16  # prompts decoded together (``batching.generate_batch``; its rows equal the batch-1 runs)
 
 
@@ -41,13 +42,13 @@ class SeedEngine(Engine):
 
     @classmethod
     def of(cls, eng: Engine, train_seed: int) -> SeedEngine:
-        if not eng.profile.shipped or int(train_seed) <= 0:
+        if int(train_seed) not in eng.train_seeds:
             raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {train_seed}, {eng.profile.name})")
         drafts = {}
         for pair, name in eng.draft_names().items():
             folder = seed_weights(name, train_seed, f"{SEED_TRAIN_COMMAND} <k>")
             drafts[pair] = load(folder, device=eng.profile.device, dtype=eng.profile.dtype, with_tokenizer=False)[0]
-        seeded = cls(eng.profile, eng.pairs, eng.target, eng.tokenizer, drafts, eng.device_name)
+        seeded = cls(eng.profile, eng.pairs, eng.target, eng.tokenizer, drafts, eng.device_name, eng.train_seeds)
         seeded.train_seed = int(train_seed)
         return seeded
 

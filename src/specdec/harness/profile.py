@@ -18,8 +18,9 @@ what every experiment asks of a profile:
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -28,6 +29,8 @@ from specdec.zoo import models
 from specdec.zoo.device import default_device, default_dtype
 
 SHIPPED = "tiny"  # the profile whose models and data ship with the repository
+SOURCES = ("shipped", "package", "hub")  # where a profile's models come from (``Profile.source``)
+Z = TypeVar("Z")
 
 
 def ships(name: str) -> bool:
@@ -47,7 +50,7 @@ class Profile:
     spec: dict = field(repr=False, default_factory=dict)
 
     @classmethod
-    def load(cls, name: str, device: str | None = None, dtype: torch.dtype | str | None = None) -> Profile:
+    def load(cls, name: str | Profile, device: str | None = None, dtype: torch.dtype | str | None = None) -> Profile:
         """The profile ``name`` on ``device`` (default: the yaml's ``device`` when torch sees it, else cpu) in
         ``dtype`` (default: the yaml's; a name such as ``"bfloat16"`` is accepted). ``name`` may be a loaded
         ``Profile``: returned as it is, or on the ``device`` / ``dtype`` asked for."""
@@ -66,6 +69,29 @@ class Profile:
     def shipped(self) -> bool:
         """Whether its models and data ship with the repository (no network, no hub cache, CPU minutes)."""
         return ships(self.name)
+
+    @property
+    def source(self) -> str:
+        """Where its models come from, the key ``zoo`` picks a study's zoo class by: the yaml's ``source`` where it
+        names one, else ``"shipped"`` (folders under ``data/models/``), ``"package"`` (a ``models`` table of
+        installed packages' files and this project's drafts) or ``"hub"`` (hub ids at pinned revisions)."""
+        named = self.spec.get("source")
+        if named is not None:
+            if named not in SOURCES:
+                raise ValueError(f"profile {self.name!r}: source {named!r} is none of {SOURCES}")
+            return str(named)
+        return "shipped" if self.shipped else "package" if self.spec.get("models") else "hub"
+
+    def zoo(self, classes: Mapping[str, Callable[[Profile], Z]], study: str = "") -> Z:
+        """A study's models under this profile: ``classes[self.source](self)`` (a study's ``zoo.py`` maps each model
+        source it supports to its ``harness.study.Zoo`` class); a source the study has no class for is one clear
+        error naming the study."""
+        if self.source not in classes:
+            raise ValueError(
+                f"study {study or '?'} has no models from a {self.source!r} source (profile {self.name!r}); it has "
+                f"{sorted(classes)}"
+            )
+        return classes[self.source](self)
 
     @property
     def strict(self) -> bool:

@@ -11,6 +11,10 @@ trained for it), greedy, on held-out chat prompts of the draft's data (``zoo.rea
 ``c``: the draft's forward time over the target's (one new token after a 128-token context, ``bench.latency_ratio``)
 and the engine's own (the SD run's draft seconds per draft call over plain decoding's seconds per target call).
 Rows go to ``results/real/real_speed.csv`` (``ResultStore``, with provenance); ``summary`` reads them back.
+
+γ (``--gamma auto``, the default) is chosen before the timed rounds: the γ in 1..8 that maximises
+``costs.expected_speedup`` at the draft's held-out top-1 agreement with the target's greedy tokens (α, from its
+``training.json``) and the forward ``c`` measured on this machine just before; both go to the provenance.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 import torch
 
-from specdec import bench, engine, peer, speed
+from specdec import bench, costs, engine, peer, speed
 from specdec.harness.profile import Profile
 from specdec.zoo import models
 
@@ -97,11 +101,34 @@ def single_rounds(target, draft, ids, *, gamma: int, max_new_tokens: int, eos: i
     return rows
 
 
-def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int = 4, repeats: int = 3, batch: int = 8) -> None:
-    """Measure the three comparisons and ``c`` on the real default pair; append the rows to ``results/real``."""
+def choose_gamma(alpha: float, c: float, gammas=range(1, 9)) -> int:
+    """The γ of ``gammas`` with the largest expected speedup ``τ(α, γ) / (γ c + 1)`` (``costs``; i.i.d. acceptance)."""
+    return max(gammas, key=lambda g: costs.expected_speedup(costs.expected_block_efficiency(alpha, g), g, c))
+
+
+def draft_alpha() -> float:
+    """The real draft's held-out top-1 agreement with the target's greedy tokens (its last logged row)."""
+    import json
+
+    from specdec import realmodel
+    from specdec.zoo import real_draft
+
+    summary = json.loads((realmodel.REAL_MODELS / real_draft.DRAFT / "training.json").read_text())
+    return float(summary["curve"][-1]["heldout_top1"])
+
+
+def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int | None = None, repeats: int = 3, batch: int = 8):
+    """Measure the three comparisons and ``c`` on the real default pair; append the rows to ``results/real``
+    (``gamma`` None: ``choose_gamma`` at the draft's α and the forward ``c`` measured first)."""
     profile = Profile.load("real")
     profile.use_threads()
     target, draft, tokenizer = profile.load_pair()
+    choice = {}
+    if gamma is None:
+        alpha, c = draft_alpha(), bench.latency_ratio(target, draft, context=128, repeats=10)
+        gamma = choose_gamma(alpha, c)
+        choice = dict(gamma_rule="argmax expected_speedup", gamma_alpha=alpha, gamma_c=round(c, 4), gamma=gamma)
+        print(f"gamma {gamma}: alpha (held-out top-1) {alpha:.3f}, c (forward, measured now) {c:.3f}", flush=True)
     eos = tokenizer.eos_token_id
     ids = prompts(tokenizer, max(n_prompts, batch))
     common: dict[str, Any] = dict(
@@ -175,6 +202,7 @@ def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int = 4, repeat
         device_name=bench.describe_device("cpu"),
         note=SHARED_NOTE,
         pair=f"{profile.spec['pairs']['default']}",
+        **choice,
     )
     store.append(rows)
 
@@ -236,7 +264,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-prompts", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--gamma", type=int, default=4)
+    parser.add_argument("--gamma", type=int, default=None, help="default: chosen by α and the measured c")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--report-only", action="store_true", help="print the stored rows' summary, measure nothing")
     args = parser.parse_args(argv)

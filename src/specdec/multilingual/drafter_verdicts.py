@@ -20,6 +20,7 @@ import pandas as pd
 
 from specdec.multilingual.pooled import RUN, geo_verdict, log_speed, pooled_tau, tau_arrays
 from specdec.multilingual.tables import paper_value
+from specdec.validate import reads_frame
 from specdec.verdict import HOLDS, INCONCLUSIVE, MEASURED, Verdict, bootstrap_rows, decide
 
 BASELINES = {"sps-generic": "generic SpS", "sps-f": "F", "pld": "PLD"}
@@ -34,6 +35,7 @@ def _over_plain(f: pd.DataFrame, method: str, value: str) -> str:
     return f" Over plain decoding ({method} / ar): {math.exp(log_speed(f, method, 'ar', value).mean()):.2f}x."
 
 
+@reads_frame
 def m1_verdicts(frame: pd.DataFrame, temperature: float = 0.0, value: str = MEASURED) -> list[Verdict]:
     """M1 at ``temperature``: SpS with the P-F drafter is faster than every baseline. One verdict per baseline
     (geometric mean over prompts of the per-prompt speed ratio P-F / baseline, > 1.0) and a joint one,
@@ -113,6 +115,7 @@ M1_TAU_QUOTE = (
 )
 
 
+@reads_frame
 def m1_tau_verdict(frame: pd.DataFrame, temperature: float = 0.0) -> Verdict:
     """M1-τ, the two legs the paper states (§2.3, Fig. 4): τ of P-F exceeds that of F and of the generic drafter
     (the paper orders neither F against the generic drafter). Estimate: min(τ_PF − τ_F, τ_PF − τ_generic), τ pooled
@@ -136,6 +139,7 @@ def m1_tau_verdict(frame: pd.DataFrame, temperature: float = 0.0) -> Verdict:
 
 
 # ------------------------------------------------------------------------------------------------ quality
+@reads_frame
 def quality_verdicts(frame: pd.DataFrame, margin: float = 2.0) -> list[Verdict]:
     """Output quality. T = 0 ("Quality T=0"): the share of SD runs token-identical to plain decoding (must be
     1; deterministic, the interval is the point). T = 1, per SD method: the mean paired difference of sentence
@@ -180,6 +184,7 @@ def quality_verdicts(frame: pd.DataFrame, margin: float = 2.0) -> list[Verdict]:
 
 
 # ------------------------------------------------------------------------------------------------ Table 3
+@reads_frame
 def table3_verdict(frame: pd.DataFrame, pair: str = "zh-en", temperature: float = 0.0) -> Verdict:
     """Table 3 (training stages on Zh→En): pretrain-and-finetune beats each stage alone — pretrain only (the generic
     drafter, the SpS baseline) and finetune only (F). Estimate: min(τ_PF − τ_P, τ_PF − τ_F), τ pooled over the
@@ -209,6 +214,7 @@ def table3_verdict(frame: pd.DataFrame, pair: str = "zh-en", temperature: float 
 
 
 # ------------------------------------------------------------------------------------------------ Table 7
+@reads_frame
 def table7_verdicts(
     frame: pd.DataFrame, temperature: float = 0.0, translatable: pd.DataFrame | None = None, value: str = MEASURED
 ) -> list[Verdict]:

@@ -10,6 +10,7 @@ import functools
 import os
 import pathlib
 import random
+from typing import Any
 
 import pandas as pd
 
@@ -20,11 +21,21 @@ from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import parallel
 from specdec.multilingual.hubdata import load_paper_prompts
 from specdec.multilingual.tables import METHODS
-from specdec.zoo.models import load, load_tokenizer, revision_of, weights_identity
+from specdec.zoo.models import load, load_tokenizer, revision_of, seed_weights, weights_identity
 from specdec.zoo.models import weights_digest as combine_weights
 from specdec.zoo.tasks import encode
 
 TRAIN_COMMAND = "python -m specdec.multilingual.train --profile paper all --out $SPECDEC_ML_DRAFTERS"
+# training seeds k > 0 of the shipped zoo (``seeds``): the drafters they retrain and the command that does
+SHARED_BY_SEEDS = ("ml-target", "ml-draft-generic")  # one run each, the same for every training seed
+GRID = ["ml-draft-f-de", "ml-draft-pf-de"] + [f"ml-draft-{k}-de-b{n}" for n in (44, 168, 612) for k in ("f", "pf")]
+PAIRS = ("de", "fr", "ru", "ja", "zh")  # Table 1's pairs X -> En
+PAIR_DRAFTERS = [f"ml-draft-{k}-{x}" for x in PAIRS[1:] for k in ("f", "pf")]  # De's are in GRID
+SEED_TRAIN_COMMAND = (
+    "python -m specdec.multilingual.train drafters --out data/models-seeds --only "
+    + " ".join(GRID + PAIR_DRAFTERS)
+    + " --train-seed"
+)
 
 
 def drafter_name(method: str, lang: str) -> str | None:
@@ -49,66 +60,60 @@ def drafters_dir() -> pathlib.Path:
 
 
 class Drafters:
-    """The ``ml-*`` zoo names of a profile: which model each stands for, each loaded once (drafters are shared by many
-    cells), the target's tokenizer and the ``weights`` key of every method.
+    """The ``ml-*`` zoo names of a profile (the study's ``harness.study.Zoo``): which model each stands for, each
+    loaded once (drafters are shared by many cells), the target's tokenizer and the ``weights`` key of every method.
+    ``Drafters(profile)`` is the class of the profile's model source (``Profile.zoo`` over ``ZOOS``):
 
-    tiny: the shipped ``ml-*`` zoo on the CPU (float32). paper: ``ml-target`` is the target of ``paper.yaml``'s
-    ``multilingual`` pair (Vicuna-7B v1.3), ``ml-draft-generic`` its draft (vicuna-68m), and every other ``ml-*``
-    drafter a ``save_pretrained`` directory of that name in ``drafters_dir()`` (F / P-F drafters trained for the
-    Vicuna tokenizer; none is published), on the profile's device and dtype. Training seeds > 0: ``seeds``."""
+    ``ShippedDrafters``: the shipped ``ml-*`` zoo on the CPU (float32), with training seeds 1 and 2 (``at_seed``).
+    ``HubDrafters``: ``ml-target`` is the target of the yaml's ``multilingual`` pair (Vicuna-7B v1.3),
+    ``ml-draft-generic`` its draft (vicuna-68m), and every other ``ml-*`` drafter a ``save_pretrained`` directory of
+    that name in ``drafters_dir()`` (F / P-F drafters trained for the Vicuna tokenizer; none is published), on the
+    profile's device and dtype."""
 
-    train_seed = 0  # the shipped zoo's (``seeds.SeedDrafters``: another training seed of the finetuned drafters)
+    train_seed = 0  # the training seed of its finetuned drafters (0: the shipped or trained ones)
+    train_seeds: tuple[int, ...] = ()  # the training seeds k > 0 it has
+    proxy = False  # this project's proxy models, whose proxy conditions (M3) are measured
 
-    def __init__(self, profile):
+    def __new__(cls, profile, *args, **kw):
+        if cls is Drafters:  # the class of the profile's model source
+            return Profile.load(profile).zoo(ZOOS, "Multilingual")
+        return super().__new__(cls)
+
+    def __init__(self, profile, *args, **kw):
         self.profile = Profile.load(profile)
         self._models: dict = {}
         self._digests: dict = {}
 
-    def source(self, name: str) -> str:
+    def where(self, name: str) -> str:
         """The id or directory a zoo name stands for."""
-        if self.profile.shipped:
-            return name
-        pair = self.profile.spec["pairs"]["multilingual"]
-        if name in ("ml-target", "ml-draft-generic"):
-            return pair["target" if name == "ml-target" else "draft"]
-        path = drafters_dir() / name
-        if not (path / "config.json").exists():
-            raise ModelNotAvailableError(
-                f"paper profile: no drafter {name!r} at {path}. The F / P-F drafters are trained per language pair "
-                f"by the paper-scale recipe ({TRAIN_COMMAND}, README 'Paper profile'), which saves them there; or set "
-                "SPECDEC_ML_DRAFTERS to the folder that holds them."
-            )
-        return str(path)
+        raise NotImplementedError
 
-    def load(self, name: str):
+    def source(self, name: str) -> tuple[str | pathlib.Path, str | None]:
+        """``(id or directory, revision)`` of a zoo name."""
+        where = self.where(name)
+        return where, revision_of(self.profile.spec, where)
+
+    def load(self, name: str, **kw):
         """The model a zoo name stands for, in eval mode, loaded once."""
         if name not in self._models:
-            source = self.source(name)
-            if self.profile.shipped:  # the zoo as saved (float32) on the CPU
-                self._models[name] = load(source, with_tokenizer=False)[0]
-            else:
-                revision = revision_of(self.profile.spec, source)
-                device, dtype = self.profile.device, self.profile.dtype
-                self._models[name] = load(source, device=device, dtype=dtype, with_tokenizer=False, revision=revision)[
-                    0
-                ]
+            self._models[name] = self._load(self.where(name))
         return self._models[name]
 
-    @functools.cached_property
-    def tokenizer(self):
-        """The target's tokenizer (tiny: the zoo's shared one; paper: Vicuna's)."""
-        if self.profile.shipped:
-            return load_tokenizer(zoo.TOKENIZER_DIR)
-        source = self.source("ml-target")
-        return load_tokenizer(source, revision=revision_of(self.profile.spec, source))
+    def _load(self, source: str):
+        raise NotImplementedError
 
     def identity(self, name: str) -> str:
-        """``zoo.models.weights_identity`` of a zoo name's model (tiny: the shipped folder; paper: the trained
-        drafters' folder, or ``hub id@pinned revision``)."""
-        source = self.source(name)
-        if self.profile.shipped:
-            return weights_identity(zoo.model_dir(source))
-        return weights_identity(source, revision_of(self.profile.spec, source))  # a folder is hashed, an id is not
+        """``zoo.models.weights_identity`` of a zoo name's model."""
+        raise NotImplementedError
+
+    def weights(self, *names: str) -> str:
+        """The ``weights`` key of a row of the drafter ``names[0]`` (``weights_digest``)."""
+        return self.weights_digest(names[0] if names else None)
+
+    def at_seed(self, k: int) -> Drafters:
+        if int(k) == 0:
+            return type(self)(self.profile)
+        raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {k}, {self.profile.name})")
 
     def weights_digest(self, spec) -> str:
         """The ``weights`` key of a row: 12 hex digits of the sha256 of the target's weights and, for a drafter model
@@ -141,15 +146,11 @@ class Drafters:
             f" V{c.vocab_size}"
         )
 
+    tokenizer: Any  # the target's tokenizer (a subclass's cached property)
+
     def training_summary(self) -> pd.DataFrame:
-        """One row per trained model (parameters, device, seconds, …): tiny, ``data/multilingual/ml_training.csv``;
-        paper, the ``ml_training.csv`` the paper-scale recipe wrote into ``drafters_dir()``."""
-        if self.profile.shipped:
-            return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
-        path = drafters_dir() / "ml_training.csv"
-        if not path.exists():
-            raise ModelNotAvailableError(f"paper profile: no {path}; train the drafters first ({TRAIN_COMMAND})")
-        return pd.read_csv(path)
+        """One row per trained model (parameters, device, seconds, …)."""
+        raise NotImplementedError
 
     def budget_grid(self, lang: str = "de") -> pd.DataFrame:
         """The finetune-budget grid of F and P-F drafters for ``lang``: recipe, budget, finetune_tokens and the
@@ -162,6 +163,92 @@ class Drafters:
             .sort_values(["recipe", "finetune_budget"])
             .reset_index(drop=True)
         )
+
+
+class ShippedDrafters(Drafters):
+    """The shipped ``ml-*`` zoo (``data/models/``) on the CPU as saved (float32); its training seeds k > 0 are
+    ``seeds.SeedDrafters`` (``at_seed``)."""
+
+    train_seeds = (1, 2)
+    proxy = True
+
+    def where(self, name: str) -> str:
+        if not self.train_seed or name in SHARED_BY_SEEDS:
+            return name
+        return str(seed_weights(name, self.train_seed, f"{SEED_TRAIN_COMMAND} <k>"))
+
+    def source(self, name: str) -> tuple[str | pathlib.Path, str | None]:
+        return self.where(name), None
+
+    def _load(self, source: str):
+        return load(source, with_tokenizer=False)[0]
+
+    @functools.cached_property
+    def tokenizer(self):
+        """The zoo's shared tokenizer."""
+        return load_tokenizer(zoo.TOKENIZER_DIR)
+
+    def identity(self, name: str) -> str:
+        """Of the shipped folder (or a training seed's)."""
+        return weights_identity(zoo.model_dir(self.where(name)))
+
+    def training_summary(self) -> pd.DataFrame:
+        """``data/multilingual/ml_training.csv`` (a training seed k > 0: its rows of ``ml_training_seeds.csv``)."""
+        if not self.train_seed:
+            return pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv")
+        rows = pd.read_csv(zoo.DATA / "multilingual" / "ml_training_seeds.csv")
+        return rows[rows.train_seed == self.train_seed].reset_index(drop=True)
+
+    def at_seed(self, k: int) -> Drafters:
+        if int(k) and int(k) not in self.train_seeds:
+            raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {k}, {self.profile.name})")
+        seeded = ShippedDrafters(self.profile)
+        seeded.train_seed = int(k)
+        return seeded
+
+
+class HubDrafters(Drafters):
+    """Hub ids at their pinned revisions and the drafters the paper-scale recipe trained (``drafters_dir()``), on
+    the profile's device and dtype."""
+
+    def where(self, name: str) -> str:
+        pair = self.profile.spec["pairs"]["multilingual"]
+        if name in ("ml-target", "ml-draft-generic"):
+            return pair["target" if name == "ml-target" else "draft"]
+        path = drafters_dir() / name
+        if not (path / "config.json").exists():
+            raise ModelNotAvailableError(
+                f"paper profile: no drafter {name!r} at {path}. The F / P-F drafters are trained per language pair "
+                f"by the paper-scale recipe ({TRAIN_COMMAND}, README 'Paper profile'), which saves them there; or set "
+                "SPECDEC_ML_DRAFTERS to the folder that holds them."
+            )
+        return str(path)
+
+    def _load(self, source: str):
+        revision = revision_of(self.profile.spec, source)
+        device, dtype = self.profile.device, self.profile.dtype
+        return load(source, device=device, dtype=dtype, with_tokenizer=False, revision=revision)[0]
+
+    @functools.cached_property
+    def tokenizer(self):
+        """Vicuna's."""
+        source = self.where("ml-target")
+        return load_tokenizer(source, revision=revision_of(self.profile.spec, source))
+
+    def identity(self, name: str) -> str:
+        """Of the trained drafters' folder, or ``hub id@pinned revision`` (a folder is hashed, an id is not)."""
+        source = self.where(name)
+        return weights_identity(source, revision_of(self.profile.spec, source))
+
+    def training_summary(self) -> pd.DataFrame:
+        """The ``ml_training.csv`` the paper-scale recipe wrote into ``drafters_dir()``."""
+        path = drafters_dir() / "ml_training.csv"
+        if not path.exists():
+            raise ModelNotAvailableError(f"paper profile: no {path}; train the drafters first ({TRAIN_COMMAND})")
+        return pd.read_csv(path)
+
+
+ZOOS = {"shipped": ShippedDrafters, "hub": HubDrafters}
 
 
 # --------------------------------------------------------------------------------------------- prompts

@@ -33,6 +33,7 @@ from specdec.multilingual.scaling_verdicts import m2_linear_validity, m2_over_se
 from specdec.multilingual.seeds import MAIN_SHARED, seed_frames
 from specdec.multilingual.tables import paper_value
 from specdec.results import COMMITTED, RESULTS
+from specdec.validate import reads_frame
 from specdec.verdict import Verdict, judge_all, sanity, validity
 
 # Issue 44 point 5: no source independent of the claim prices Tiny-Vicuna 1B on Vicuna 7B (TABED Table 6 stops at
@@ -68,6 +69,7 @@ def paper_regimes(gamma: int = 4) -> dict[str, costs.Regime]:
     return {"sps-generic": small, "sps-f": small, "sps-pf": small, "small": small, "large": large, "pld": free}
 
 
+@reads_frame
 def with_priced_speed(frame: pd.DataFrame, regimes: dict[str, costs.Regime] | None = None) -> pd.DataFrame:
     """``frame`` with ``priced_speed``: each run's speedup over plain decoding from its counts (``new_tokens``,
     ``target_calls``, ``drafted`` = draft calls) at its method's regime (``paper_regimes``); plain decoding
@@ -190,7 +192,7 @@ def board_scaling_verdicts(frames: dict, grid: pd.DataFrame | None = None, profi
         validities = {**VALIDITY, **m2_linear_validity(every, grid, *_M2_BASE)}
     else:
         found = verdict.over_seeds(lambda f: [m3_verdict(f)], frames)
-        validities = {**VALIDITY, "M3": m3_validity()} if Profile.load(profile).shipped else dict(VALIDITY)
+        validities = {**VALIDITY, "M3": m3_validity()} if Drafters(profile).proxy else dict(VALIDITY)
     return judge_all(found, validities, strict=Profile.load(profile).strict)
 
 
@@ -236,7 +238,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     tokens = read("ml_tokens")  # P's own τ on the grid's prompts: P-F's starting point
     m2_all = pd.concat([*m2.values(), tokens[tokens.method == "sps-generic"]], ignore_index=True)
     validities = {**VALIDITY, **m2_linear_validity(m2_all, grid, *_M2_BASE), **m1_vs_f_validity(m2_all, grid)}
-    if Profile.load(profile).shipped:
+    if drafters.proxy:  # M3's condition is measured on the proxy zoo's rows
         validities["M3"] = m3_validity(results_root)
     return judge_all(out, validities, strict=Profile.load(profile).strict)
 

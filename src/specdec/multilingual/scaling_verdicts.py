@@ -17,6 +17,7 @@ import pandas as pd
 
 from specdec.multilingual.pooled import geo_verdict, log_speed, pooled_tau, tau_arrays
 from specdec.multilingual.tables import paper_value
+from specdec.validate import reads_frame
 from specdec.verdict import (
     FAILS,
     HOLDS,
@@ -31,6 +32,7 @@ from specdec.verdict import (
 
 
 # ------------------------------------------------------------------------------------------------ helpers
+@reads_frame
 def loglinear_fit(frame: pd.DataFrame, x: str = "finetune_tokens", y: str = "tau") -> dict:
     """Least squares ``y = a + b · log10(x)``: slope b, intercept a and R²."""
     lx, yy = np.log10(frame[x].astype(float).to_numpy()), frame[y].astype(float).to_numpy()
@@ -40,6 +42,7 @@ def loglinear_fit(frame: pd.DataFrame, x: str = "finetune_tokens", y: str = "tau
     return {"slope": float(b), "intercept": float(a), "r2": float(1 - ((yy - pred) ** 2).sum() / ss) if ss else 1.0}
 
 
+@reads_frame
 def ood_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     """τ per drafter (rows) and direction ``src-tgt`` (columns), pooled over prompts."""
     g = frame.groupby(["drafter", "pair"]).agg(new=("new_tokens", "sum"), calls=("target_calls", "sum"))
@@ -134,6 +137,7 @@ def m2_over_seeds(frames: dict, grid: pd.DataFrame) -> list[Verdict]:
 
 
 # ------------------------------------------------------------------------------------------------ M3
+@reads_frame
 def m3_verdict(frame: pd.DataFrame) -> Verdict:
     """M3 (Fig. 5 / 8): a drafter finetuned on X → En keeps more τ on directions with its input language
     (X → Z, Z ≠ En) than on directions with its output language (Y → En, Y ≠ X). Estimate: mean over drafters
@@ -175,6 +179,7 @@ def m3_verdict(frame: pd.DataFrame) -> Verdict:
 
 
 # ------------------------------------------------------------------------------------------------ M4
+@reads_frame
 def m4_verdicts(
     frame: pd.DataFrame,
     temperature: float = 0.0,

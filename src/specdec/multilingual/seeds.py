@@ -24,44 +24,33 @@ from specdec import zoo
 from specdec.harness.profile import Profile
 from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import experiments
-from specdec.multilingual.drafters import Drafters
-from specdec.multilingual.experiments import KEYS
-from specdec.zoo import models
-
-SHARED_BY_SEEDS = ("ml-target", "ml-draft-generic")  # one run each, the same for every training seed
-GRID = ["ml-draft-f-de", "ml-draft-pf-de"] + [f"ml-draft-{k}-de-b{n}" for n in (44, 168, 612) for k in ("f", "pf")]
-PAIRS = ("de", "fr", "ru", "ja", "zh")  # Table 1's pairs X -> En
-PAIR_DRAFTERS = [f"ml-draft-{k}-{x}" for x in PAIRS[1:] for k in ("f", "pf")]  # De's are in GRID
-SEED_TRAIN_COMMAND = (
-    "python -m specdec.multilingual.train drafters --out data/models-seeds --only "
-    + " ".join(GRID + PAIR_DRAFTERS)
-    + " --train-seed"
+from specdec.multilingual.drafters import (  # noqa: F401 (the seed drafters' names)
+    GRID,
+    PAIR_DRAFTERS,
+    PAIRS,
+    SEED_TRAIN_COMMAND,
+    SHARED_BY_SEEDS,
+    Drafters,
+    ShippedDrafters,
 )
+from specdec.multilingual.experiments import KEYS
+
 SEEDS_TABLE = "ml_tokens_seeds"
 SEED_TABLES = {"ml_tokens": SEEDS_TABLE, "ml_main": "ml_main_seeds", "ml_ood": "ml_ood_seeds"}
 MAIN_SHARED = ("ar", "sps-generic", "pld")  # Table 1's methods a training seed does not change (F, P-F it does)
 SEED_KEYS = [*KEYS, "train_seed"]  # a training seed's rows: seed 0's keys and the seed
 
 
-class SeedDrafters(Drafters):
-    """``drafters.Drafters`` of the tiny zoo with the finetuned drafters of training seed ``train_seed`` > 0 (from
-    ``zoo.seed_dir``; the target and P, ``SHARED_BY_SEEDS``, are the shipped ones) and their summary rows
-    (``data/multilingual/ml_training_seeds.csv``). Its rows carry ``train_seed`` (``experiments.cell``)."""
+class SeedDrafters(ShippedDrafters):
+    """``drafters.ShippedDrafters`` at training seed ``train_seed`` > 0 (``ShippedDrafters.at_seed``): its finetuned
+    drafters from ``zoo.seed_dir`` (the target and P, ``SHARED_BY_SEEDS``, are the shipped ones) and their summary
+    rows (``data/multilingual/ml_training_seeds.csv``). Its rows carry ``train_seed`` (``experiments.cell``)."""
 
     def __init__(self, profile, train_seed: int):
         super().__init__(profile)
-        if not self.profile.shipped or int(train_seed) <= 0:
+        if int(train_seed) not in Drafters(self.profile).train_seeds:
             raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {train_seed}, {self.profile.name})")
         self.train_seed = int(train_seed)
-
-    def source(self, name: str) -> str:
-        if name in SHARED_BY_SEEDS:
-            return name
-        return str(models.seed_weights(name, self.train_seed, f"{SEED_TRAIN_COMMAND} <k>"))
-
-    def training_summary(self) -> pd.DataFrame:
-        rows = pd.read_csv(zoo.DATA / "multilingual" / "ml_training_seeds.csv")
-        return rows[rows.train_seed == self.train_seed].reset_index(drop=True)
 
 
 def seeds_store(profile, table: str = SEEDS_TABLE):
@@ -186,4 +175,4 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
 def trained_seeds(profile) -> tuple[int, ...]:
     """The training seeds > 0 that have rows under ``profile``: 1 and 2 for the shipped tiny zoo, none elsewhere
     (the paper profile's drafters are one training run each)."""
-    return (1, 2) if Profile.load(profile).shipped else ()
+    return Drafters(profile).train_seeds

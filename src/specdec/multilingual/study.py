@@ -15,4 +15,11 @@ def vocabulary(parameter: str, notebook: str) -> set[str] | None:
     return None
 
 
-STUDY = Study("Multilingual", "multilingual", ("30", "31", "32", "33", "34"), "papers/multilingual.md", vocabulary)
+def zoo(profile):
+    """The multilingual models under ``profile`` (``drafters.Drafters``: the class of its model source)."""
+    from specdec.multilingual.drafters import Drafters
+
+    return Drafters(profile)
+
+
+STUDY = Study("Multilingual", "multilingual", ("30", "31", "32", "33", "34"), "papers/multilingual.md", vocabulary, zoo)

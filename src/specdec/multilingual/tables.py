@@ -14,6 +14,7 @@ import pandas as pd
 
 from specdec import bench, validate
 from specdec.results import paper_numbers
+from specdec.validate import reads_frame
 
 METHODS = ("ar", "sps-generic", "sps-f", "sps-pf", "pld")
 METHOD_LABELS = {
@@ -95,6 +96,7 @@ def method_table(frame: pd.DataFrame, gamma: int, ratios: dict, references: dict
     return pd.DataFrame(out)
 
 
+@reads_frame
 def table1(table: pd.DataFrame, value: str = "measured_speedup") -> pd.DataFrame:
     """Table 1 layout: rows method (+ the methods not built), columns (T, pair) and their mean."""
     wide = table.pivot_table(index="method", columns=["temperature", "pair"], values=value)

@@ -60,13 +60,13 @@ def tiny_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument(
         "--steps-scale",
-        type=cli.positive_float,
+        type=cli.POS_NUMBER,
         default=1.0,
         help="multiply steps and budgets (and, below 1, the prompts per set): CI smoke runs",
     )
     parser.add_argument("--langs", nargs="*", default=None, help="pairs X→En to build drafters for (default all)")
-    parser.add_argument("--prompts-per-set", type=cli.positive_int, default=None)
-    parser.add_argument("--threads", type=cli.positive_int, default=1)
+    parser.add_argument("--prompts-per-set", type=cli.POS, default=None)
+    parser.add_argument("--threads", type=cli.POS, default=1)
     parser.add_argument(
         "--distilled",
         type=pathlib.Path,

@@ -22,8 +22,13 @@ import pandas as pd
 from specdec import results
 from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
-from specdec.tabed import seeds
+from specdec.tabed import conditions, seeds, speed
 from specdec.tabed.data import load_suite, rests_on
+from specdec.tabed.paired import cell_bootstrap as _cell_bootstrap
+from specdec.tabed.paired import make_verdict as _verdict
+from specdec.tabed.paired import paired as _paired
+from specdec.tabed.paired import wide as _wide
+from specdec.tabed.speed import verdict_speed
 from specdec.tabed.tables import (
     PAPER_SETTING,
     T2_METHODS,
@@ -32,76 +37,28 @@ from specdec.tabed.tables import (
     paper_max_shortfall,
     paper_table_name,
     paper_top_two_share,
-    paper_window_tolerance,
     runs,
     threshold_setting,
 )
+from specdec.tabed.window_findings import NO_NUMBER, PAPER_TABLE1, verdict_t5, verdict_t5_over_seeds
 from specdec.tabed.windows import TINY_WHY, t5_validity, window_frames
-from specdec.tabed.zoo import KEY
+from specdec.tabed.zoo import KEY, zoo_for
 from specdec.verdict import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
     Verdict,
-    decide,
     judge_all,
-    over_complete_seeds,
-    paired_difference,
-    per_request,
+    sanity,
     validity,
 )
 from specdec.vlm.dialogues import IMAGE, PREVIOUS, TEXT_TASK
-
-PAPER_TABLE1 = "Table 10"  # LLaVA-1.5 68M draft, LLaVA-1.5 7B target (``PAPER_SETTING``): Table 1, the main text
-NO_NUMBER = "the paper has no number for this pair"
-T5_GROUPS = ("benchmark t1", "ood")  # the paper's Table 3: first turns of the benchmark and OOD datasets
-MIN_REQUESTS = 3  # fewer paired requests than this: inconclusive, whatever the interval says
 
 
 def paper_scenarios(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of the paper's scenarios: every cell but the text-only NQ / GSM8K *first* turns (the paper has
     them as second turns only; without an image every drafting method drafts the same tokens there)."""
     return frame[~((frame.group == "nlp") & (frame.turn.astype(int) == 1))]
-
-
-def _wide(frame: pd.DataFrame, column: str = "method") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(τ per request x method (or window), request info)``; requests as ``verdict.per_request`` counts them (the
-    small NQ fact pool repeats questions)."""
-    wide, first = per_request(frame, column, "block_efficiency")
-    wide.columns = [str(c) for c in wide.columns]
-    info = first[["scenario", "turn", "group"]]
-    info = info.assign(turn=info.turn.astype(int))
-    info["cell"] = info.group.where(info.group != "benchmark", "benchmark t" + info.turn.astype(str))
-    return wide, info.reindex(wide.index)
-
-
-def _paired(frame: pd.DataFrame, a: str, b: str, n_boot: int, seed: int):
-    """``(estimate, low, high, n)`` of the mean paired difference τ(a) − τ(b) over the requests run with both."""
-    wide, _ = _wide(frame[frame.method.isin([a, b])])
-    if a not in wide or b not in wide:
-        return float("nan"), float("nan"), float("nan"), 0
-    both = wide[[a, b]].dropna()
-    return (*paired_difference(both[a], both[b], n_boot=n_boot, seed=seed), len(both))
-
-
-def _cell_bootstrap(cells: list[np.ndarray], statistic, *, n_boot: int, seed: int) -> tuple[float, float, float]:
-    """``statistic(list of per-cell arrays)`` and its 95% interval over resamples of the requests (rows of each
-    array) *within* their cell, all columns of a row together (so methods or windows stay paired)."""
-    if not cells:
-        return float("nan"), float("nan"), float("nan")
-    estimate = float(statistic(cells))
-    rng = np.random.default_rng(seed)
-    draws = [statistic([c[rng.integers(0, len(c), len(c))] for c in cells]) for _ in range(n_boot)]
-    low, high = np.nanpercentile(np.asarray(draws, dtype=float), [2.5, 97.5])
-    return estimate, float(low), float(high)
-
-
-def _verdict(name, claim, est, low, high, n, *, threshold=0.0, greater=True, paper="", detail="", min_n=MIN_REQUESTS):
-    status = decide(low, high, threshold, greater)
-    if n < min_n:
-        status = INCONCLUSIVE
-        detail = f"{detail} Only {n} request(s): too few to decide (at least {min_n})."
-    return Verdict(name, claim, float(est), float(low), float(high), int(n), status, paper, detail.strip())
 
 
 def _all_of(name: str, claim: str, parts: list[tuple[Verdict, float, bool]], n: int, paper: str = "") -> Verdict:
@@ -377,65 +334,6 @@ def verdict_t4(
     )
 
 
-def verdict_t5(
-    frame: pd.DataFrame,
-    *,
-    tolerance: float | None = None,
-    method: str = "MT*",
-    groups=T5_GROUPS,
-    setting: dict | None = PAPER_SETTING,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> Verdict:
-    """T5 (the window h barely matters): ``max over groups and h ≠ ALL of |τ(h) − τ(ALL)| / τ(ALL)`` on the group
-    means of ``method``, over the requests run at every window in ``frame`` (runs of several windows, e.g.
-    ``pd.concat(runs(f, window=h) for h in ...)``), resampling requests within their group. Holds if the upper
-    bound is below ``tolerance`` (default: ``paper_window_tolerance()``, the same statistic on Table 3). Table 3
-    is of Table 10's pair: for a ``setting`` of another table, or none, the paper has no number to quote and the
-    default threshold stays Table 3's."""
-    own = paper_table_name(setting) == PAPER_TABLE1
-    fallback = "" if own or tolerance is not None else " Threshold: Table 3 (Table 10's pair)."
-    tolerance = paper_window_tolerance() if tolerance is None else tolerance
-    frame = frame[frame.method == method]
-    wide, info = _wide(frame, "window")
-    windows = sorted((w for w in wide.columns if w != "ALL"), key=lambda w: (len(w), w))
-    detail = ""
-    if "ALL" not in wide or not windows:
-        wide, cells = wide.iloc[:0], []
-        detail = "This frame has no runs at h = ALL and another window: not tested."
-    else:
-        wide = wide[[*windows, "ALL"]].dropna()
-        by_group = info.loc[wide.index].groupby("cell").groups
-        cells = [wide.loc[by_group[g]].to_numpy() for g in groups if g in by_group]
-        detail = f"h ∈ {{{', '.join(windows)}}} vs ALL in {', '.join(g for g in groups if g in by_group)}."
-
-    def spread(cs):
-        return float(max(np.max(np.abs(c.mean(0)[:-1] - c.mean(0)[-1])) / c.mean(0)[-1] for c in cs))
-
-    est, low, high = _cell_bootstrap(cells, spread, n_boot=n_boot, seed=seed)
-    n = sum(len(c) for c in cells)
-    return _verdict(
-        "T5",
-        f"the window h barely matters: no h moves the mean τ of {method} by {tolerance:.2%} of τ(ALL) or more",
-        est,
-        low,
-        high,
-        n,
-        threshold=tolerance,
-        greater=False,
-        paper=f"{paper_window_tolerance():.2%} (Table 3, the largest |τ(h) − τ(ALL)| / τ(ALL) of a group mean)"
-        if own
-        else NO_NUMBER,
-        detail=detail + fallback,
-    )
-
-
-def verdict_t5_over_seeds(frames: dict[int, pd.DataFrame], setting: dict | None = PAPER_SETTING, **bootstrap):
-    """T5 per training seed and pooled over the seeds with every run seed 0 has (``verdict.over_complete_seeds``)."""
-    t5, rules = (lambda f: [verdict_t5(f, setting=setting, **bootstrap)]), {"T5": (paper_window_tolerance(), False)}
-    return over_complete_seeds(t5, frames, ["method", "row", "window"], rules)[0]
-
-
 def findings(
     frame: pd.DataFrame,
     window_frame: pd.DataFrame | None = None,
@@ -443,8 +341,8 @@ def findings(
     rests: dict[str, str] | None = None,
     **bootstrap,
 ) -> list[Verdict]:
-    """T1a-c, T1, T1b-prev / -text, T2, T3a-b, T3, T4, T5 on one setting's runs (``frame``), against the paper's
-    table of ``setting`` (the model pair's, ``tables.pair_setting``); T1b by kind of follow-up with ``rests``
+    """T1a-c, T1, T1b-prev / -text, T2, T3a-b, T3, T4, T5, T-speed on one setting's runs (``frame``), against the
+    paper's table of ``setting`` (the model pair's, ``tables.pair_setting``); T1b by kind of follow-up with ``rests``
     (``data.rests_on`` of the requests); T5 on ``window_frame`` (runs of several windows; default ``frame``, where
     it is inconclusive unless ``frame`` holds several windows)."""
     t1 = verdict_t1_parts(frame, setting=setting, **bootstrap)
@@ -458,6 +356,7 @@ def findings(
         verdict_t3(frame, setting=setting, **bootstrap),
         verdict_t4(frame, setting=setting, **bootstrap),
         verdict_t5(frame if window_frame is None else window_frame, setting=setting, **bootstrap),
+        replace(verdict_speed(frame, setting=setting, **bootstrap), regime=speed.regime_label()),
     ]
 
 
@@ -478,15 +377,43 @@ def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "A
         rests = rests_on(load_suite(profile, n, turns=(2,)))
     setting = pair_setting(profile)
     found = findings(frame, by_window[by_window.method == "MT*"], setting=setting, rests=rests)
-    seeded = seeds.seed_frames(profile, root) if profile.shipped else {}
+    seeded = seeds.seed_frames(profile, root)  # empty where the zoo has no training seeds
     if seeded:  # T1-T4 rest on the draft: each of its training seeds, and pooled
         over = seeds.findings_over_seeds(lambda f: findings(f, f.iloc[:0], setting, rests), frame, seeded, setting)
         found = [next((o for o in over if o.name == v.name), v) for v in found]
-    long_pair = window_frames(profile, windows, root) if profile.shipped else {}
+    long_pair = window_frames(profile, windows, root)  # empty where the zoo has no window pair
     if long_pair:  # Table 3 on the pair built for it (windows.WINDOW_PAIR), every training seed
         found = [verdict_t5_over_seeds(long_pair) if v.name == "T5" else v for v in found]
-    validities = {**VALIDITY, "T5": t5_validity(root)} if long_pair else VALIDITY
-    return judge_all(found, validities, strict=profile.strict)
+    return board_reading(found, profile, root, stored, long_pair=bool(long_pair))
+
+
+def board_reading(verdicts: list[Verdict], profile="tiny", root=None, stored=None, long_pair=None) -> list[Verdict]:
+    """``verdicts`` (a notebook's or the board's) judged as the scoreboard judges them: each finding's validity,
+    measured on the tiny scenes (``conditions``: T1b, T1b-prev, T1 and T4 from the ``tabed_runs`` rows of ``stored``,
+    default those of ``root``; T5 from Table 3's own pair, ``windows.t5_validity``, where ``long_pair``, default
+    the shipped profile), and T3b / T3 as sanity checks where they hold by construction (``by_construction``)."""
+    profile = Profile.load(profile)
+    long_pair = zoo_for(profile).proxy if long_pair is None else long_pair
+    validities = {**VALIDITY, "T5": t5_validity(root)} if long_pair else dict(VALIDITY)
+    if profile.data_source != "generated":  # the conditions are measured on the tiny scenes only
+        return judge_all(verdicts, validities, strict=profile.strict)
+    if stored is None:
+        stored = results.ResultStore(profile.name, "tabed_runs", KEY, root=root).frame()
+    frame = runs(stored, gamma=5, window="ALL", criterion="kl")
+    validities.update(dict.fromkeys(("T1b", "T1b-prev", "T1"), conditions.t1b_validity(frame, _TINY)))
+    validities["T4"] = conditions.t4_validity(stored, _TINY)
+    return by_construction(judge_all(verdicts, validities, strict=profile.strict), frame)
+
+
+def by_construction(found: list[Verdict], frame: pd.DataFrame) -> list[Verdict]:
+    """T3b and T3 as sanity checks where MT* equals T's τ on every OOD request of ``frame``
+    (``conditions.t3_by_construction``): T3b then holds by construction and T3 is T3a's reading."""
+    same, n = conditions.t3_by_construction(frame)
+    if not n or same < n:
+        return found
+    why = f" By construction: MT* equals T's τ on {same} of {n} OOD requests, so T3b cannot fail (a sanity check);"
+    why += " T3 is then T3a, the finding."
+    return [replace(sanity(v), detail=v.detail + why) if v.name in ("T3b", "T3") else v for v in found]
 
 
 _TINY = TINY_WHY
@@ -494,7 +421,8 @@ VALIDITY = {
     # T1b's second turns continue the target's own greedy first answer (T1b rows: share 1.0): only the tiny proxy
     **{name: validity("partly", _TINY) for name in ("T1a", "T1", "T1b", "T1b-text", "T2", "T3a", "T3", "T4")},
     "T1b-prev": validity("partly", _TINY, "the two-image follow-ups put M out of its training distribution"),
-    "T5": validity("partly", _TINY, "short answers: h = 16 covers every past block on most requests (T2 rows)"),
+    "T5": validity("partly", _TINY, "short answers: h = 16 can cover every past position on many requests (T2 rows)"),
     "T1c": validity("partly", _TINY, "the OOD stories are multi-image scenes the proxy M never saw"),
     "T3b": validity("partly", _TINY, "MT* keeps T's drafts on the OOD stories, so the interval is a point"),
+    "T-speed": validity("partly", _TINY, "the speedup is projected: the proxies' τ priced at the paper's Table 6 c"),
 }

@@ -15,10 +15,10 @@ import pandas as pd
 
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
-from specdec.tabed import data, tables
+from specdec.tabed import data, speed, tables
 from specdec.tabed.experiments import BATCH_SIZE, setting
 from specdec.tabed.windows import latest_weights, load_pair, seed_source, stored_rows
-from specdec.tabed.zoo import KEY, Pair
+from specdec.tabed.zoo import KEY, Pair, zoo_for
 from specdec.verdict import over_seeds
 from specdec.vlm.train import TRAIN_SEEDS
 
@@ -38,7 +38,7 @@ def seed_pair(profile: str | Profile = "tiny", train_seed: int = 1) -> Pair:
     ``ModelNotAvailableError`` naming ``SEED_COMMAND`` when it is missing)."""
     profile = Profile.load(profile)
     k = int(train_seed)
-    if not profile.shipped or k <= 0:
+    if k not in zoo_for(profile).train_seeds:
         raise ValueError(f"draft training seeds > 0 exist for the tiny zoo only (got {k}, {profile.name})")
     return load_pair(profile, None, data.TINY_TARGET, seed_source(DRAFT, k, SEED_COMMAND))
 
@@ -72,7 +72,10 @@ def draft_seed_runs(
 def seed_frames(profile: str | Profile = "tiny", root=None) -> dict[int, pd.DataFrame]:
     """``{train seed: runs at the notebooks' defaults}`` of the draft seeds k > 0 in ``SEEDS_TABLE`` (none where the
     table is missing; each seed on its last stored weights, ``windows.latest_weights``). ``root``: a results folder
-    (the scoreboard's ``results.COMMITTED``); default this run's store standing on the committed rows."""
+    (the scoreboard's ``results.COMMITTED``); default this run's store standing on the committed rows. Empty where
+    the profile's zoo has no training seeds k > 0 (``zoo.zoo_for``)."""
+    if not zoo_for(profile).train_seeds:
+        return {}
     stored = stored_rows(Profile.load(profile), SEEDS_TABLE, SEED_KEY, root)
     if stored.empty:
         return {}
@@ -96,6 +99,7 @@ def findings_over_seeds(findings, frame: pd.DataFrame, seeded: dict[int, pd.Data
     rules = {
         "T2": (tables.paper_top_two_share(tables.T2_METHODS, setting=target) - 1e-9, True),
         "T3b": (-tables.paper_max_shortfall(setting=target), True),
+        "T-speed": (speed.paper_gain(target)[0] - 1e-9, True),
     }
     return over_seeds(lambda f: [v for v in findings(f) if v.name != "T5"], frames, rules)
 

@@ -18,4 +18,11 @@ def vocabulary(parameter: str, notebook: str) -> set[str] | None:
     return None
 
 
-STUDY = Study("TABED", "tabed", ("10", "11", "12", "13", "14"), "papers/tabed.md", vocabulary)
+def zoo(profile):
+    """TABED's models under ``profile`` (``tabed.zoo.zoo_for``)."""
+    from specdec.tabed.zoo import zoo_for
+
+    return zoo_for(profile)
+
+
+STUDY = Study("TABED", "tabed", ("10", "11", "12", "13", "14"), "papers/tabed.md", vocabulary, zoo)

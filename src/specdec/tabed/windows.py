@@ -1,5 +1,5 @@
 """Table 3 on the pair built for it (docs/papers/tabed.md, "T2 and T5"): ``vlm.train``'s long-answer target and draft,
-trained on the "full" answers (``vlm.full_answers``), where a window of h = 16 past blocks is shorter than most
+trained on the "full" answers (``vlm.full_answers``), where a window of h = 16 verified positions is shorter than most
 answers. ``window_study`` decodes Table 3's requests with MT* at every window (notebook 12), into a table of its own
 (``KEY`` names no model) keyed by the training seed too; seeds k > 0 load from ``zoo.SEED_MODELS/seed<k>``.
 ``window_frames`` reads the rows back per seed, ``t5_validity`` the proxy condition T5 rests on; the verdict is
@@ -18,7 +18,7 @@ from specdec.harness.profile import Profile
 from specdec.tabed import data
 from specdec.tabed.experiments import BATCH_SIZE, setting
 from specdec.tabed.tables import runs
-from specdec.tabed.zoo import KEY, REFERENCE, Pair
+from specdec.tabed.zoo import KEY, REFERENCE, Pair, zoo_for
 from specdec.verdict import validity
 from specdec.zoo import models
 
@@ -69,10 +69,15 @@ def window_pair(profile: str | Profile = "tiny", train_seed: int = 0) -> Pair:
     """``WINDOW_PAIR`` of training seed ``train_seed`` as a ``Pair`` named ``"long"`` (seed 0: the shipped models;
     k > 0: ``seed_source``, ``ModelNotAvailableError`` naming ``WINDOW_SEED_COMMAND`` when missing)."""
     profile = Profile.load(profile)
-    if not profile.shipped:
+    if not has_window_pair(profile):
         raise ValueError(f"the long-answer window pair is a tiny-zoo proxy; profile {profile.name!r} runs Table 3 on "
                          "its own pair (experiments.ablations)")  # fmt: skip
     return load_pair(profile, "long", *(seed_source(n, train_seed, WINDOW_SEED_COMMAND) for n in WINDOW_PAIR))
+
+
+def has_window_pair(profile: str | Profile = "tiny") -> bool:
+    """Whether the profile's zoo has ``WINDOW_PAIR`` (the shipped proxy zoo; ``zoo.ShippedPairs``)."""
+    return zoo_for(profile).proxy
 
 
 def window_study(
@@ -129,6 +134,8 @@ def window_frames(profile: str | Profile = "tiny", windows=(1, 4, 16, "ALL"), ro
     """``{train seed: MT* runs at every window in windows}`` of Table 3's long-answer pair
     (``window_study``, ``WINDOW_TABLE``; empty where the table is missing). ``root``: a results folder
     (the scoreboard's ``results.COMMITTED``); default this run's store standing on the committed rows."""
+    if not has_window_pair(profile):
+        return {}
     stored = stored_rows(Profile.load(profile), WINDOW_TABLE, WINDOW_KEY, root)
     if stored.empty:
         return {}
@@ -145,26 +152,31 @@ def latest_weights(stored: pd.DataFrame) -> pd.DataFrame:
     return stored[stored.model_weights == last]
 
 
+# the window counts verified positions (``algorithm``: "the last h verified positions"; the paper: t' ∈ [t − h, t − 1]),
+# a request's history before its last block holds at least new tokens − (γ + 1) positions, so h can cover every past
+# position only where new tokens ≤ h + γ + 1 (an upper bound on the share covered)
+COVER_QUANTITY = "share of requests where h can cover every past verified position"
 T5_MIN_ANSWER = 70  # the check (docs/papers/tabed.md, "T2 and T5"): mean answer tokens in each of Table 3's groups
-T5_MAX_COVERED = 0.5  # ... and h = 16 covers every past block on fewer than this share of the requests
+T5_MAX_COVERED = 0.5  # ... and h = 16 can cover every past position on fewer than this share of the requests
 
 
 def t5_validity(root=None) -> tuple[str, str]:
     """T5's proxy validity from the ``T5`` rows of ``<root>/tiny/proxy_conditions.csv`` (``scripts/proxy_conditions.py``
     on ``WINDOW_TABLE``): ``partly`` (the tiny proxies) when the long-answer pair's answers average at least
-    ``T5_MIN_ANSWER`` tokens in both of Table 3's groups and h = 16 covers every past block on fewer than
+    ``T5_MIN_ANSWER`` tokens in both of Table 3's groups and h = 16 can cover every past position on fewer than
     ``T5_MAX_COVERED`` of the requests, on every training seed; else ``no``. The measured numbers either way."""
     rows = pd.read_csv(pathlib.Path(root or results.COMMITTED) / "tiny" / "proxy_conditions.csv")
     t5 = rows[rows.condition == "T5"]
     answers = t5[t5.quantity == "mean answer tokens"]
-    covered = t5[(t5.quantity == "share of requests where h covers every past block") & t5.subset.str.endswith("h=16")]
+    covered = t5[(t5.quantity == COVER_QUANTITY) & t5.subset.str.endswith("h=16")]
     if answers.empty or covered.empty:
         missing = "the T5 rows of results/tiny/proxy_conditions.csv are missing (scripts/proxy_conditions.py --only T5)"
         return validity("no", missing)
     shortest, widest = answers.value.min(), covered.value.max()
     measured = (
         f"Table 3's pair (tabed-target-long / tabed-draft-long) answers {shortest:.1f} tokens or more on average in"
-        f" each group and seed, and h = 16 covers every past block on at most {widest:.0%} of the requests"
+        f" each group and seed, and h = 16 verified positions can cover every past one on at most {widest:.0%} of"
+        " the requests"
         f" (results/tiny/proxy_conditions.csv, T5 rows)"
     )
     if shortest >= T5_MIN_ANSWER and widest < T5_MAX_COVERED:

@@ -1,5 +1,6 @@
-"""TABED's models per profile and the runs table they key: the shipped zoo's LLaVA pair on a shipped profile, the
-profile yaml's pairs elsewhere (``load_vlm_pair``, ``Pair``); ``store``, the runs table keyed by ``KEY``, whose
+"""TABED's models per profile and the runs table they key: the study's ``Zoo`` (``zoo_for``: ``ShippedPairs``, the
+shipped zoo's LLaVA pair, its training seeds and the long-answer window pair; ``HubPairs``, the profile yaml's
+pairs), the pairs loaded (``load_vlm_pair``, ``Pair``); ``store``, the runs table keyed by ``KEY``, whose
 ``model_weights`` column (``run_weights``) names the weights a run used, so a retrained model never reuses a row.
 """
 
@@ -13,6 +14,7 @@ from specdec.harness.profile import Profile
 from specdec.results import ResultStore
 from specdec.tabed import algorithm, data, tables
 from specdec.tabed.captioners import CAPTIONER
+from specdec.tabed.sources import TINY_PAIR, ZOOS, HubPairs, ShippedPairs, zoo_for  # noqa: F401 (the study's zoo)
 from specdec.vlm.prompts import encode, request_digest
 from specdec.zoo import models
 
@@ -26,7 +28,6 @@ KEY = [
     "request",
 ]  # fmt: skip
 REFERENCE = "AR"  # the target's plain greedy decoding, stored as a method of its own
-TINY_PAIR = (data.TINY_TARGET, "tabed-draft")  # the shipped zoo's LLaVA pair (it stands in for Table 10's 68M / 7B)
 
 
 def load_vlm_pair(profile: str | Profile = "tiny", pair: str | None = None, device=None, dtype=None):
@@ -37,11 +38,7 @@ def load_vlm_pair(profile: str | Profile = "tiny", pair: str | None = None, devi
     processor (one base view per image, the draft's image tokens), and returns that processor. Device and dtype
     default to the profile's."""
     profile = Profile.load(profile, device, dtype)
-    if profile.shipped and pair is None:
-        (target_name, draft_name), as_authors = TINY_PAIR, False
-    else:
-        spec = tables.llava_pair(profile, pair)
-        target_name, draft_name, as_authors = spec["target"], spec["draft"], bool(spec.get("as_authors"))
+    target_name, draft_name, as_authors = zoo_for(profile).pair_names(pair)
     revision = lambda name: models.revision_of(profile.spec, name)  # noqa: E731
     common = dict(kind="llava", device=profile.device, dtype=profile.dtype)
     target, processor = models.load(

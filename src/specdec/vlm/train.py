@@ -400,8 +400,8 @@ def main(argv=None):
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=cli.POS, default=None, help="default: per model (TABED_ZOO[name]['train'])")
     parser.add_argument("--batch-size", type=cli.POS, default=None, help="default: per model")
-    parser.add_argument("--lr", type=cli.positive_float, default=None, help="default: per model")
-    parser.add_argument("--weight-decay", type=cli.non_negative_float, default=None, help="default: per model")
+    parser.add_argument("--lr", type=cli.POS_NUMBER, default=None, help="default: per model")
+    parser.add_argument("--weight-decay", type=cli.finite_number(minimum=0.0), default=None, help="default: per model")
     parser.add_argument(
         "--scenarios",
         nargs="*",

@@ -12,6 +12,7 @@ import argparse
 import math
 import pathlib
 
+from specdec import validate
 from specdec.zoo import MODELS, ROOT
 
 TRAINED = ROOT / ".cache" / "trained"  # a training command's default output folder (never the committed zoo)
@@ -31,55 +32,38 @@ def scaled_steps(steps: float, scale: float) -> int:
 
 def check_budget(steps_scale, prompts_per_set=None) -> None:
     """``check_scale(steps_scale)``, and ``prompts_per_set`` an integer >= 1 or ``None`` (all)."""
-    from specdec import validate
-
     check_scale(steps_scale)
     if prompts_per_set is not None:
         validate.integer("prompts_per_set", prompts_per_set, minimum=1, hint="None: every prompt")
 
 
-def positive_float(text: str) -> float:
-    """An argparse type: a finite float > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
+def int_at_least(minimum: int):
+    """An argparse type: an integer >= ``minimum`` (``int_at_least(1)``: a count, said "> 0")."""
+    want = "an integer > 0" if minimum == 1 else f"an integer >= {minimum}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {value}")
+        return value
+
+    return parse
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer > 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer > 0, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected an integer > 0, got {value}")
-    return value
+def finite_number(*, minimum: float | None = None, positive: bool = False):
+    """An argparse type: a finite float, ``> 0`` (``positive``) or ``>= minimum``, as ``validate.number`` checks it."""
+    want = "a finite number" + (" > 0" if positive else f" >= {minimum}" if minimum is not None else "")
 
+    def parse(text: str) -> float:
+        try:
+            return validate.number("value", float(text), minimum=minimum, positive=positive)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    """An argparse type: a finite float >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
+    return parse
 
 
 def output_dir(out: pathlib.Path | None) -> pathlib.Path:
@@ -94,4 +78,5 @@ def output_dir(out: pathlib.Path | None) -> pathlib.Path:
     return pathlib.Path(out)
 
 
-POS, NAT = positive_int, non_negative_int  # short names for argparse types (``type=cli.POS``)
+# short names for argparse types (``type=cli.POS``)
+POS, NAT, POS_NUMBER = int_at_least(1), int_at_least(0), finite_number(positive=True)

@@ -4,9 +4,14 @@
 prompts made from the embedded corpus (``specdec.zoo.corpus``: stdlib prose, stdlib code, Django's translated
 strings; train prompts from the corpus's train split, held-out prompts from its held-out split), batched (HF
 ``generate``, left padding), and appends them to ``DISTILL`` (resumable: prompts already answered are skipped).
-``python -m specdec.zoo.real_draft train`` trains the draft with the zoos' one loop (``training.train``,
-``training.answer_loss`` on the answer tokens) and writes it with ``realmodel.save_draft``. Sizes and budgets:
-``RECIPE``, written in the data card before the runs.
+``python -m specdec.zoo.real_draft train --out data/models-real`` ranks the train answers' tokens by frequency, keeps
+the K most frequent (the smallest multiple of ``vocab_step`` whose token coverage reaches ``coverage``:
+``vocab_coverage``) as the draft's output vocabulary (``realmodel.ScatterHead``), trains the draft with the zoos' one
+loop (``training.train``) on the answer tokens (cross-entropy over the K; tokens outside them are left out of the
+loss) and writes it with ``realmodel.save_draft`` (without ``--out``: into ``.cache/trained``, never the committed
+draft). Sizes and budgets: ``RECIPE``, written in the data card before the runs; the data is a token budget
+(``n_train`` prompts of ``max_new_tokens`` each, in a fixed order and fixed batches), never a wall-clock cap, so
+``make models-real`` rebuilds the committed draft from the same data with the same seed.
 """
 
 from __future__ import annotations
@@ -21,28 +26,33 @@ from typing import Any
 import torch
 
 from specdec import realmodel, zoo
+from specdec.zoo import cli, training
 from specdec.zoo import corpus as corpus_lib
-from specdec.zoo import training
 
 DISTILL = zoo.ROOT / ".cache" / "specdec" / "real-distill.jsonl"  # rebuilt by `data` (not committed)
 DRAFT = "real-draft-l2"
 TARGET = "smollm2-135m-instruct"
-# decided before the runs (data card, "Real profile"): 2 layers of the target's width initialised from its first two
-# layers, embedding and tied head the target's (frozen, not stored); up to 768 train + 32 held-out prompts (a
-# wall-clock cap on generation), 128 answer tokens each; AdamW lr 1e-3, batch 8 sequences, 80 steps (about 2.5
-# passes over ~250 prompts: what a shared 2-core CPU trains in ~15 min), the output head at answer positions only
+# decided before the runs (data card, "Real profile"): 2 layers of the target's width initialised from its layers
+# `init_layers`, embedding the target's (frozen, not stored); the output head a ScatterHead over the K most frequent
+# train answer tokens, K the smallest multiple of 1024 covering >= 97 % of them (rows: the target's frozen embedding
+# rows, not stored); data: a token budget of n_train x max_new_tokens answer tokens (n_train prompts, batches of
+# gen_batch, in a fixed order), plus 32 held-out prompts; AdamW lr 1e-3, batch 8 sequences, `steps` steps (what a
+# shared 2-core CPU trains in ~15 min on one thread), the loss at answer positions only
 RECIPE: dict[str, Any] = dict(
     n_layers=2,
     init_layers=[0, 1],
-    n_train=768,
+    n_train=384,
     n_heldout=32,
     max_new_tokens=128,
     gen_batch=32,
     lr=1e-3,
     batch=8,
-    steps=80,
+    steps=200,
     seed=0,
     max_prompt_tokens=192,
+    vocab_size=49152,
+    vocab_step=1024,
+    coverage=0.97,
 )
 TEMPLATES = {
     "prose": [
@@ -123,32 +133,33 @@ def greedy_batch(model, tokenizer, prompts: list[list[int]], max_new_tokens: int
     return answers
 
 
-def make_data(path: pathlib.Path = DISTILL, recipe: dict = RECIPE, limit_s: float | None = None) -> None:
+def make_data(path: pathlib.Path = DISTILL, recipe: dict = RECIPE) -> None:
     """Append the target's greedy answers to the held-out then the train prompts not yet in ``path`` (batches of
-    ``gen_batch``, prompts of similar length together); stop after ``limit_s`` seconds if given."""
+    ``gen_batch``, prompts of similar length together: the batches of a fresh run, whatever was answered before)."""
     target, tokenizer = realmodel.load_source(load_models(), TARGET)
     done = {json.loads(line)["id"] for line in path.read_text().splitlines()} if path.exists() else set()
     path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     for split, n in (("heldout", recipe["n_heldout"]), ("train", recipe["n_train"])):
-        todo = [r for r in prompt_texts(split, n) if r["id"] not in done]
-        for r in todo:
+        rows = prompt_texts(split, n)
+        for r in rows:
             r["prompt_ids"] = chat_ids(tokenizer, r["text"], recipe["max_prompt_tokens"])
-        todo.sort(key=lambda r: len(r["prompt_ids"]))
-        for i in range(0, len(todo), recipe["gen_batch"]):
-            if limit_s is not None and time.perf_counter() - start > limit_s:
-                return
-            batch = todo[i : i + recipe["gen_batch"]]
+        rows.sort(key=lambda r: (len(r["prompt_ids"]), r["id"]))
+        todo = [rows[i : i + recipe["gen_batch"]] for i in range(0, len(rows), recipe["gen_batch"])]
+        todo = [b for b in todo if any(r["id"] not in done for r in b)]  # a batch is redone whole: same padding
+        for i, batch in enumerate(todo):
             answers = greedy_batch(target, tokenizer, [r["prompt_ids"] for r in batch], recipe["max_new_tokens"])
             with path.open("a") as fh:
                 for r, a in zip(batch, answers):
+                    if r["id"] in done:
+                        continue
                     fh.write(
                         json.dumps(
                             dict(id=r["id"], split=split, kind=r["kind"], prompt_ids=r["prompt_ids"], answer_ids=a)
                         )
                         + "\n"
                     )
-            print(f"{split} {i + len(batch)}/{len(todo)} {time.perf_counter() - start:.0f} s", flush=True)
+            print(f"{split} batch {i + 1}/{len(todo)} {time.perf_counter() - start:.0f} s", flush=True)
 
 
 def load_models() -> dict:
@@ -175,68 +186,103 @@ def answer_batch(rows: list[dict], pad: int) -> dict:
     return dict(input_ids=ids, attention_mask=mask, labels=labels)
 
 
+def vocab_coverage(rows: list[dict], recipe: dict = RECIPE) -> dict:
+    """The frequency-ranked draft vocabulary of answer ``rows``: ``token_ids`` (the K most frequent answer tokens,
+    ties by id, sorted), K (the smallest multiple of ``vocab_step`` covering at least
+    ``coverage`` of the answer tokens) and the coverage curve ``{K: share of answer tokens}`` at every step."""
+    counts = torch.zeros(recipe["vocab_size"], dtype=torch.long)
+    for r in rows:
+        counts += torch.bincount(torch.tensor(r["answer_ids"]), minlength=recipe["vocab_size"])
+    order = sorted(range(len(counts)), key=lambda t: (-int(counts[t]), t))
+    cum = counts[order].cumsum(0).double() / counts.sum()
+    curve = {k: round(float(cum[k - 1]), 4) for k in range(recipe["vocab_step"], len(order) + 1, recipe["vocab_step"])}
+    k = min(k for k, share in curve.items() if share >= recipe["coverage"])
+    return dict(k=k, token_ids=sorted(order[:k]), curve=curve, answer_tokens=int(counts.sum()))
+
+
+def _answer_hidden(model, rows: list[dict], pad: int):
+    """The draft's last hidden states at the answer positions of ``rows`` (``[N, d]``) and their labels (``[N]``)."""
+    batch = answer_batch(rows, pad)
+    labels = batch["labels"][:, 1:]
+    answer = labels != -100
+    hidden = model.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    return hidden[:, :-1][answer], labels[answer]
+
+
 @torch.no_grad()
 def heldout_metrics(model, rows: list[dict], pad: int) -> dict:
-    """Held-out answer loss (nats per answer token) and greedy top-1 agreement with the target's answer tokens (the
-    output head at the answer positions only)."""
+    """Held-out answer loss (nats per answer token, over the draft's K token ids: the tokens inside them) and greedy
+    top-1 agreement with the target's answer tokens (over all of them: a token outside the K is a miss)."""
     model.eval()
-    loss, hits, n = 0.0, 0, 0
+    index = model.lm_head.label_index()
+    loss, hits, n, n_in = 0.0, 0, 0, 0
     for i in range(0, len(rows), 8):
-        batch = answer_batch(rows[i : i + 8], pad)
-        labels = batch["labels"][:, 1:]
-        answer = labels != -100
-        hidden = model.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
-        logits = model.lm_head(hidden[:, :-1][answer]).float()
-        loss += float(torch.nn.functional.cross_entropy(logits, labels[answer], reduction="sum"))
-        hits += int((logits.argmax(-1) == labels[answer]).sum())
-        n += int(answer.sum())
-    return dict(heldout_loss=round(loss / n, 4), heldout_top1=round(hits / n, 4))
+        hidden, labels = _answer_hidden(model, rows[i : i + 8], pad)
+        logits = model.lm_head.small(hidden).float()
+        inside = index[labels]
+        loss += float(torch.nn.functional.cross_entropy(logits, inside, ignore_index=-100, reduction="sum"))
+        hits += int((model.lm_head.token_ids[logits.argmax(-1)] == labels).sum())
+        n, n_in = n + len(labels), n_in + int((inside != -100).sum())
+    return dict(heldout_loss=round(loss / n_in, 4), heldout_top1=round(hits / n, 4))
 
 
-def draft_loss(model, batch: dict) -> torch.Tensor:
-    """``training.answer_loss`` with the output head at the answer positions only (49,152 logits per position)."""
-    return training.answer_loss(model, batch, answer_positions_only=True)
+def draft_loss(model, rows: list[dict], pad: int, index: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over the draft's K token ids at the answer positions of ``rows`` (tokens outside the K left out:
+    the draft can never propose them; ``index``: ``ScatterHead.label_index``)."""
+    hidden, labels = _answer_hidden(model, rows, pad)
+    logits = model.lm_head.small(hidden).float()
+    return torch.nn.functional.cross_entropy(logits, index[labels], ignore_index=-100)
 
 
 def train_draft(recipe: dict = RECIPE, out: pathlib.Path | None = None) -> dict:
     """Train the draft of ``recipe`` on ``DISTILL`` with ``training.train``; save it; return its summary."""
     target, tokenizer = realmodel.load_source(load_models(), TARGET)
     data = read_data()
-    heldout_ids = {r["id"] for r in prompt_texts("heldout", recipe["n_heldout"])}
-    data["heldout"] = [r for r in data["heldout"] if r["id"] in heldout_ids]
+    wanted = {s: {r["id"] for r in prompt_texts(s, recipe[f"n_{s}"])} for s in ("train", "heldout")}
+    data = {s: [r for r in data[s] if r["id"] in wanted[s]] for s in ("train", "heldout")}
+    missing = {s: len(wanted[s]) - len(data[s]) for s in wanted if len(data[s]) < len(wanted[s])}
+    if missing:
+        raise ValueError(f"{DISTILL} lacks answers ({missing}): python -m specdec.zoo.real_draft data")
     pad = tokenizer.pad_token_id
+    vocab = vocab_coverage(data["train"], recipe)
+    heldout_vocab = vocab_coverage(data["heldout"], dict(recipe, coverage=0.0))
+    in_k = set(vocab["token_ids"])
+    heldout_cover = sum(t in in_k for r in data["heldout"] for t in r["answer_ids"]) / heldout_vocab["answer_tokens"]
     torch.manual_seed(recipe["seed"])
-    model = realmodel.draft_from_target(target, recipe["n_layers"], recipe["init_layers"])
+    model = realmodel.draft_from_target(target, recipe["n_layers"], recipe["init_layers"], vocab["token_ids"])
+    index = model.lm_head.label_index()
     train_rows = data["train"]
 
     def batches(generator):
         picks = torch.randint(0, len(train_rows), (recipe["batch"],), generator=generator).tolist()
-        return answer_batch([train_rows[i] for i in picks], pad)
+        return [train_rows[i] for i in picks]
 
     start = heldout_metrics(model, data["heldout"], pad)
-    print(json.dumps(dict(step=0, **start)), flush=True)
+    print(json.dumps(dict(step=0, k=vocab["k"], **start)), flush=True)
     log = training.train(
         model,
         batches,
-        draft_loss,
+        lambda m, rows: draft_loss(m, rows, pad, index),
         steps=recipe["steps"],
         lr=recipe["lr"],
         seed=recipe["seed"] + 1,
-        log_every=max(1, recipe["steps"] // 8),
-        eval_every=2,
+        log_every=max(1, recipe["steps"] // 12),
+        eval_every=1,
         evaluate=lambda m: heldout_metrics(m, data["heldout"], pad),
         name=DRAFT,
         progress=False,
     )
-    n_answer = sum(len(r["answer_ids"]) for r in train_rows)
-    target_revision = realmodel.package_revision(load_models()[TARGET])
     summary = dict(
         recipe=recipe,
-        target=target_revision,
+        target=realmodel.package_revision(load_models()[TARGET]),
         threads=torch.get_num_threads(),
         train_prompts=len(train_rows),
-        train_answer_tokens=n_answer,
+        train_answer_tokens=vocab["answer_tokens"],
         heldout_prompts=len(data["heldout"]),
+        heldout_answer_tokens=heldout_vocab["answer_tokens"],
+        draft_vocab=vocab["k"],
+        coverage_curve=vocab["curve"],
+        heldout_coverage=round(heldout_cover, 4),
         seconds=round(log.seconds, 1),
         curve=[dict(step=0, **start), *log.rows],
     )
@@ -247,14 +293,15 @@ def train_draft(recipe: dict = RECIPE, out: pathlib.Path | None = None) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["data", "train"])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--limit-s", type=float, default=None, help="data: stop starting batches after this time")
+    parser.add_argument("--threads", type=cli.POS, default=1)
+    parser.add_argument("--out", type=pathlib.Path, help=f"train: the folder of {DRAFT}/ (data/models-real: say so)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.command == "data":
-        make_data(limit_s=args.limit_s)
-    else:
-        print(json.dumps({k: v for k, v in train_draft().items() if k != "curve"}))
+        make_data()
+    else:  # never the committed draft unless named
+        summary = train_draft(out=cli.output_dir(args.out) / DRAFT)
+        print(json.dumps({k: v for k, v in summary.items() if k != "curve"}))
 
 
 if __name__ == "__main__":

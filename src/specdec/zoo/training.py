@@ -352,7 +352,7 @@ def device_name(device: str) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Rebuild the tiny zoo (tokenizer, prompts, models).")
     parser.add_argument("--models", nargs="*", default=list(zoo.TINY_ZOO), help="which models to train")
-    parser.add_argument("--steps-scale", type=cli.positive_float, default=1.0, help="multiply every model's steps")
+    parser.add_argument("--steps-scale", type=cli.POS_NUMBER, default=1.0, help="multiply every model's steps")
     parser.add_argument("--out", type=pathlib.Path, default=None, help=f"default {cli.TRAINED} (data/models: say so)")
     parser.add_argument("--skip-tokenizer", action="store_true", help="reuse the shipped tokenizer")
     parser.add_argument("--threads", type=int, default=0)

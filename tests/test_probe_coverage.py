@@ -1,0 +1,71 @@
+"""Every public callable has a bad-input probe (issue 45), or is listed here with the reason it has none.
+
+The public API and what the probe files reach are computed (``tests/probe_coverage.py``: the core modules, each
+study's modules, every ``python -m`` command line; the probe files' references, resolved to objects, and the names
+``tests/test_probes_api.py`` probes generically). What is neither probed nor excluded for a reason of its own kind
+(``EXCLUDED``) is a gap listed in ``tests/probe_gaps.txt``: the list may only shrink. A new public callable without
+a probe fails here, and so does a listed gap that is probed now (take it off the list)."""
+
+import inspect
+import pathlib
+
+import pytest
+import test_probes_api
+from probe_coverage import probed, public_api
+
+GAPS = pathlib.Path(__file__).with_name("probe_gaps.txt")
+
+# Exclusions by kind, in one place: {qualified name or module prefix ending in ".": why it has no probe of its own}.
+EXCLUDED = {
+    "specdec.engine.check_": "generate's and generate_batch's entry checks: probed through them (test_probes_decoding)",
+    "specdec.engine.now": "a clock (time.perf_counter), no argument",
+    "specdec.tabed.study.": "a study's vocabulary: called by specdec.papers with notebook parameter names only",
+    "specdec.cos.study.": "a study's vocabulary: called by specdec.papers with notebook parameter names only",
+    "specdec.multilingual.study.": "a study's vocabulary: called by specdec.papers with notebook parameter names only",
+    "specdec.aasd.study.": "a study's vocabulary: called by specdec.papers with notebook parameter names only",
+}
+
+
+def _reason(name: str, obj) -> str | None:
+    """Why ``name`` needs no probe of its own (``None``: it needs one)."""
+    if inspect.isclass(obj) and issubclass(obj, BaseException):
+        return "an exception type: raised, never called with user input"
+    for prefix, reason in EXCLUDED.items():
+        if name == prefix or (prefix.endswith((".", "_")) and name.startswith(prefix)):
+            return reason
+    return None
+
+
+def uncovered() -> dict[str, str | None]:
+    """``{name: reason or None}`` of the public callables no probe reaches."""
+    api, reached = public_api(), probed()
+    return {
+        name: _reason(name, obj)
+        for name, obj in sorted(api.items())
+        if id(obj) not in reached and name not in test_probes_api.PROBED
+    }
+
+
+def gaps() -> set[str]:
+    return {line.strip() for line in GAPS.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+@pytest.fixture(scope="module")
+def found():
+    return uncovered()
+
+
+def test_every_public_callable_has_a_probe_or_a_listed_reason(found):
+    new = sorted(name for name, reason in found.items() if reason is None and name not in gaps())
+    assert not new, f"public callables without a bad-input probe (add one, as tests/test_probes_*.py do): {new}"
+
+
+def test_the_gap_list_only_shrinks(found):
+    closed = sorted(gaps() - {name for name, reason in found.items() if reason is None})
+    assert not closed, f"probed now, or gone: take them off {GAPS.name}: {closed}"
+
+
+def test_every_exclusion_names_something():
+    api = public_api()
+    unused = [p for p in EXCLUDED if not any(n == p or (p.endswith((".", "_")) and n.startswith(p)) for n in api)]
+    assert not unused, f"exclusions naming no public callable: {unused}"
