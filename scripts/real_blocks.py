@@ -12,7 +12,7 @@ import json
 
 from generated_blocks import md_table
 
-from specdec import realmodel, results
+from specdec import realmodel, results, tabledb
 from specdec.zoo import real_draft
 
 
@@ -61,6 +61,7 @@ def real_speed_block() -> str:
     frame = real_speed.latest(pd.read_csv(path, dtype=results.DIGEST_DTYPES))
     s = real_speed.summary(frame)
     first = frame.iloc[0]
+    device, note_of_run = real_speed.run_note(tabledb.provenance_path(path))
     rows = [
         dict(comparison="SD / plain decoding", measured=f"{s['sd_over_plain']:.2f}x", target="≥ 1.5x",
              detail=f"{s['sd_tokens_per_s']:.1f} vs {s['plain_tokens_per_s']:.1f} tok/s; same greedy text: "
@@ -78,6 +79,6 @@ def real_speed_block() -> str:
         f"γ = {first.gamma} (chosen before the timed rounds: the largest expected speedup at the draft's held-out α "
         f"and the c measured then), {int(first.max_new_tokens)} new tokens, greedy, {int(first.threads)} thread, "
         f"medians over {frame.repeat.nunique()} interleaved rounds after a warm-up; weights `{first.weights}`; "
-        f"{real_speed.SHARED_NOTE} (device and provenance: `results/real/real_speed.provenance.jsonl`)."
+        f"{note_of_run} (device {device}; provenance: `results/real/real_speed.provenance.jsonl`)."
     )
     return md_table(rows, ["comparison", "measured", "target", "detail"]) + "\n\n" + note

@@ -102,7 +102,7 @@ def expected_block_efficiency(alpha: float, gamma: int) -> float:
 def expected_speedup(block_efficiency: float, gamma: int, latency_ratio: float) -> float:
     """Eq. (1) (Leviathan et al.; TABED's Eq. (1)): expected walltime speedup ``τ / (γ · T_q/T_p + 1)`` over
     autoregressive decoding, for a block efficiency τ (a NaN τ or ratio, no data: NaN)."""
-    if block_efficiency < 0 or latency_ratio < 0:
+    if np.any(np.asarray(block_efficiency) < 0) or np.any(np.asarray(latency_ratio) < 0):  # arrays: elementwise
         raise ValueError(f"block efficiency and T_q/T_p are >= 0, got {block_efficiency} and {latency_ratio}")
     return block_efficiency / (gamma * latency_ratio + 1)
 

@@ -87,6 +87,9 @@ class HubAASD:
         return models.weights_digest(*parts)
 
     def at_seed(self, k: int) -> HubAASD:
+        if int(k) and int(k) not in self.train_seeds:
+            seeds, name = self.train_seeds, self.profile.name
+            raise ValueError(f"AASD training seed {k} is not one of this zoo's {seeds} ({name})")
         return type(self)(self.profile, int(k))
 
     # ------------------------------------------------------------------------------------------- drafts

@@ -20,6 +20,9 @@ Rows go to ``results/real/real_speed.csv`` (``ResultStore``, with provenance); `
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import pathlib
 import statistics
 from typing import Any
 
@@ -31,7 +34,23 @@ from specdec.zoo import models
 
 KEY = ["weights", "measure", "method", "batch_size", "gamma", "n_prompts", "max_new_tokens", "threads", "repeat"]
 TABLE = "real_speed"
-SHARED_NOTE = "the machine's 2 CPU cores were shared with other engineers' jobs while this ran"
+SHARED_NOTE = "the machine's 2 CPU cores were shared with other engineers' jobs while this ran"  # runs before loads
+
+
+def load_note(before: float, after: float) -> str:
+    """How busy the machine was around a run, measured (the 1-minute load average before and after it): a run
+    alone on one thread reads about 1; above the core count the ratios mix in other jobs."""
+    cores = os.cpu_count()
+    return f"1-minute load average {before:.2f} before and {after:.2f} after the run on {cores} CPU cores"
+
+
+def run_note(path) -> tuple[str, str]:
+    """``(device_name, note)`` of the latest run in the provenance file ``path`` (``SHARED_NOTE`` where it has
+    none: the runs before the load was recorded)."""
+    path = pathlib.Path(path)
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    last = lines[-1] if lines else {}
+    return last.get("device_name", bench.describe_device("cpu")), last.get("note", SHARED_NOTE)
 
 
 def prompts(tokenizer, n: int) -> list[torch.Tensor]:
@@ -122,6 +141,7 @@ def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int | None = No
     (``gamma`` None: ``choose_gamma`` at the draft's α and the forward ``c`` measured first)."""
     profile = Profile.load("real")
     profile.use_threads()
+    load_before = os.getloadavg()[0]
     target, draft, tokenizer = profile.load_pair()
     choice = {}
     if gamma is None:
@@ -200,7 +220,7 @@ def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int | None = No
     store.provenance = dict(
         profile.provenance(),
         device_name=bench.describe_device("cpu"),
-        note=SHARED_NOTE,
+        note=load_note(load_before, os.getloadavg()[0]),
         pair=f"{profile.spec['pairs']['default']}",
         **choice,
     )
@@ -242,11 +262,11 @@ def latest(frame):
     return frame[(frame[cols] == last[cols]).all(axis=1)]
 
 
-def report(frame) -> str:
+def report(frame, device: str, note: str) -> str:
     s = summary(latest(frame))
     return "\n".join(
         [
-            f"device: {bench.describe_device('cpu')}; {SHARED_NOTE}",
+            f"device: {device}; {note}",
             f"plain {s['plain_tokens_per_s']:.1f} tok/s | SD {s['sd_tokens_per_s']:.1f} tok/s | SD / plain "
             f"{s['sd_over_plain']:.2f}x (target 1.5x) | same greedy text: {s['same_text_sd']}",
             f"tau {s['tau']:.2f} | alpha {s['alpha']:.3f} | c (forward) {s['c_forward']:.3f} | c (engine step) "
@@ -270,7 +290,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if not args.report_only:
         measure(args.n_prompts, args.max_new_tokens, args.gamma, args.repeats)
-    print(report(Profile.load("real").store(TABLE, KEY, base=None).frame()))
+    store = Profile.load("real").store(TABLE, KEY, base=None)
+    print(report(store.frame(), *run_note(store.provenance_path)))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from dataclasses import replace
 import pandas as pd
 
 from specdec.tabed.paired import paired, wide
+from specdec.validate import reads_frame
 from specdec.verdict import validity
 
 T1B_MIN_ADDED = 0.10  # share of benchmark second turns that add an image
@@ -26,6 +27,7 @@ T1B_MIN_TOKENS = 24.0  # mean answer tokens of the benchmark second turns (the p
 T4_MIN_ORACLE_GAIN = 0.0  # mean τ(C with true captions) − τ(T)
 
 
+@reads_frame
 def t1b_measured(frame: pd.DataFrame) -> tuple[float, float, int]:
     """``(share of benchmark second turns carrying more images than any first turn of their scenario, mean answer
     tokens of those second turns (T's rows: lossless, so the target's answer), n)`` of a runs frame."""
@@ -38,6 +40,7 @@ def t1b_measured(frame: pd.DataFrame) -> tuple[float, float, int]:
     return float(added), float(second.new_tokens.mean()), len(second)
 
 
+@reads_frame
 def t1b_validity(frame: pd.DataFrame, tiny_why: str) -> tuple[str, str]:
     """T1b's (and T1b-prev's, T1's) validity from ``t1b_measured``: ``partly`` (the tiny proxies) when the second
     turns have the paper's kinds by the thresholds above, else ``no``, with the measurement either way."""
@@ -53,6 +56,7 @@ def t1b_validity(frame: pd.DataFrame, tiny_why: str) -> tuple[str, str]:
     return validity("no", tiny_why, measured + lacks + ", so what a second turn rests on is not the paper's")
 
 
+@reads_frame
 def t4_measured(stored: pd.DataFrame, n_boot: int = 2000, seed: int = 0):
     """``(estimate, low, high, n)`` of ``τ(C, true captions) − τ(T)`` at γ = 5 on the paper's scenarios (every cell
     but the NLP first turns), paired by request, from stored ``tabed_runs`` rows."""
@@ -61,6 +65,7 @@ def t4_measured(stored: pd.DataFrame, n_boot: int = 2000, seed: int = 0):
     return paired(pd.concat([c, rows[rows.method == "T"]]), "C", "T", n_boot, seed)
 
 
+@reads_frame
 def t4_validity(stored: pd.DataFrame, tiny_why: str) -> tuple[str, str]:
     """T4's validity from ``t4_measured``: ``partly`` when C with true captions reaches T (estimate ≥ 0), else
     ``no``; without oracle-caption rows (a profile without generated scenes) ``no``: the condition is unmeasured."""

@@ -51,9 +51,7 @@ def token_streams(docs: list[dict], tokenizer, split: str) -> dict[str, torch.Te
     streams: dict[str, list[int]] = {}
     for doc in docs:
         if doc["split"] == split:
-            # a document longer than the model's context is expected here (training windows are cut from the
-            # stream): verbose=False keeps transformers from warning that it is too long for the model
-            ids = tokenizer(doc["text"], add_special_tokens=False, verbose=False)["input_ids"]
+            ids = tokenizer(doc["text"], add_special_tokens=False, verbose=False)["input_ids"]  # long docs are fine
             streams.setdefault(doc["kind"], []).extend([tokenizer.bos_token_id, *ids, tokenizer.eos_token_id])
     return {kind: torch.tensor(ids) for kind, ids in sorted(streams.items())}
 
