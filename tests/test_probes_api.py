@@ -201,7 +201,6 @@ KNOWN_UNCLEAR_FRAMES = {
     "specdec.tabed.findings.verdict_t3",
     "specdec.tabed.findings.verdict_t3_parts",
     "specdec.tabed.findings.verdict_t4",
-    "specdec.tabed.findings.verdict_t5",
     "specdec.tabed.latency.batch_cost_table",
     "specdec.tabed.latency.caption_table",
     "specdec.tabed.latency.component_table",

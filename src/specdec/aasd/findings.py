@@ -22,6 +22,7 @@ from specdec.aasd.tables import MATCHED_DRAFT, PAPER_TARGET, paper_table1, runs
 from specdec.aasd.zoo import zoo_for
 from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
+from specdec.validate import reads_frame
 from specdec.verdict import (
     FAILS,
     HOLDS,
@@ -280,6 +281,7 @@ def struggle_threshold() -> float:
     return float(p[p.draft == "AASD"].alpha.min())
 
 
+@reads_frame
 def struggle_validity(frame: pd.DataFrame) -> tuple[str, str]:
     """Does the small multimodal draft struggle? ``partly`` when every ``STRUGGLE_BASELINES`` draft's mean α per
     target and γ of ``frame`` (Table 1 runs) is below ``struggle_threshold``, else ``no``, with the measured α."""

@@ -81,6 +81,7 @@ def t4_validity(stored: pd.DataFrame, tiny_why: str) -> tuple[str, str]:
     return validity("no", tiny_why, measured + ": a caption row the tiny draft cannot use gives MTCP* nothing to add")
 
 
+@reads_frame
 def t3_by_construction(frame: pd.DataFrame) -> tuple[int, int]:
     """``(OOD requests where τ(MT*) equals τ(T), OOD requests run with both)``."""
     table, _ = wide(frame[(frame.group == "ood") & frame.method.isin(["T", "MT*"])])

@@ -18,6 +18,7 @@ import pandas as pd
 from specdec import costs
 from specdec.tabed.paired import cell_bootstrap, make_verdict, wide
 from specdec.tabed.tables import PAPER_SETTING, paper_cells, paper_table_name
+from specdec.validate import reads_frame
 from specdec.verdict import Verdict
 
 GAMMA = 5
@@ -57,6 +58,7 @@ def paper_gain(setting: dict | None = PAPER_SETTING) -> tuple[float, float]:
     return gain(cells, c), float(np.mean([costs.expected_speedup(x[0, 2], GAMMA, c) for x in cells]))
 
 
+@reads_frame
 def verdict_speed(
     frame: pd.DataFrame, *, threshold: float | None = None, setting: dict | None = PAPER_SETTING, n_boot=2000, seed=0
 ) -> Verdict:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from specdec.tabed.paired import cell_bootstrap, make_verdict, wide
 from specdec.tabed.tables import PAPER_SETTING, paper_table_name, paper_window_tolerance
+from specdec.validate import reads_frame
 from specdec.verdict import Verdict, over_complete_seeds
 
 PAPER_TABLE1 = "Table 10"  # the pair of Table 3 (LLaVA-1.5 68M on 7B)
@@ -31,6 +32,7 @@ def _deviations(cells: list[np.ndarray]) -> np.ndarray:
     return np.array([(c.mean(0)[:-1] - c.mean(0)[-1]) / c.mean(0)[-1] for c in cells])
 
 
+@reads_frame
 def verdict_t5(
     frame: pd.DataFrame,
     *,
