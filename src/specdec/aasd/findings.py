@@ -244,7 +244,7 @@ def board_reading(verdicts: list[Verdict], profile="tiny", root=None, stored=Non
     validities = dict(VALIDITY)
     if zoo_for(profile).proxy:  # measured on the tiny rows (<root>/tiny/proxy_conditions.csv): another profile has none
         if stored is None:
-            stored = results.ResultStore(profile.name, "aasd_runs", KEY, root=root).frame()
+            stored = results.ResultStore(profile.name, "aasd_runs", KEY, root=root, base=results.COMMITTED).frame()
         validities.update(A2=a2_validity(root), A5=a5_validity(root))
         struggles = struggle_validity(runs(stored, "table1"))
         validities.update({k: both(v, struggles) for k, v in validities.items() if k.startswith(("A1-", "A5"))})

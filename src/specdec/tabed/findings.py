@@ -398,7 +398,7 @@ def board_reading(verdicts: list[Verdict], profile="tiny", root=None, stored=Non
     if profile.data_source != "generated":  # the conditions are measured on the tiny scenes only
         return judge_all(verdicts, validities, strict=profile.strict)
     if stored is None:
-        stored = results.ResultStore(profile.name, "tabed_runs", KEY, root=root).frame()
+        stored = results.ResultStore(profile.name, "tabed_runs", KEY, root=root, base=results.COMMITTED).frame()
     frame = runs(stored, gamma=5, window="ALL", criterion="kl")
     validities.update(dict.fromkeys(("T1b", "T1b-prev", "T1"), conditions.t1b_validity(frame, _TINY)))
     validities["T4"] = conditions.t4_validity(stored, _TINY)
