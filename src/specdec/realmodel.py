@@ -91,20 +91,27 @@ def _load_gguf(folder: str, file: str, dtype: torch.dtype):
     the dequantised float32 model and its tokenizer in transformers' own format to ``CONVERTED/<name>-<sha256>``
     (a cache derived from the file, written to a temporary folder and renamed: never half-written), and later
     processes read that: the same tensors, the same tokenizer, in a second or two."""
+    from filelock import FileLock
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     path = pathlib.Path(folder) / file
     cached = CONVERTED / f"{path.stem}-{file_sha256(path)[:16]}"
-    if (cached / "config.json").exists():
-        tokenizer = AutoTokenizer.from_pretrained(cached, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(cached, dtype=dtype, local_files_only=True)
-    else:
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=file, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=file, dtype=torch.float32, local_files_only=True)
-        _write_converted(model, tokenizer, cached)
-        model = model.to(dtype)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    # one process converts, the others wait and read its copy (two test workers of a fresh clone would otherwise
+    # both spend a minute dequantising the same file)
+    with FileLock(str(cached) + ".lock"):
+        if not (cached / "config.json").exists():
+            tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=file, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(
+                folder, gguf_file=file, dtype=torch.float32, local_files_only=True
+            )
+            _write_converted(model, tokenizer, cached)
+            model.requires_grad_(False)
+            return model.to(dtype).eval(), tokenizer
+    tokenizer = AutoTokenizer.from_pretrained(cached, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(cached, dtype=dtype, local_files_only=True)
     model.requires_grad_(False)
     return model.eval(), tokenizer
 
