@@ -342,9 +342,18 @@ def bootstrap_rows(values: np.ndarray, statistic, n_boot: int = 2000, seed: int 
     """``bootstrap_ci`` with the rows of an array as the units (``values``: units × columns, e.g. prompts ×
     methods): ``statistic`` takes the resampled rows as one array, so a statistic over many columns sees one
     resample of the units for all of them."""
-    return bootstrap_ci(
-        range(len(values)), lambda idx: statistic(values[np.asarray(idx, dtype=int)]), n_boot=n_boot, seed=seed
-    )
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
+        raise ValueError(f"n_boot must be an integer >= 1 (resamples), got {n_boot!r}")
+    n = len(values)
+    if not n:
+        return float("nan"), float("nan"), float("nan")
+    # bootstrap_ci's resamples, drawn the same way (one rng.integers per resample, so the same intervals), indexing
+    # the array directly: no list of Python ints per resample, which cost as much as many statistics
+    rng = np.random.default_rng(seed)
+    estimate = float(statistic(values[np.arange(n)]))
+    draws = [statistic(values[rng.integers(0, n, n)]) for _ in range(n_boot)]
+    low, high = np.nanpercentile(np.asarray(draws, dtype=float), [2.5, 97.5])
+    return estimate, float(low), float(high)
 
 
 @reads_frame
