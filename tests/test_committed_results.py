@@ -507,3 +507,24 @@ def test_a_sample_of_the_foundation_draft_seed_rows_recomputes_where_the_seeds_a
     sample = results.stratified_sample(committed[committed.method != "plain"], ["train_seed", "draft"], n=1, seed=0)
     fresh = recompute_elsewhere("specdec.harness.engine_seeds", sample[es.SEED_KEY].to_dict("records"))
     assert results.stale_rows(sample, fresh, es.SEED_KEY, ["new_tokens", "target_calls", "draft_calls", "output"]) == []
+
+
+def test_a_sample_of_notebook_01s_sweep_recomputes_exactly_at_another_vector_width():
+    """Notebook 01 (b)'s τ sweep (``tau_vs_gamma``, the shipped drafts): nbval reads it from the committed rows
+    (its store's base layer), so three seeded random runs of every (draft, γ) decode again here at another vector
+    width, to the same token and call counts."""
+    from specdec.harness import engine_experiments as ee
+    from specdec.zoo.models import pair_weights
+
+    committed = pd.read_csv(ROOT / "results" / "tiny" / "tau_vs_gamma.csv", dtype=str)
+    shipped = committed[committed.weights.isin([pair_weights("tiny", p) for p in ("default", "xs")])]
+    assert len(shipped) == len(committed) == 2 * 6 * 60  # every committed row is of the shipped pairs
+    sample = results.stratified_sample(shipped, ["draft", "gamma"], n=3, seed=0)
+    assert len(sample) == 36 and sample.prompt.nunique() > 12
+    fresh = recompute_elsewhere(
+        "specdec.harness.engine_experiments", sample[ee.TAU_KEY].to_dict("records"), "recompute_sweep"
+    )
+    assert (
+        results.stale_rows(sample, fresh.astype(str), ee.TAU_KEY, ["new_tokens", "target_calls", "accepted", "drafted"])
+        == []
+    )

@@ -13,8 +13,11 @@ Their verdicts are the core's ``specdec.engine_findings``.
 
 ``Engine`` is what they share: a profile's target, the drafts of some of its pairs and the device label.
 
-Their stores stand on no committed base layer (``base=None``): run with ``SPECDEC_OUTPUT_DIR`` pointing elsewhere
-(nbval), these notebooks compute every row again, and the checked outputs compare them with the committed ones.
+The τ sweep's store stands on the committed rows (``base=COMMITTED``, as TABED's runs): run with
+``SPECDEC_OUTPUT_DIR`` pointing elsewhere (nbval), notebook 01 reads the committed sweep and decodes only keys it
+lacks (another γ, prompt count or draft), and ``tests/test_committed_results.py`` decodes a seeded sample of it
+again (``recompute_sweep``). The other stores stand on no base (``base=None``): there every row is computed again,
+and the checked outputs compare them with the committed ones.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from specdec import bench, engine, speed
+from specdec import bench, engine, results, speed
 from specdec.harness.engine_zoo import zoo_for
 from specdec.harness.experiment import Decoded, Experiment, Method, Request, Setting, speculative
 from specdec.harness.profile import Profile
@@ -225,7 +228,7 @@ def tau_vs_gamma(eng: Engine, *, n_per_kind: int = 20, gammas=(1, 2, 3, 4, 6, 8)
                 eng.target, factory, gamma=g, batched=True, draft=name, weights=eng.weights(pair)
             )
     return Experiment(
-        eng.profile.store("tau_vs_gamma", TAU_KEY, base=None),
+        eng.profile.store("tau_vs_gamma", TAU_KEY, base=results.COMMITTED),
         requests,
         methods,
         fixed=dict(max_new_tokens=max_new_tokens),
@@ -236,6 +239,17 @@ def tau_vs_gamma(eng: Engine, *, n_per_kind: int = 20, gammas=(1, 2, 3, 4, 6, 8)
         batch_size=16,
         desc="τ vs γ",
     )
+
+
+# notebook 01's settings of (b), those of the committed sweep (``engine_seeds`` runs every training seed at them)
+NOTEBOOK_SWEEP: dict[str, Any] = dict(n_per_kind=20, gammas=[1, 2, 3, 4, 6, 8], max_new_tokens=48)
+
+
+def recompute_sweep(keys) -> pd.DataFrame:
+    """Decode the runs of stored ``tau_vs_gamma`` ``keys`` again on the tiny profile at notebook 01's settings
+    (the committed-results test); fresh rows in the order of ``keys``."""
+    eng = Engine.load(Profile.load("tiny", "cpu"), ["default", "xs"])
+    return tau_vs_gamma(eng, **NOTEBOOK_SWEEP).recompute(keys)
 
 
 def pooled_tau(frame: pd.DataFrame) -> pd.DataFrame:

@@ -24,7 +24,7 @@ import pandas as pd
 from specdec import results, zoo
 from specdec.engine_findings import SEED_TABLE
 from specdec.harness import engine_zoo
-from specdec.harness.engine_experiments import Engine
+from specdec.harness.engine_experiments import NOTEBOOK_SWEEP, Engine
 from specdec.harness.experiment import Experiment, Request, Setting, plain, speculative
 from specdec.hub import ModelNotAvailableError
 from specdec.zoo.models import load, revision_of, seed_weights, weights_digest, weights_identity
@@ -133,7 +133,7 @@ def stored_runs(eng: Engine, train_seed: int, *, sweep: dict, speed: dict) -> pd
 
 # notebook 01's settings of (b) and (d), those of the committed rows
 NOTEBOOK_SETTINGS: dict[str, dict[str, Any]] = dict(
-    sweep=dict(n_per_kind=20, gammas=[1, 2, 3, 4, 6, 8], max_new_tokens=48),
+    sweep=NOTEBOOK_SWEEP,
     speed=dict(per_kind=4, gamma=5, max_new_tokens=48),
 )
 
