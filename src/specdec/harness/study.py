@@ -11,10 +11,10 @@ from __future__ import annotations
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
-if TYPE_CHECKING:
-    from specdec.harness.profile import Profile
+from specdec.harness.profile import Profile
+from specdec.zoo import models
 
 
 @runtime_checkable
@@ -24,7 +24,7 @@ class Zoo(Protocol):
     and ``Profile.zoo`` picks the one of the profile's ``source``, so nothing else in the study branches on the
     profile. ``train_seeds``: the training seeds k > 0 whose models (and committed rows) this zoo has; ``proxy``:
     its models are this project's small proxies, whose proxy conditions are measured and written in the data
-    card."""
+    card. ``BaseZoo`` holds the code the classes share."""
 
     profile: Profile
     train_seed: int
@@ -46,6 +46,45 @@ class Zoo(Protocol):
     def at_seed(self, k: int) -> Zoo:
         """The same zoo with the models of training seed ``k`` (0: the shipped or published ones)."""
         ...
+
+
+class BaseZoo:
+    """What every study's ``Zoo`` class shares: the profile and training seed it is built on, the ``weights`` key of
+    its models' ``source`` and ``at_seed``, which refuses a training seed the class lacks with one message naming the
+    ``study``. A subclass sets ``study``, ``train_seeds`` and ``proxy`` and defines ``source`` and ``load``."""
+
+    study: ClassVar[str] = "?"  # the study's name, as the scoreboard prints it
+    train_seeds: tuple[int, ...] = ()
+    proxy = False
+
+    def __init__(self, profile: Profile | str, train_seed: int = 0):
+        self.profile = Profile.load(profile)
+        self.train_seed = int(train_seed)
+
+    def source(self, name: str) -> tuple[str | pathlib.Path, str | None]:
+        """``(folder or hub id, revision)`` of the model ``name``."""
+        raise NotImplementedError
+
+    def load(self, name: str, **kw: Any) -> Any:
+        """The model ``name``, loaded."""
+        raise NotImplementedError
+
+    def weights(self, *names: str) -> str:
+        """``models.weights_digest`` of the ``weights_identity`` of the models ``names`` (their ``source``)."""
+        return models.weights_digest(*(models.weights_identity(*self.source(n)) for n in names))
+
+    def checked_seed(self, k: int) -> int:
+        """``k`` as an int: 0 or one of ``train_seeds``, else the one error naming the study and its seeds."""
+        if int(k) and int(k) not in self.train_seeds:
+            raise ValueError(
+                f"{self.study} training seed {k} is not one of this zoo's {self.train_seeds} (profile "
+                f"{self.profile.name!r})"
+            )
+        return int(k)
+
+    def at_seed(self, k: int) -> Self:
+        """The same zoo with the models of training seed ``k`` (``checked_seed``)."""
+        return type(self)(self.profile, self.checked_seed(k))
 
 
 @dataclass(frozen=True)

@@ -47,10 +47,9 @@ class SeedDrafters(ShippedDrafters):
     rows (``data/multilingual/ml_training_seeds.csv``). Its rows carry ``train_seed`` (``experiments.cell``)."""
 
     def __init__(self, profile, train_seed: int):
-        super().__init__(profile)
-        if int(train_seed) not in Drafters(self.profile).train_seeds:
-            raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {train_seed}, {self.profile.name})")
-        self.train_seed = int(train_seed)
+        super().__init__(profile, train_seed)
+        if not Drafters(self.profile).checked_seed(train_seed):  # the profile's zoo: a hub one has no seeds
+            raise ValueError(f"{self.study} training seed 0 has no SeedDrafters: its drafters are ShippedDrafters")
 
 
 def seeds_store(profile, table: str = SEEDS_TABLE):
