@@ -19,9 +19,14 @@ from specdec.tabed import findings as tf
 from specdec.tabed import sources as ts
 from specdec.tabed import windows as tw
 
-ZOOS = {s.name: s.zoo for s in papers.PAPERS.values() if s.zoo}  # every paper's (the registry: a fifth one too)
+ZOOS = {"AASD": az.zoo_for, "CoS": cz.zoo_for, "TABED": ts.zoo_for, "Multilingual": md.Drafters}
 CLASSES = [az.HubAASD, az.ShippedAASD, cz.HubCollabs, cz.ShippedCollabs, ts.HubPairs, ts.ShippedPairs]
 CLASSES += [md.HubDrafters, md.ShippedDrafters]
+
+
+def test_every_registered_paper_has_its_zoo_probed_here():
+    registered = {s.name for s in papers.PAPERS.values() if s.zoo}
+    assert set(ZOOS) == registered, f"{__file__}: ZOOS must name every paper of specdec.papers with a zoo"
 
 
 @pytest.mark.parametrize("study", sorted(ZOOS))
