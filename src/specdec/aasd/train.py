@@ -45,7 +45,7 @@ import pathlib
 
 import torch
 
-from specdec.aasd import recipe, zoo_specs
+from specdec.aasd import distill, draft_training, recipe, zoo_specs
 from specdec.aasd.rows import file_rows, request_rows, training_requests
 from specdec.harness.profile import SHIPPED, Profile
 from specdec.zoo import cli
@@ -74,22 +74,22 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
     if step in ("all", "target"):
         vlm_train.train_all(data, [zoo_specs.SECOND_TARGET], out, specs=zoo_specs.TARGET_SPECS)
     if step in ("all", "baselines", "ft"):
-        saved |= recipe.train_drafts(None, settings, "corpus", out)
-        saved |= recipe.train_drafts(rows, settings, "task", out, heldout=heldout)
+        saved |= draft_training.train_drafts(None, settings, "corpus", out)
+        saved |= draft_training.train_drafts(rows, settings, "task", out, heldout=heldout)
     if step == "answers":
         for target in settings["targets"]:
             model = recipe.load_target(profile, target)[0]
-            path = recipe.answers_path(
-                out, target, recipe.target_version(profile, target), settings["distill"]["max_new_tokens"]
+            path = distill.answers_path(
+                out, target, distill.target_version(profile, target), settings["distill"]["max_new_tokens"]
             )
-            recipe.target_answers(model, rows, settings["distill"], path)
+            distill.target_answers(model, rows, settings["distill"], path)
     if step in ("all", "baselines", "dt"):
         for k, target in enumerate(settings["targets"]):
             saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, modules=False,
                                        target_index=k, heldout=heldout)  # fmt: skip
     if step == "baseline-seeds":  # on the pretrained PT-LLaMA and the target answers of ``out`` (the shipped zoo's)
         for k in train_seeds:
-            saved |= recipe.train_drafts(rows, settings, "task", out, heldout=heldout, train_seed=k)
+            saved |= draft_training.train_drafts(rows, settings, "task", out, heldout=heldout, train_seed=k)
             for i, target in enumerate(settings["targets"]):
                 saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, modules=False,
                                            target_index=i, heldout=heldout, train_seed=k)  # fmt: skip
