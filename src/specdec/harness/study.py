@@ -8,6 +8,7 @@ has the template of a new study.
 
 from __future__ import annotations
 
+import importlib
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,13 +89,47 @@ class BaseZoo:
 
 
 @dataclass(frozen=True)
+class Table:
+    """One committed results table of a study (``results/<profile>/<name>.csv``) and its one inverse, named by the
+    study module that holds them (imported when asked, so the registry stays light): ``module.<key_name>``, the
+    columns that key a row; ``module.<exact_name>``, the columns a recomputation gives back exactly;
+    ``module.<recompute_name>``, the inverse, ``recompute(keys: list[dict], *, profile="tiny") -> DataFrame``: the
+    rows of ``keys`` (each a row's key columns, plus what the module documents) decoded again, one row per key."""
+
+    name: str
+    module: str
+    key_name: str = "KEYS"
+    exact_name: str = "EXACT_COLUMNS"
+    recompute_name: str = "recompute"
+
+    def attribute(self, name: str) -> Any:
+        """``module.<name>``, the module imported."""
+        return getattr(importlib.import_module(self.module), name)
+
+    @property
+    def key(self) -> list[str]:
+        """The columns that key a row."""
+        return list(self.attribute(self.key_name))
+
+    @property
+    def exact(self) -> list[str]:
+        """The columns a recomputation gives back exactly (the rest, walltimes, depend on the machine)."""
+        return list(self.attribute(self.exact_name))
+
+    def recompute(self, keys: list[dict], **kw: Any) -> Any:
+        """The rows of ``keys`` decoded again (a ``pandas.DataFrame``), by the table's inverse."""
+        return self.attribute(self.recompute_name)(keys, **kw)
+
+
+@dataclass(frozen=True)
 class Study:
     """One study. ``name``: as the scoreboard and the README print it; ``package``: its subpackage of ``specdec``
     (``""`` for the engine's study, whose findings are ``specdec.engine_findings``); ``notebooks``: the file-name
     prefixes of its notebooks, which share their first digit (its ``series``); ``page``: its page under ``docs/``;
     ``vocabulary(parameter, notebook)``: the values one of its notebooks' list parameters may take (``None``: not
     one of its parameters); ``zoo(profile)``: its models under a profile (a ``Zoo``; ``None``: a study without
-    models of its own); the study's ``findings`` module has ``findings_from_results(profile, root=...)``."""
+    models of its own); ``tables``: its committed results tables, each with its one inverse (``Table``,
+    ``recompute``); the study's ``findings`` module has ``findings_from_results(profile, root=...)``."""
 
     name: str
     package: str
@@ -102,10 +137,23 @@ class Study:
     page: str
     vocabulary: Callable[[str, str], set[str] | None] | None = None
     zoo: Callable[[Profile], Zoo] | None = None
+    tables: tuple[Table, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.notebooks or len({n[:1] for n in self.notebooks}) != 1:
             raise ValueError(f"study {self.name!r}: its notebooks {self.notebooks} must share their first digit")
+
+    def table(self, name: str) -> Table:
+        """Its table ``name``; ``KeyError`` naming the study's tables."""
+        found = {t.name: t for t in self.tables}
+        if name not in found:
+            raise KeyError(f"study {self.name} has no table {name!r}; its tables: {sorted(found)}")
+        return found[name]
+
+    def recompute(self, table: str, keys: list[dict], **kw: Any) -> Any:
+        """The rows of ``keys`` of its table ``table`` decoded again (``Table.recompute``): the one recompute that
+        the committed-results test calls for every declared table."""
+        return self.table(table).recompute(keys, **kw)
 
     @property
     def series(self) -> str:
