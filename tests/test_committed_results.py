@@ -202,13 +202,12 @@ def aasd_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 
 def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_width():
-    from specdec.aasd import experiments as ab
-
+    declared = STUDIES["AASD"].table("aasd_runs")
     committed = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs.csv", dtype=str)
     sample = aasd_sample(committed)
     assert sample.draft.nunique() == 11 and len(sample) < len(committed) / 10
-    fresh = recompute_elsewhere("specdec.aasd.experiments", sample[ab.KEY].to_dict("records"))
-    assert results.stale_rows(sample, fresh, ab.KEY, ab.EXACT_COLUMNS, {"block_efficiency": 1e-6}) == []
+    fresh = recompute_tables_elsewhere("AASD", {"aasd_runs": sample[declared.key].to_dict("records")})
+    assert results.stale_rows(sample, fresh, declared.key, declared.exact, {"block_efficiency": 1e-6}) == []
 
 
 def aasd_seed_rows() -> pd.DataFrame:
