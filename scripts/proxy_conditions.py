@@ -136,9 +136,9 @@ def blank_like(images) -> list:
 
 
 def heldout_image_losses(model, data_file: pathlib.Path = ROOT / ".cache" / "tabed_data.pt") -> dict[str, float]:
-    """A LLaVA draft's held-out answer loss (``aasd.recipe.heldout_answer_loss``) on the held-out rows of the TABED
-    data file (built if missing) with their images and with every image all white: ``{"real", "blank"}``."""
-    from specdec.aasd import recipe
+    """A LLaVA draft's held-out answer loss (``aasd.draft_training.heldout_answer_loss``) on the held-out rows of the
+    TABED data file (built if missing) with their images and with every image all white: ``{"real", "blank"}``."""
+    from specdec.aasd import draft_training
     from specdec.aasd.rows import file_rows
     from specdec.vlm.data import build_data
 
@@ -149,8 +149,8 @@ def heldout_image_losses(model, data_file: pathlib.Path = ROOT / ".cache" / "tab
     out = {}
     for cond, blank in (("real", False), ("blank", True)):
         rows = file_rows(data, "heldout", blank=blank)
-        out[cond] = recipe.heldout_answer_loss(
-            model, recipe.draft_batches(model, rows, {"kind": "llava"}, None), len(rows)
+        out[cond] = draft_training.heldout_answer_loss(
+            model, draft_training.draft_batches(model, rows, {"kind": "llava"}, None), len(rows)
         )
     return out
 

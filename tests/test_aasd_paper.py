@@ -49,14 +49,14 @@ def test_the_paper_recipe_trains_resumes_and_every_draft_is_lossless(hf_home, tm
         import json, os, pathlib
         os.environ["SPECDEC_AASD_ZOO"] = "{tmp_path / "zoo"}"
         os.environ["SPECDEC_OUTPUT_DIR"] = "{tmp_path / "out"}"
-        from specdec.aasd import experiments, recipe, tables, train, zoo_specs
+        from specdec.aasd import distill, experiments, tables, train, zoo_specs
         saved = train.paper("{TARGET}", steps=2, n=2, max_new_tokens=4, batch_size=2, device="cpu")
         zoo = zoo_specs.zoo_dir()
         answers = sorted(zoo.glob("distill-*.jsonl"))
         lines = answers[0].read_text().splitlines()
         def boom(*a, **k):
             raise AssertionError("decoded a stored answer again")
-        recipe.generate = boom  # a second run must read every answer back
+        distill.generate = boom  # a second run must read every answer back
         again = train.paper("{TARGET}", steps=1, n=2, max_new_tokens=4, variants=("",), baselines_too=False,
                               device="cpu")
         from specdec.harness.profile import Profile

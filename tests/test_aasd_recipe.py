@@ -111,7 +111,7 @@ def run_slice(out: pathlib.Path) -> dict:
     "heldout": {name: loss}, "answers": {target: {row id: ids}}}``."""
     import torch
 
-    from specdec.aasd import recipe, zoo_specs
+    from specdec.aasd import distill, zoo_specs
     from specdec.aasd import train as aasd_train
     from specdec.vlm.data import build_data
     from specdec.zoo import training
@@ -151,7 +151,7 @@ def run_slice(out: pathlib.Path) -> dict:
             ]
     for path in sorted(out.glob("distill-*.jsonl")):
         target = path.name.removeprefix("distill-").split("@")[0]
-        records["answers"][target] = recipe.load_answers(path)
+        records["answers"][target] = distill.load_answers(path)
     return records
 
 
@@ -183,14 +183,13 @@ if __name__ == "__main__":  # python tests/test_aasd_recipe.py OUT.json: the sli
 
 
 def test_the_baselines_start_from_the_baselines_they_name(tmp_path):
-    from specdec.aasd import recipe, zoo_specs
+    from specdec.aasd import draft_training, zoo_specs
     from specdec.aasd import train as aasd_train
 
     drafts = zoo_specs.TINY["drafts"]
     assert list(drafts)[:3] == ["PT-LLaMA", "FT-LLaMA", "FT-LLaVA"]  # each trains after what it starts from
-    assert recipe.resolve(drafts["DT-LLaVA"], zoo_specs.TINY, tmp_path)["init"] == str(tmp_path / "aasd-ft-llava")
-    assert recipe.resolve(drafts["FT-LLaVA"], zoo_specs.TINY, tmp_path)["language_model"] == str(
-        tmp_path / "aasd-ft-llama"
-    )
+    resolve = draft_training.resolve
+    assert resolve(drafts["DT-LLaVA"], zoo_specs.TINY, tmp_path)["init"] == str(tmp_path / "aasd-ft-llava")
+    assert resolve(drafts["FT-LLaVA"], zoo_specs.TINY, tmp_path)["language_model"] == str(tmp_path / "aasd-ft-llama")
     only = aasd_train.only_drafts(zoo_specs.TINY, ["DT-LLaMA"])["drafts"]
     assert list(only) == ["PT-LLaMA", "FT-LLaMA", "DT-LLaMA"] and only["DT-LLaMA"] is drafts["DT-LLaMA"]

@@ -31,10 +31,30 @@ from specdec.cos import experiments as cx
 from specdec.cos import tables as ct
 from specdec.multilingual import experiments as mb
 from specdec.multilingual import seeds as ms
+from specdec.papers import STUDIES
 from specdec.tabed import data as td
 from specdec.tabed import experiments as tb
 from specdec.tabed import windows as tw
 from specdec.zoo import ROOT
+
+DECLARED = [(study.name, table.name) for study in STUDIES.values() for table in study.tables]
+
+
+@pytest.mark.parametrize("study,table", DECLARED, ids=[t for _, t in DECLARED])
+def test_a_declared_table_is_committed_keyed_and_has_its_exact_columns(study, table):
+    """Every table a study declares (``harness.study.Table``) resolves to its key, exact columns and inverse, and
+    its committed CSV holds those columns with one row per key."""
+    declared = STUDIES[study].table(table)
+    committed = pd.read_csv(ROOT / "results" / "tiny" / f"{table}.csv", dtype=str)
+    missing = sorted(set(declared.key + declared.exact) - set(committed.columns))
+    assert not missing, f"{table}.csv lacks the declared columns {missing}"
+    assert not committed.duplicated(declared.key).any(), f"{table}.csv has two rows of one key"
+    assert callable(declared.attribute(declared.recompute_name))
+
+
+def test_an_undeclared_table_is_one_error_naming_the_study_s_tables():
+    with pytest.raises(KeyError, match=r"study CoS has no table 'nope'; its tables: \['cos_main'"):
+        STUDIES["CoS"].recompute("nope", [])
 
 
 def other_vector_width() -> dict:
@@ -75,13 +95,30 @@ def test_a_sample_of_the_window_pair_runs_recomputes_exactly_at_another_vector_w
 
 
 def recompute_elsewhere(module: str, keys: list[dict], function: str = "recompute") -> pd.DataFrame:
+    """``module.function(keys)`` in a process at another vector width (``other_vector_width``)."""
+    return run_elsewhere(f"from {module} import {function} as recompute\nframe = recompute(keys)\n", keys)
+
+
+def recompute_tables_elsewhere(study: str, keys: dict[str, list[dict]]) -> pd.DataFrame:
+    """The one recompute of the registry, ``STUDIES[study].recompute(table, keys[table])`` for each table of
+    ``keys``, in a process at another vector width; the rows in the order of ``keys``."""
+    code = (
+        "import pandas as pd\n"
+        "from specdec.papers import STUDIES\n"
+        f"frame = pd.concat([STUDIES[{study!r}].recompute(t, k) for t, k in keys.items()], ignore_index=True)\n"
+    )
+    return run_elsewhere(code, keys)
+
+
+def run_elsewhere(code: str, keys) -> pd.DataFrame:
+    """``code`` (which reads ``keys`` and sets ``frame``) in a subprocess at another vector width, one thread."""
     code = (
         "import json, sys, torch\n"
         "torch.set_num_threads(1)\n"
-        f"from {module} import {function} as recompute\n"
         "keys = json.load(sys.stdin)\n"
+        f"{code}"
         "print('capability', torch.backends.cpu.get_cpu_capability())\n"
-        "print(recompute(keys).to_json(orient='records'))\n"
+        "print(frame.to_json(orient='records'))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -165,13 +202,12 @@ def aasd_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 
 def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_width():
-    from specdec.aasd import experiments as ab
-
+    declared = STUDIES["AASD"].table("aasd_runs")
     committed = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs.csv", dtype=str)
     sample = aasd_sample(committed)
     assert sample.draft.nunique() == 11 and len(sample) < len(committed) / 10
-    fresh = recompute_elsewhere("specdec.aasd.experiments", sample[ab.KEY].to_dict("records"))
-    assert results.stale_rows(sample, fresh, ab.KEY, ab.EXACT_COLUMNS, {"block_efficiency": 1e-6}) == []
+    fresh = recompute_tables_elsewhere("AASD", {"aasd_runs": sample[declared.key].to_dict("records")})
+    assert results.stale_rows(sample, fresh, declared.key, declared.exact, {"block_efficiency": 1e-6}) == []
 
 
 def aasd_seed_rows() -> pd.DataFrame:
@@ -233,8 +269,8 @@ def test_a_sample_of_the_gitignored_aasd_seed_runs_recomputes_where_their_weight
     assert results.stale_rows(sample, fresh, seeds.SEED_KEY, exact, {"block_efficiency": 1e-6}) == []
 
 
-COS_TABLES = ("cos_main", "cos_sweeps", "cos_theory")
-COS_KEY = cx.ROW_KEY
+COS_TABLES = tuple(t.name for t in STUDIES["CoS"].tables)
+COS_KEY = STUDIES["CoS"].table("cos_main").key
 
 
 def cos_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -270,9 +306,10 @@ def test_the_committed_cos_cells_have_16_prompts():
 
 
 def test_a_sample_of_committed_cos_rows_recomputes_exactly_at_another_vector_width():
-    sample = pd.concat([cos_sample(_committed_cos(t)) for t in COS_TABLES])
-    fresh = recompute_elsewhere("specdec.cos.experiments", sample[COS_KEY].to_dict("records"))
-    assert results.stale_rows(sample, fresh, COS_KEY, cx.EXACT_COLUMNS) == []
+    samples = {t: cos_sample(_committed_cos(t)) for t in COS_TABLES}
+    fresh = recompute_tables_elsewhere("CoS", {t: rows[COS_KEY].to_dict("records") for t, rows in samples.items()})
+    exact = STUDIES["CoS"].table("cos_main").exact
+    assert results.stale_rows(pd.concat(samples.values()), fresh, COS_KEY, exact) == []
 
 
 def cos_seed_rows(table: str, dtype=None) -> pd.DataFrame:
@@ -330,7 +367,7 @@ def test_a_sample_of_the_gitignored_cos_seed_runs_recomputes_where_their_weights
     assert results.stale_rows(sample, fresh, seeds.SEED_KEY, cx.EXACT_COLUMNS) == []
 
 
-ML_TABLES = ("ml_main", "ml_tokens", "ml_ood", "ml_size", "ml_generalization")  # notebooks 30-34
+ML_TABLES = tuple(t.name for t in STUDIES["Multilingual"].tables)  # notebooks 30-34
 
 
 def ml_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -361,13 +398,14 @@ def test_the_committed_multilingual_runs_cover_every_heldout_pair():
 def test_a_sample_of_committed_multilingual_rows_recomputes_exactly_at_another_vector_width():
     samples = {t: ml_sample(_committed_ml(t)) for t in ML_TABLES}
     assert all(len(samples[t]) < len(_committed_ml(t)) / 5 for t in ML_TABLES)  # samples, not the tables
-    keys = []
+    keys = {}
     for table, rows in samples.items():  # a grid with plain decoding ran it first (same_as_ar compares with it)
         plain_first = "ar" in set(_committed_ml(table).method)
-        keys += [{**k, "plain_first": plain_first} for k in rows[mb.KEYS + ["drafter"]].to_dict("records")]
+        keys[table] = [{**k, "plain_first": plain_first} for k in rows[mb.KEYS + ["drafter"]].to_dict("records")]
     sample = pd.concat(samples.values())
-    fresh = recompute_elsewhere("specdec.multilingual.experiments", keys)
-    assert results.stale_rows(sample, fresh, mb.KEYS, mb.EXACT_COLUMNS) == []
+    fresh = recompute_tables_elsewhere("Multilingual", keys)
+    declared = STUDIES["Multilingual"].table("ml_main")
+    assert results.stale_rows(sample, fresh, declared.key, declared.exact) == []
 
 
 # ------------------------------------------------------------------ training seeds of Fig. 4's grid (issue 26)

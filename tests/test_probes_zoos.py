@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from specdec import plots, verdict
+from specdec import papers, plots, verdict
 from specdec.aasd import findings as af
 from specdec.aasd import zoo as az
 from specdec.cos import zoo as cz
@@ -22,6 +22,11 @@ from specdec.tabed import windows as tw
 ZOOS = {"AASD": az.zoo_for, "CoS": cz.zoo_for, "TABED": ts.zoo_for, "Multilingual": md.Drafters}
 CLASSES = [az.HubAASD, az.ShippedAASD, cz.HubCollabs, cz.ShippedCollabs, ts.HubPairs, ts.ShippedPairs]
 CLASSES += [md.HubDrafters, md.ShippedDrafters]
+
+
+def test_every_registered_paper_has_its_zoo_probed_here():
+    registered = {s.name for s in papers.PAPERS.values() if s.zoo}
+    assert set(ZOOS) == registered, f"{__file__}: ZOOS must name every paper of specdec.papers with a zoo"
 
 
 @pytest.mark.parametrize("study", sorted(ZOOS))
@@ -39,7 +44,7 @@ def test_a_zoo_the_real_profile_lacks_names_the_study_and_its_sources(study):
 @pytest.mark.parametrize("study", sorted(ZOOS))
 @pytest.mark.parametrize("seed", [-1, 99])
 def test_a_training_seed_the_zoo_lacks_is_refused(study, seed):
-    with pytest.raises(ValueError, match=f"{seed}"):
+    with pytest.raises(ValueError, match=rf"{study} training seed {seed} is not one of this zoo's \(1, 2\)"):
         ZOOS[study]("tiny").at_seed(seed)
 
 

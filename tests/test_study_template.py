@@ -5,11 +5,13 @@ and the scoreboard's reading of the registry decides its finding."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 
 import jupytext
 import pytest
+import yaml
 
 import specdec
 from specdec import notebook_params, papers, results, verdict
@@ -79,6 +81,12 @@ def test_a_new_study_is_found_placed_checked_run_and_decided(toy, monkeypatch):
     nav = build_docs.nav_with_notebooks([{"Scoreboard": "index.md"}])
     assert nav[-1] == {"Toy": ["papers/toy.md", {"50_toy": "notebooks/50_toy.ipynb"}]}
 
+    # the probe coverage lists its modules (as it does every registered study's)
+    import probe_coverage
+
+    monkeypatch.setattr(papers, "STUDIES", {**papers.STUDIES, **studies})
+    assert {"specdec.toy.findings", "specdec.toy.zoo"} <= set(probe_coverage.api_modules())
+
     # the notebook check reads its parameters cell
     notebook = toy / "notebooks" / "50_toy.ipynb"
     spec = notebook_params.declared(notebook)
@@ -96,6 +104,15 @@ def test_a_new_study_is_found_placed_checked_run_and_decided(toy, monkeypatch):
     row = found.board_row()
     assert row["finding"] == "toy-tau" and row["verdict"] in (verdict.HOLDS, verdict.FAILS, verdict.INCONCLUSIVE)
     assert found.validity == "yes"
+
+
+def test_mkdocs_yml_names_no_study():
+    """mkdocs.yml stays static: ``build_docs`` adds every study of the registry (its page, then its notebooks), so a
+    study page or notebook listed there by hand would be listed twice, or missed for the next study."""
+    nav = json.dumps(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+    for study in papers.STUDIES.values():
+        assert study.page not in nav, f"mkdocs.yml lists {study.page} by hand; build_docs adds it from the registry"
+    assert "notebooks/" not in nav, "mkdocs.yml lists a notebook by hand; build_docs adds each from the registry"
 
 
 @pytest.mark.slow

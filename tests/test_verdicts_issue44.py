@@ -5,6 +5,7 @@ condition."""
 import numpy as np
 import pandas as pd
 import pytest
+from test_tabed_verdicts import _windows  # MT* runs at h = ALL and at the windows given
 
 from conftest import tabed_runs
 from specdec.aasd import findings as af
@@ -17,17 +18,6 @@ TINY = "tiny"
 
 
 # ------------------------------------------------------------------------------------------------- T5 (signed)
-def _windows(deltas: dict, n: int = 8, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    frames = []
-    for scenario, base in (("describe", 3.0), ("psv", 2.0)):
-        tau_all = base + rng.normal(0, 0.3, n)
-        for h, delta in {"ALL": np.zeros(n), **deltas}.items():
-            f = tabed_runs({(scenario, 1): {"MT*": tau_all + np.asarray(delta, dtype=float)}}, n=n)
-            frames.append(f.assign(window=h))
-    return pd.concat(frames)
-
-
 def test_t5_is_sign_aware_a_window_below_all_keeps_the_default():
     below = wf.verdict_t5(_windows({"1": [-0.3] * 8, "16": [0.0] * 8}))
     assert below.status == HOLDS and below.estimate == pytest.approx(0.0, abs=1e-9)

@@ -5,7 +5,7 @@
   the target's drafts through ``PrefixVocabularyDrafter``;
 - LLaVA drafts see the images (``ModelDrafter`` with the request's ``pixel_values``);
 - FT: finetuned on the task answers; DT: sequence-level distillation (Kim & Rush 2016) on the target's greedy
-  answers. Both are trained by ``specdec.aasd.recipe``.
+  answers. Both are trained by ``specdec.aasd.draft_training``.
 """
 
 from __future__ import annotations

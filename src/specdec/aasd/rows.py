@@ -6,7 +6,7 @@ reads:
 
 - ``file_rows``: the TABED data file (``specdec.vlm.data.build_data``; the tiny zoo), answers included;
 - ``request_rows``: requests ``{"id", "prompt", "images"}`` through a hub LLaVA's processor (the paper profile's
-  ``aasd.training`` datasets, ``training_requests``), answered later by the target (``recipe.distill``).
+  ``aasd.training`` datasets, ``training_requests``), answered later by the target (``distill.distill``).
 
 ``make_batch`` pads rows on the right (pad id, attention mask 0, labels -100 outside the answer); a text-only
 draft sees each image's run of image tokens as ``"\\n"`` (``text_only_batch``, as at inference:

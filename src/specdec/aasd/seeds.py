@@ -43,8 +43,16 @@ def seed_store(profile):
     return Profile.load(profile).store("aasd_runs_seeds", SEED_KEY)
 
 
-def seed_runs(profile, train_seed: int, *, gammas=(3, 5), n_per_task: int = 63, max_new_tokens: int = 48,
-              seed: int = 0, tables=tuple(MODULE_DRAFTS)) -> Suite:  # fmt: skip
+def seed_runs(
+    profile,
+    train_seed: int,
+    *,
+    gammas=(3, 5),
+    n_per_task: int = 63,
+    max_new_tokens: int = 48,
+    seed: int = 0,
+    tables=tuple(MODULE_DRAFTS),
+) -> Suite:
     """Seed ``train_seed``'s runs: the AASD module and the baselines on every target of Table 1 and the ablations
     on notebook 41's target (``tables``: which of the two), with plain decoding as each target's reference (the
     lossless check), the notebooks' settings. A method whose seed-k weights are gitignored and not on this machine
@@ -62,9 +70,11 @@ def seed_runs(profile, train_seed: int, *, gammas=(3, 5), n_per_task: int = 63, 
     out = Suite(runs, requests=rows, train_seed=train_seed)
     for table, target in cells:
         drafts = MODULE_DRAFTS[table] if table == "ablations" else ("AASD", *here(target, train_seed))
-        out.add(lambda s, table=table, target=target, drafts=drafts: experiment(
-            runs, profile, table, target, rows, drafts, gammas, max_new_tokens, train_seed=train_seed
-        ))  # fmt: skip
+        out.add(
+            lambda s, table=table, target=target, drafts=drafts: experiment(
+                runs, profile, table, target, rows, drafts, gammas, max_new_tokens, train_seed=train_seed
+            )
+        )
     return out
 
 
@@ -79,9 +89,10 @@ def baselines_here(target: str, train_seed: int) -> tuple[str, ...]:
     """The baselines (of ``target``) whose training seed ``train_seed`` is on this machine
     (``zoo_specs.baseline_seed_dir``; gitignored, ``python -m specdec.aasd.train baseline-seeds`` trains them)."""
     return tuple(
-        d for d in zoo_specs.SEEDED_BASELINES
+        d
+        for d in zoo_specs.SEEDED_BASELINES
         if (zoo_specs.baseline_seed_dir(d, target, train_seed) / "config.json").exists()
-    )  # fmt: skip
+    )
 
 
 def seed_frames(stored: pd.DataFrame, seeded: pd.DataFrame, table: str) -> dict[int, pd.DataFrame]:
@@ -167,9 +178,18 @@ def baseline_summary(path=BASELINE_SUMMARY) -> pd.DataFrame:
                 if not (folder / "training_log.json").exists():
                     continue
                 s = json.loads((folder / "training_log.json").read_text())["summary"]
-                rows.append(dict(model=draft, target=target, train_seed=k, seed=s["seed"], steps=s["steps"],
-                                 seconds=s["seconds"], heldout_loss=s["heldout_loss"],
-                                 heldout_loss_blank_images=s.get("heldout_loss_blank_images")))  # fmt: skip
+                rows.append(
+                    dict(
+                        model=draft,
+                        target=target,
+                        train_seed=k,
+                        seed=s["seed"],
+                        steps=s["steps"],
+                        seconds=s["seconds"],
+                        heldout_loss=s["heldout_loss"],
+                        heldout_loss_blank_images=s.get("heldout_loss_blank_images"),
+                    )
+                )
     frame = pd.DataFrame(rows)
     if pathlib.Path(path).exists():
         old = pd.read_csv(path, keep_default_na=False)  # an FT baseline's target is "", not NaN

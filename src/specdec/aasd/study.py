@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdec.harness.study import Study
+from specdec.harness.study import Study, Table
 
 
 def vocabulary(parameter: str, notebook: str) -> set[str] | None:
@@ -21,4 +21,6 @@ def zoo(profile):
     return zoo_for(profile)
 
 
-STUDY = Study("AASD", "aasd", ("40", "41"), "papers/aasd.md", vocabulary, zoo)
+# notebooks 40-41's runs (``experiments.KEY``, its one inverse ``experiments.recompute``)
+TABLES = (Table("aasd_runs", "specdec.aasd.experiments", "KEY"),)
+STUDY = Study("AASD", "aasd", ("40", "41"), "papers/aasd.md", vocabulary, zoo, TABLES)

@@ -45,7 +45,7 @@ import pathlib
 
 import torch
 
-from specdec.aasd import recipe, zoo_specs
+from specdec.aasd import distill, draft_training, recipe, zoo_specs
 from specdec.aasd.rows import file_rows, request_rows, training_requests
 from specdec.harness.profile import SHIPPED, Profile
 from specdec.zoo import cli
@@ -56,8 +56,14 @@ STEPS += ("baseline-seeds", "matched")
 STEPS += ("paper",)
 
 
-def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TINY, device: str = "cpu",
-         train_seeds=zoo_specs.TRAIN_SEEDS) -> dict:  # fmt: skip
+def tiny(
+    step: str,
+    data: dict,
+    out: pathlib.Path,
+    settings: dict = zoo_specs.TINY,
+    device: str = "cpu",
+    train_seeds=zoo_specs.TRAIN_SEEDS,
+) -> dict:
     """A step of the tiny zoo (``all``, ``target``, ``baselines`` = ``ft`` then ``dt``, ``modules``, ``answers``,
     ``p8`` = ``p8-target`` then ``p8-modules``) on the TABED data file ``data``, saved under ``out``; returns
     ``{name: folder}`` of the recipe's models."""
@@ -74,25 +80,35 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
     if step in ("all", "target"):
         vlm_train.train_all(data, [zoo_specs.SECOND_TARGET], out, specs=zoo_specs.TARGET_SPECS)
     if step in ("all", "baselines", "ft"):
-        saved |= recipe.train_drafts(None, settings, "corpus", out)
-        saved |= recipe.train_drafts(rows, settings, "task", out, heldout=heldout)
+        saved |= draft_training.train_drafts(None, settings, "corpus", out)
+        saved |= draft_training.train_drafts(rows, settings, "task", out, heldout=heldout)
     if step == "answers":
         for target in settings["targets"]:
             model = recipe.load_target(profile, target)[0]
-            path = recipe.answers_path(
-                out, target, recipe.target_version(profile, target), settings["distill"]["max_new_tokens"]
+            path = distill.answers_path(
+                out, target, distill.target_version(profile, target), settings["distill"]["max_new_tokens"]
             )
-            recipe.target_answers(model, rows, settings["distill"], path)
+            distill.target_answers(model, rows, settings["distill"], path)
     if step in ("all", "baselines", "dt"):
         for k, target in enumerate(settings["targets"]):
-            saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, modules=False,
-                                       target_index=k, heldout=heldout)  # fmt: skip
+            saved |= recipe.run_target(
+                profile, target, settings, lambda *_: rows, out, modules=False, target_index=k, heldout=heldout
+            )
     if step == "baseline-seeds":  # on the pretrained PT-LLaMA and the target answers of ``out`` (the shipped zoo's)
         for k in train_seeds:
-            saved |= recipe.train_drafts(rows, settings, "task", out, heldout=heldout, train_seed=k)
+            saved |= draft_training.train_drafts(rows, settings, "task", out, heldout=heldout, train_seed=k)
             for i, target in enumerate(settings["targets"]):
-                saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, modules=False,
-                                           target_index=i, heldout=heldout, train_seed=k)  # fmt: skip
+                saved |= recipe.run_target(
+                    profile,
+                    target,
+                    settings,
+                    lambda *_: rows,
+                    out,
+                    modules=False,
+                    target_index=i,
+                    heldout=heldout,
+                    train_seed=k,
+                )
         from specdec.aasd.seeds import baseline_summary
 
         print(baseline_summary().to_string(index=False), flush=True)  # data/aasd_baseline_seeds.csv, committed
@@ -101,12 +117,22 @@ def tiny(step: str, data: dict, out: pathlib.Path, settings: dict = zoo_specs.TI
             for target in zoo_specs.MATCHED["targets"]:
                 name = zoo_specs.matched_dir(target).name
                 folder = lambda v, t=target, k=k, n=name: zoo_specs.matched_dir(t, k) if k else out / n  # noqa: E731
-                saved |= recipe.run_target(profile, target, zoo_specs.MATCHED, lambda *_: rows, out, drafts=False,
-                                           heldout=heldout, train_seed=k, module_folder=folder)  # fmt: skip
+                saved |= recipe.run_target(
+                    profile,
+                    target,
+                    zoo_specs.MATCHED,
+                    lambda *_: rows,
+                    out,
+                    drafts=False,
+                    heldout=heldout,
+                    train_seed=k,
+                    module_folder=folder,
+                )
     if step in ("all", "modules"):
         for k, target in enumerate(settings["targets"]):
-            saved |= recipe.run_target(profile, target, settings, lambda *_: rows, out, drafts=False,
-                                       target_index=k, heldout=heldout)  # fmt: skip
+            saved |= recipe.run_target(
+                profile, target, settings, lambda *_: rows, out, drafts=False, target_index=k, heldout=heldout
+            )
     return saved
 
 
@@ -122,8 +148,15 @@ def p8(step: str, data: dict, out: pathlib.Path, device: str = "cpu") -> dict:
     saved = {zoo_specs.P8_TARGET: out / zoo_specs.P8_TARGET}
     if step in ("p8", "p8-modules"):
         heldout = {"": file_rows(wide, "heldout")}
-        saved |= recipe.run_target(Profile.load(SHIPPED, device), zoo_specs.P8_TARGET, zoo_specs.P8,
-                                   lambda *_: file_rows(wide, "train"), out, drafts=False, heldout=heldout)  # fmt: skip
+        saved |= recipe.run_target(
+            Profile.load(SHIPPED, device),
+            zoo_specs.P8_TARGET,
+            zoo_specs.P8,
+            lambda *_: file_rows(wide, "train"),
+            out,
+            drafts=False,
+            heldout=heldout,
+        )
     return saved
 
 
@@ -139,8 +172,16 @@ def seeds(data: dict, out: pathlib.Path, device: str = "cpu", train_seeds=zoo_sp
         for settings, file in ((narrow, data), (zoo_specs.P8, wide)):
             for target in settings["targets"]:
                 rows = file_rows(file, "train")
-                saved |= recipe.run_target(profile, target, settings, lambda *_, r=rows: r, out, drafts=False,
-                                           heldout={"": file_rows(file, "heldout")}, train_seed=k)  # fmt: skip
+                saved |= recipe.run_target(
+                    profile,
+                    target,
+                    settings,
+                    lambda *_, r=rows: r,
+                    out,
+                    drafts=False,
+                    heldout={"": file_rows(file, "heldout")},
+                    train_seed=k,
+                )
     return saved
 
 
@@ -170,9 +211,14 @@ def paper(
     settings["targets"] = {target_id: tuple(variants)}
     requests = training_requests(prof.spec, n)
     return recipe.run_target(
-        prof, target_id, settings, lambda target, processor: request_rows(requests, processor, target),
-        pathlib.Path(out or zoo_specs.zoo_dir()), drafts=baselines_too, accelerator=accelerator,
-    )  # fmt: skip
+        prof,
+        target_id,
+        settings,
+        lambda target, processor: request_rows(requests, processor, target),
+        pathlib.Path(out or zoo_specs.zoo_dir()),
+        drafts=baselines_too,
+        accelerator=accelerator,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- main
@@ -188,8 +234,13 @@ def main(argv=None):
     parser.add_argument("--out", type=pathlib.Path, default=None, help=f"default {cli.TRAINED} (data/models: say so)")
     parser.add_argument("--threads", type=cli.POS, default=1)
     parser.add_argument("--drafts", nargs="*", help="tiny baselines: only these (and those they start from)")
-    parser.add_argument("--train-seeds", type=cli.POS, nargs="+", default=list(zoo_specs.TRAIN_SEEDS),
-                        help="seeds and dt-seeds: which training seeds (default: zoo_specs.TRAIN_SEEDS)")  # fmt: skip
+    parser.add_argument(
+        "--train-seeds",
+        type=cli.POS,
+        nargs="+",
+        default=list(zoo_specs.TRAIN_SEEDS),
+        help="seeds and dt-seeds: which training seeds (default: zoo_specs.TRAIN_SEEDS)",
+    )
     group = parser.add_argument_group("paper (python -m specdec.aasd.train paper --target ID)")
     group.add_argument("--target", action="append", help="hub target (repeatable; default: aasd.targets)")
     group.add_argument("--profile", default="paper")
@@ -241,10 +292,18 @@ def train_paper(args) -> None:
     targets = args.target or Profile.load(args.profile).spec["aasd"]["targets"]
     for target in targets:
         saved = paper(
-            target, profile=args.profile, out=args.zoo, steps=args.steps, n=args.n, max_new_tokens=args.max_new_tokens,
-            batch_size=args.batch_size, variants=tuple(args.variants), baselines_too=not args.no_baselines,
-            device=args.device, accelerator=accelerator,
-        )  # fmt: skip
+            target,
+            profile=args.profile,
+            out=args.zoo,
+            steps=args.steps,
+            n=args.n,
+            max_new_tokens=args.max_new_tokens,
+            batch_size=args.batch_size,
+            variants=tuple(args.variants),
+            baselines_too=not args.no_baselines,
+            device=args.device,
+            accelerator=accelerator,
+        )
         for name, folder in saved.items():
             print(f"saved {name}: {folder}", flush=True)
 

@@ -17,18 +17,18 @@ from specdec.aasd.algorithm import config_for
 from specdec.aasd.tables import ABLATIONS, MATCHED_DRAFT
 from specdec.aasd.zoo_specs import draft_name, module_name
 from specdec.harness.profile import Profile
+from specdec.harness.study import BaseZoo
 from specdec.zoo import models
 
 
-class HubAASD:
+class HubAASD(BaseZoo):
     """AASD's models from the hub and the paper-scale zoo (``zoo_specs.zoo_dir()``); one training run each."""
 
-    train_seeds: tuple[int, ...] = ()
+    study = "AASD"
     proxy = False  # this project's proxy models, whose A2 / A5 conditions are measured (data card)
 
-    def __init__(self, profile: Profile, train_seed: int = 0):
-        self.profile = Profile.load(profile)
-        self.train_seed = int(train_seed)
+    def __init__(self, profile: Profile | str, train_seed: int = 0):
+        super().__init__(profile, train_seed)
         aasd = self.profile.spec.get("aasd") or {}
         self.drafts: dict = dict(aasd.get("drafts") or {})
         self._targets: list[str] = list(aasd.get("targets") or [])
@@ -79,18 +79,13 @@ class HubAASD:
             source, kind="llava", device=self.profile.device, dtype=self.profile.dtype, revision=revision
         )
 
-    def weights(self, target: str, *drafts: str) -> str:
-        """The ``weights`` key of a run: ``models.weights_digest`` of the target's and (but for ``AR``) the drafts'
-        ``weights_identity``."""
+    def weights(self, *names: str) -> str:
+        """The ``weights`` key of a run of the target ``names[0]`` and the drafts ``names[1:]``:
+        ``models.weights_digest`` of the target's and (but for ``AR``) the drafts' ``weights_identity``."""
+        target, *drafts = names
         parts = [models.weights_identity(*self.profile.model_source(target))]
         parts += [models.weights_identity(*self.draft_source(d, target)) for d in drafts if d != "AR"]
         return models.weights_digest(*parts)
-
-    def at_seed(self, k: int) -> HubAASD:
-        if int(k) and int(k) not in self.train_seeds:
-            seeds, name = self.train_seeds, self.profile.name
-            raise ValueError(f"AASD training seed {k} is not one of this zoo's {seeds} ({name})")
-        return type(self)(self.profile, int(k))
 
     # ------------------------------------------------------------------------------------------- drafts
     def draft_kind(self, name: str, target: str, source) -> str:

@@ -189,9 +189,18 @@ def main_table(
             rows = (task_rows or {}).get(task) or cos_tasks.load_task(task, n_prompts, profile=profile.name)
             point = dict(temperature=cfg.get("temperature", 0.0), lam=lam, mu=mu)
             suite.add(
-                cell(runs, sets[name], task=task, rows=rows, methods=grid_methods(gammas), label=name, **point,
-                     max_new_tokens=max_new_tokens, seed=seed)
-            )  # fmt: skip
+                cell(
+                    runs,
+                    sets[name],
+                    task=task,
+                    rows=rows,
+                    methods=grid_methods(gammas),
+                    label=name,
+                    **point,
+                    max_new_tokens=max_new_tokens,
+                    seed=seed,
+                )
+            )
     return suite
 
 
@@ -287,8 +296,19 @@ def sweeps(
     suite = Suite(runs, rows=rows, costs=costs)
 
     def add(name, task, methods, n=n_prompts, new_tokens=max_new_tokens, label=None, **point):
-        suite.add(cell(runs, sets[name], task=task, rows=rows[task][:n], methods=methods, label=label or name,
-                       max_new_tokens=new_tokens, seed=seed, **point))  # fmt: skip
+        suite.add(
+            cell(
+                runs,
+                sets[name],
+                task=task,
+                rows=rows[task][:n],
+                methods=methods,
+                label=label or name,
+                max_new_tokens=new_tokens,
+                seed=seed,
+                **point,
+            )
+        )
 
     for task in tasks:
         add("we", task, [("standard", 0)] + [("cos", g) for g in gammas], lam=0.5, temperature=1.0)
@@ -301,13 +321,33 @@ def sweeps(
             add("cd", task, [("standard", 0)] + [("cos", g) for g in mu_gammas], mu=mu, temperature=0.0)
     for task in tradeoff_tasks:
         for lam in tradeoff_lams:
-            add("cd", task, [("standard", 0), ("cos", tradeoff_gamma)], n=tradeoff_prompts, label="cd+we",
-                new_tokens=tradeoff_max_new_tokens, kind="we", lam=lam, temperature=0.0, default=0)  # fmt: skip
+            add(
+                "cd",
+                task,
+                [("standard", 0), ("cos", tradeoff_gamma)],
+                n=tradeoff_prompts,
+                label="cd+we",
+                new_tokens=tradeoff_max_new_tokens,
+                kind="we",
+                lam=lam,
+                temperature=0.0,
+                default=0,
+            )
     return suite
 
 
-def theory(profile, *, tasks, n_prompts: int, max_new_tokens: int, lams, theory_gammas, seed: int = 0, runs=None,
-           train_seed: int = 0) -> Suite:  # fmt: skip
+def theory(
+    profile,
+    *,
+    tasks,
+    n_prompts: int,
+    max_new_tokens: int,
+    lams,
+    theory_gammas,
+    seed: int = 0,
+    runs=None,
+    train_seed: int = 0,
+) -> Suite:
     """Notebook 22's runs: Naive-CoS with either WE model proposing at every λ (Thm 3.2, sets ``we/proposer<k>``),
     then standard, Naive-CoS and CoS at every γ of ``theory_gammas`` (Thms 3.1 / 3.6 and the APF ablation).
     ``context``: ``rows``, ``sets`` (``{name: ModelSet}``) and ``costs``. runs / train_seed: as ``main_table``'s."""
@@ -322,14 +362,38 @@ def theory(profile, *, tasks, n_prompts: int, max_new_tokens: int, lams, theory_
     for task in tasks:
         for lam in lams:
             for k in (0, 1):
-                suite.add(cell(runs, sets["we"], task=task, rows=rows[task], methods=[("naive", 1)],
-                               label=f"we/proposer{k}", lam=lam, temperature=1.0, default=k, **common))  # fmt: skip
+                suite.add(
+                    cell(
+                        runs,
+                        sets["we"],
+                        task=task,
+                        rows=rows[task],
+                        methods=[("naive", 1)],
+                        label=f"we/proposer{k}",
+                        lam=lam,
+                        temperature=1.0,
+                        default=k,
+                        **common,
+                    )
+                )
     methods = [("standard", 0)] + [(m, g) for m in ("naive", "cos") for g in theory_gammas]
     for task in tasks:
-        suite.add(cell(runs, sets["we"], task=task, rows=rows[task], methods=methods, label="we", lam=0.5,
-                       temperature=1.0, **common))  # fmt: skip
-        suite.add(cell(runs, sets["cd"], task=task, rows=rows[task], methods=methods, label="cd", temperature=0.0,
-                       **common))  # fmt: skip
+        suite.add(
+            cell(
+                runs,
+                sets["we"],
+                task=task,
+                rows=rows[task],
+                methods=methods,
+                label="we",
+                lam=0.5,
+                temperature=1.0,
+                **common,
+            )
+        )
+        suite.add(
+            cell(runs, sets["cd"], task=task, rows=rows[task], methods=methods, label="cd", temperature=0.0, **common)
+        )
     return suite
 
 
@@ -407,8 +471,16 @@ def main(argv=None):
     runs = ResultStore(args.profile, "cos_main", ROW_KEY, root=root)
     costs = ResultStore(args.profile, "cos_call_costs", ["set", "device"], root=root)
     grid = dict(configs=configs, tasks=tasks, n_prompts=args.n_prompts, gammas=[1, 5], task_rows=task_rows)
-    costs = main_grid(runs, costs, profile=args.profile, device=args.device, max_new_tokens=args.max_new_tokens,
-                      executor=args.executor, shards=args.shards, **grid)  # fmt: skip
+    costs = main_grid(
+        runs,
+        costs,
+        profile=args.profile,
+        device=args.device,
+        max_new_tokens=args.max_new_tokens,
+        executor=args.executor,
+        shards=args.shards,
+        **grid,
+    )
     best = tables.best_over_gamma(tables.speedup_table(runs.frame(), costs=costs))
     best = best.drop(columns="device")  # the key's device type ("cuda"), replaced by the GPU's name
     best.insert(0, "device", bench.describe_device(args.device))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdec.harness.study import Study
+from specdec.harness.study import Study, Table
 
 
 def vocabulary(parameter: str, notebook: str) -> set[str] | None:
@@ -21,4 +21,6 @@ def zoo(profile):
     return zoo_for(profile)
 
 
-STUDY = Study("CoS", "cos", ("20", "21", "22"), "papers/cos.md", vocabulary, zoo)
+# notebooks 20-22's runs: one key (``zoo.ROW_KEY``) and one inverse (``experiments.recompute``)
+TABLES = tuple(Table(name, "specdec.cos.experiments", "ROW_KEY") for name in ("cos_main", "cos_sweeps", "cos_theory"))
+STUDY = Study("CoS", "cos", ("20", "21", "22"), "papers/cos.md", vocabulary, zoo, TABLES)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from specdec import bench
 from specdec.cos import tables
 from specdec.harness.profile import Profile
+from specdec.harness.study import BaseZoo
 from specdec.results import ResultStore
 from specdec.zoo import models as zoo_models
 from specdec.zoo.models import model_weights
@@ -94,16 +95,11 @@ def collab_of(label: str, profile="tiny") -> tuple[str, str | None, int | None]:
     return name, kind, proposer
 
 
-class HubCollabs:
+class HubCollabs(BaseZoo):
     """CoS's ``harness.study.Zoo`` where the models are hub ids of the profile's ``collab`` sets (one training run
     each: no seeds k > 0). ``load(name)`` and ``weights(name)`` take a model set's name (``we``, ``cd``, ...)."""
 
-    train_seeds: tuple[int, ...] = ()
-    proxy = False
-
-    def __init__(self, profile: Profile, train_seed: int = 0):
-        self.profile = Profile.load(profile)
-        self.train_seed = int(train_seed)
+    study = "CoS"
 
     def source(self, name: str):
         """``(folder or hub id, revision)`` of one model of a set at this zoo's training seed."""
@@ -119,11 +115,6 @@ class HubCollabs:
     def weights(self, *names: str) -> str:
         """The ``weights`` key of a row of the model set ``names[0]`` (``ModelSet.weights``: it loads the set)."""
         return self.load(*names).weights
-
-    def at_seed(self, k: int):
-        if int(k) and int(k) not in self.train_seeds:
-            raise ValueError(f"CoS training seed {k} is not one of this zoo's {self.train_seeds} ({self.profile.name})")
-        return type(self)(self.profile, int(k))
 
 
 class ShippedCollabs(HubCollabs):

@@ -8,21 +8,17 @@ from __future__ import annotations
 import pathlib
 
 from specdec.harness.profile import Profile
+from specdec.harness.study import BaseZoo
 from specdec.zoo import models
 
 SEED_DRAFTS = ("tiny-draft-s", "tiny-draft-xs")  # the drafts a training seed retrains (the target is shared)
 SEED_TRAIN_COMMAND = "python -m specdec.zoo.training --models " + " ".join(SEED_DRAFTS) + " --train-seed"
 
 
-class EnginePairs:
+class EnginePairs(BaseZoo):
     """The engine's models under a profile without training seeds k > 0."""
 
-    train_seeds: tuple[int, ...] = ()
-    proxy = False
-
-    def __init__(self, profile: Profile, train_seed: int = 0):
-        self.profile = Profile.load(profile)
-        self.train_seed = int(train_seed)
+    study = "engine"
 
     def source(self, name: str) -> tuple[str | pathlib.Path, str | None]:
         """``(folder or hub id, revision)`` of a model (a draft of training seed k > 0: its seed folder)."""
@@ -35,15 +31,6 @@ class EnginePairs:
         """The model ``name`` on the profile's device and dtype (``models.load`` keywords)."""
         where, revision = self.source(name)
         return models.load(where, **{"device": self.profile.device, "dtype": self.profile.dtype, **kw})[0]
-
-    def weights(self, *names: str) -> str:
-        """``models.weights_digest`` of the models ``names``."""
-        return models.weights_digest(*(models.weights_identity(*self.source(n)) for n in names))
-
-    def at_seed(self, k: int) -> EnginePairs:
-        if int(k) and int(k) not in self.train_seeds:
-            raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {k}, {self.profile.name})")
-        return type(self)(self.profile, int(k))
 
 
 class ShippedEnginePairs(EnginePairs):

@@ -64,8 +64,20 @@ def save_model(model, tokenizer, path: pathlib.Path, log: dict, *, half: bool = 
 
 
 # ----------------------------------------------------------------------------------------------- pretraining
-def pretrain(model, streams: dict, mix: dict, steps: int, batch_size: int, seq_len: int, lr: float, seed: int,
-             name="", heldout: dict | None = None, eval_windows: int = 64, accelerator=None) -> list:  # fmt: skip
+def pretrain(
+    model,
+    streams: dict,
+    mix: dict,
+    steps: int,
+    batch_size: int,
+    seq_len: int,
+    lr: float,
+    seed: int,
+    name="",
+    heldout: dict | None = None,
+    eval_windows: int = 64,
+    accelerator=None,
+) -> list:
     """Next-token training on windows (``training.train``: AdamW, linear warm-up, cosine decay, clip 1, fused AdamW
     on CUDA); windows drawn by ``mix`` with a CPU generator seeded ``seed + 1``; returns the log rows. The tiny
     profile's target and P (the paper's are published). ``accelerator``: ``training.train``'s."""
@@ -92,8 +104,16 @@ def pretrain(model, streams: dict, mix: dict, steps: int, batch_size: int, seq_l
 
 # ----------------------------------------------------------------------------------------------- self-distillation
 @torch.no_grad()
-def generate_batched(model, prompts: list[list[int]], temperature: float, max_new_tokens: int, batch_size: int,
-                     seed: int, eos_id: int = 2, pad_id: int = 0) -> list[list[int]]:  # fmt: skip
+def generate_batched(
+    model,
+    prompts: list[list[int]],
+    temperature: float,
+    max_new_tokens: int,
+    batch_size: int,
+    seed: int,
+    eos_id: int = 2,
+    pad_id: int = 0,
+) -> list[list[int]]:
     """Continue every prompt with transformers' batched ``generate`` (left padding + attention mask).
 
     ``temperature`` 0 is greedy; otherwise samples ``softmax(logits / temperature)`` (no top-k / top-p), the
@@ -138,9 +158,15 @@ def answer_prompts(target, tokenizer, prompts: list[tuple], temperature: float, 
     (``head`` names it: id, language; ``tail`` holds the prompt), empty answers left out."""
     eos = tokenizer.eos_token_id
     outs = generate_batched(
-        target, [p[0] for p in prompts], float(temperature), cfg["max_new_tokens"], cfg["gen_batch_size"], seed,
-        eos_id=eos, pad_id=pad_id(tokenizer),
-    )  # fmt: skip
+        target,
+        [p[0] for p in prompts],
+        float(temperature),
+        cfg["max_new_tokens"],
+        cfg["gen_batch_size"],
+        seed,
+        eos_id=eos,
+        pad_id=pad_id(tokenizer),
+    )
     return [
         {
             **head,
@@ -162,8 +188,9 @@ def write_jsonl(rows: list[dict], path: pathlib.Path) -> None:
             f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
-def load_distilled(paths, langs, prompt_ids=None, max_length: int | None = None, pad: int = 0,
-                   shuffle: bool = False) -> dict[str, Conversations]:  # fmt: skip
+def load_distilled(
+    paths, langs, prompt_ids=None, max_length: int | None = None, pad: int = 0, shuffle: bool = False
+) -> dict[str, Conversations]:
     """The distilled conversations of each language of ``langs`` in the JSON-lines files ``paths`` (``.gz`` read
     as gzip), in file order: ``{lang: Conversations}``. A row's prompt is ``row["prompt_ids"]``, or
     ``prompt_ids(row)`` (the tiny zoo's file names its prompts by id); each conversation is cut to ``max_length``
@@ -209,9 +236,22 @@ def distilled_stats(distilled: dict[str, Conversations], eos_id: int = 2) -> dic
 
 
 # ----------------------------------------------------------------------------------------------- finetuning
-def finetune(model, conversations: Conversations, *, steps: int, batch_size: int, lr: float, seed: int, name: str = "",
-             betas=(0.9, 0.95), weight_decay: float = 0.1, warmup: int | None = None, heldout: Conversations | None
-             = None, eval_batch_size: int = 256, accelerator=None) -> tuple[list[dict], int]:  # fmt: skip
+def finetune(
+    model,
+    conversations: Conversations,
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    name: str = "",
+    betas=(0.9, 0.95),
+    weight_decay: float = 0.1,
+    warmup: int | None = None,
+    heldout: Conversations | None = None,
+    eval_batch_size: int = 256,
+    accelerator=None,
+) -> tuple[list[dict], int]:
     """F / P-F: answer-only training of ``model`` on ``conversations`` (``training.train`` with
     ``training.answer_loss``; ``EpochBatches`` seeded ``seed + 2``, ``seed`` the model's; AdamW ``lr``, ``betas``,
     ``weight_decay``, ``warmup`` steps then cosine decay, clip 1); returns (log rows, answer tokens seen).

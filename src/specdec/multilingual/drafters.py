@@ -17,6 +17,7 @@ import pandas as pd
 from specdec import validate, zoo
 from specdec.drafters import PromptLookupDrafter
 from specdec.harness.profile import Profile
+from specdec.harness.study import BaseZoo
 from specdec.hub import ModelNotAvailableError
 from specdec.multilingual import parallel
 from specdec.multilingual.hubdata import load_paper_prompts
@@ -59,7 +60,7 @@ def drafters_dir() -> pathlib.Path:
     return pathlib.Path(os.environ.get("SPECDEC_ML_DRAFTERS", default))
 
 
-class Drafters:
+class Drafters(BaseZoo):
     """The ``ml-*`` zoo names of a profile (the study's ``harness.study.Zoo``): which model each stands for, each
     loaded once (drafters are shared by many cells), the target's tokenizer and the ``weights`` key of every method.
     ``Drafters(profile)`` is the class of the profile's model source (``Profile.zoo`` over ``ZOOS``):
@@ -70,8 +71,7 @@ class Drafters:
     that name in ``drafters_dir()`` (F / P-F drafters trained for the Vicuna tokenizer; none is published), on the
     profile's device and dtype."""
 
-    train_seed = 0  # the training seed of its finetuned drafters (0: the shipped or trained ones)
-    train_seeds: tuple[int, ...] = ()  # the training seeds k > 0 it has
+    study = "Multilingual"
     proxy = False  # this project's proxy models, whose proxy conditions (M3) are measured
 
     def __new__(cls, profile, *args, **kw):
@@ -79,8 +79,8 @@ class Drafters:
             return Profile.load(profile).zoo(ZOOS, "Multilingual")
         return super().__new__(cls)
 
-    def __init__(self, profile, *args, **kw):
-        self.profile = Profile.load(profile)
+    def __init__(self, profile, train_seed: int = 0):
+        super().__init__(profile, train_seed)  # train_seed: its finetuned drafters' (0: the shipped or trained ones)
         self._models: dict = {}
         self._digests: dict = {}
 
@@ -109,11 +109,6 @@ class Drafters:
     def weights(self, *names: str) -> str:
         """The ``weights`` key of a row of the drafter ``names[0]`` (``weights_digest``)."""
         return self.weights_digest(names[0] if names else None)
-
-    def at_seed(self, k: int) -> Drafters:
-        if int(k) == 0:
-            return type(self)(self.profile)
-        raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {k}, {self.profile.name})")
 
     def weights_digest(self, spec) -> str:
         """The ``weights`` key of a row: 12 hex digits of the sha256 of the target's weights and, for a drafter model
@@ -199,12 +194,8 @@ class ShippedDrafters(Drafters):
         rows = pd.read_csv(zoo.DATA / "multilingual" / "ml_training_seeds.csv")
         return rows[rows.train_seed == self.train_seed].reset_index(drop=True)
 
-    def at_seed(self, k: int) -> Drafters:
-        if int(k) and int(k) not in self.train_seeds:
-            raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {k}, {self.profile.name})")
-        seeded = ShippedDrafters(self.profile)
-        seeded.train_seed = int(k)
-        return seeded
+    def at_seed(self, k: int) -> ShippedDrafters:
+        return ShippedDrafters(self.profile, self.checked_seed(k))  # not ``type(self)``: seeds.SeedDrafters refuses 0
 
 
 class HubDrafters(Drafters):

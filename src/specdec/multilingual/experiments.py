@@ -104,9 +104,16 @@ def check_methods(methods: dict) -> None:
 
 
 def run_group(
-    drafters: Drafters, target, methods: dict, prompt: dict, *, gamma: int, temperature: float, seed: int,
+    drafters: Drafters,
+    target,
+    methods: dict,
+    prompt: dict,
+    *,
+    gamma: int,
+    temperature: float,
+    seed: int,
     max_new_tokens: int,
-) -> list[dict]:  # fmt: skip
+) -> list[dict]:
     """Every method of ``methods`` (``{method: spec}``, ``ar`` first) on one prompt, back to back, outside any store
     (``recompute``): rows of ``method`` + ``result_row``'s columns. At T = 0 raises ``AssertionError`` if a method's
     tokens differ from plain decoding's."""
@@ -125,9 +132,22 @@ def run_group(
     return rows
 
 
-def cell(store, drafters: Drafters, target, pair: str, rows, methods: dict, *, source: str, gamma: int,
-         temperature: float, seed: int, max_new_tokens: int, warm_up=None,
-         batch_size: int = 1) -> Experiment:  # fmt: skip
+def cell(
+    store,
+    drafters: Drafters,
+    target,
+    pair: str,
+    rows,
+    methods: dict,
+    *,
+    source: str,
+    gamma: int,
+    temperature: float,
+    seed: int,
+    max_new_tokens: int,
+    warm_up=None,
+    batch_size: int = 1,
+) -> Experiment:
     """One (pair, temperature, seed) of a grid: every method of ``methods`` (``{method: spec}``) on every prompt of
     ``rows``, back to back per prompt, plain decoding (``ar``) first: the reference whose tokens every other method's
     are compared with (``same_as_ar``; at T = 0 a difference stops the run: lossless SD is broken). Each prompt
@@ -183,8 +203,19 @@ def cell(store, drafters: Drafters, target, pair: str, rows, methods: dict, *, s
     )
 
 
-def grid(drafters: Drafters, store, prompts: dict, drafters_for, *, gamma: int, temperatures, seeds,
-         max_new_tokens: int, source: str = "django", batch_size: int = 1) -> Suite:  # fmt: skip
+def grid(
+    drafters: Drafters,
+    store,
+    prompts: dict,
+    drafters_for,
+    *,
+    gamma: int,
+    temperatures,
+    seeds,
+    max_new_tokens: int,
+    source: str = "django",
+    batch_size: int = 1,
+) -> Suite:
     """A notebook table: ``drafters_for(pair)`` (``{method: spec}``) on every prompt of ``prompts`` (``{pair: rows}``)
     at every temperature (T = 0 once, T > 0 for each seed), one ``cell`` each, on ``store`` (keys ``KEYS``).
     ``context``: ``references`` (``{prompt id: reference}``) and ``target``. ``batch_size``: how many missing prompts
@@ -206,9 +237,23 @@ def grid(drafters: Drafters, store, prompts: dict, drafters_for, *, gamma: int, 
     for pair, rows in prompts.items():
         for t in temperatures:
             for s in [GREEDY_SEED] if t == 0 else seeds:
-                suite.add(cell(store, drafters, target, pair, rows, drafters_for(pair), source=source, gamma=gamma,
-                               temperature=t, seed=s, max_new_tokens=max_new_tokens, warm_up=warm_up,
-                               batch_size=batch_size))  # fmt: skip
+                suite.add(
+                    cell(
+                        store,
+                        drafters,
+                        target,
+                        pair,
+                        rows,
+                        drafters_for(pair),
+                        source=source,
+                        gamma=gamma,
+                        temperature=t,
+                        seed=s,
+                        max_new_tokens=max_new_tokens,
+                        warm_up=warm_up,
+                        batch_size=batch_size,
+                    )
+                )
     return suite
 
 
@@ -344,8 +389,19 @@ class Table(Suite):
         return self.select(super().run())
 
 
-def sweep(profile, table: str, prompts_for, drafters_for, *, gamma: int, temperatures=(0.0,), seeds=(GREEDY_SEED,),
-          max_new_tokens: int, source: str = "django", batch_size: int = 1) -> Table:  # fmt: skip
+def sweep(
+    profile,
+    table: str,
+    prompts_for,
+    drafters_for,
+    *,
+    gamma: int,
+    temperatures=(0.0,),
+    seeds=(GREEDY_SEED,),
+    max_new_tokens: int,
+    source: str = "django",
+    batch_size: int = 1,
+) -> Table:
     """The table ``table`` of a notebook on ``profile``: the ``ml-*`` names bound to it (``Drafters``; one CPU
     thread), the prompts ``prompts_for(drafters)`` (``{pair: rows}``), ``drafters_for(pair)`` (``{method: spec}``)
     on every pair, temperature and seed (``grid``), on the store of ``table`` (on the committed rows)."""
@@ -356,9 +412,17 @@ def sweep(profile, table: str, prompts_for, drafters_for, *, gamma: int, tempera
     device_name = bench.describe_device(drafters.profile.device)
     prompts = prompts_for(drafters)
     suite = grid(
-        drafters, store(drafters.profile, table), prompts, drafters_for, gamma=gamma, temperatures=temperatures,
-        seeds=seeds, max_new_tokens=max_new_tokens, source=source, batch_size=batch_size,
-    )  # fmt: skip
+        drafters,
+        store(drafters.profile, table),
+        prompts,
+        drafters_for,
+        gamma=gamma,
+        temperatures=temperatures,
+        seeds=seeds,
+        max_new_tokens=max_new_tokens,
+        source=source,
+        batch_size=batch_size,
+    )
     return Table(
         suite,
         lambda frame: select(frame, prompts, gamma, temperatures, seeds, max_new_tokens),
@@ -369,8 +433,9 @@ def sweep(profile, table: str, prompts_for, drafters_for, *, gamma: int, tempera
     )
 
 
-def table1(profile, pairs, n_prompts: int | None, *, seed: int = 0, source: str = "django", table: str = "ml_main",
-           **kw) -> Table:  # fmt: skip
+def table1(
+    profile, pairs, n_prompts: int | None, *, seed: int = 0, source: str = "django", table: str = "ml_main", **kw
+) -> Table:
     """Tables 1 and 5 (notebook 30), or with ``source="sphinx"`` and ``table="ml_generalization"`` Table 7 (notebook
     34): every Table 1 method (``table1_drafters``) on the held-out prompts X → En of each X in ``pairs``."""
     prompts = lambda ml: {f"{x}-en": prompt_set(ml, source, x, "en", n_prompts, seed=seed) for x in pairs}  # noqa: E731

@@ -178,8 +178,21 @@ def init_drafter(cfg: dict, kind: str, name: str, device, large: bool = False):
     return model.float().to(device), source
 
 
-def finetune_drafter(name, kind, conv: Conversations, n: int, cfg, out, tokenizer, *, lang, device,
-                     accelerator=None, large=False, log=print) -> dict:  # fmt: skip
+def finetune_drafter(
+    name,
+    kind,
+    conv: Conversations,
+    n: int,
+    cfg,
+    out,
+    tokenizer,
+    *,
+    lang,
+    device,
+    accelerator=None,
+    large=False,
+    log=print,
+) -> dict:
     """Finetune one drafter on the first ``n`` conversations (step 2) and save it under ``out/name``; returns its
     summary row. A drafter already saved there (``training_log.json``) is kept and its row returned."""
     path = out / name
@@ -190,18 +203,36 @@ def finetune_drafter(name, kind, conv: Conversations, n: int, cfg, out, tokenize
     batch_size, epochs = cfg["batch_size"], cfg["epochs"][kind]
     steps = max(1, epochs * math.ceil(n / batch_size))
     rows, seen = algorithm.finetune(
-        model, conv.head(n), steps=steps, batch_size=batch_size, lr=cfg["lr"], seed=model_seed(name), name=name,
-        betas=(0.9, 0.999), weight_decay=cfg["weight_decay"], warmup=max(1, math.ceil(cfg["warmup_ratio"] * steps)),
+        model,
+        conv.head(n),
+        steps=steps,
+        batch_size=batch_size,
+        lr=cfg["lr"],
+        seed=model_seed(name),
+        name=name,
+        betas=(0.9, 0.999),
+        weight_decay=cfg["weight_decay"],
+        warmup=max(1, math.ceil(cfg["warmup_ratio"] * steps)),
         accelerator=accelerator,
-    )  # fmt: skip
+    )
     info = {
-        "model": name, "role": "drafter", "recipe": kind, "lang": lang, "init": source if kind == "P-F" else
-        f"random ({source} config)", "parameters": sum(p.numel() for p in model.parameters()),
-        "device": training.device_name(device), "processes": accelerator.num_processes if accelerator else 1,
-        "epochs": epochs, "finetune_steps": steps, "finetune_budget": n, "finetune_examples": n,
-        "finetune_tokens": seen, "batch_size": batch_size, "lr": cfg["lr"],
+        "model": name,
+        "role": "drafter",
+        "recipe": kind,
+        "lang": lang,
+        "init": source if kind == "P-F" else f"random ({source} config)",
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "device": training.device_name(device),
+        "processes": accelerator.num_processes if accelerator else 1,
+        "epochs": epochs,
+        "finetune_steps": steps,
+        "finetune_budget": n,
+        "finetune_examples": n,
+        "finetune_tokens": seen,
+        "batch_size": batch_size,
+        "lr": cfg["lr"],
         "seconds": round(time.perf_counter() - t0, 1),
-    }  # fmt: skip
+    }
     algorithm.save_model(model, tokenizer, path, {"summary": info, "log": rows}, accelerator=accelerator)
     return info
 
@@ -221,8 +252,9 @@ def untrained_rows(cfg: dict) -> list[dict]:
     published = (("ml-target", "target", cfg["target"]), ("ml-draft-generic", "drafter", cfg["pretrained"]))
     for name, role, source in published:
         count = parameter_count(source, cfg["revisions"].get(source))
-        rows.append({"model": name, "role": role, "recipe": "published", "lang": "none", "init": source,
-                     "parameters": count})  # fmt: skip
+        rows.append(
+            {"model": name, "role": role, "recipe": "published", "lang": "none", "init": source, "parameters": count}
+        )
     return rows
 
 
@@ -237,8 +269,12 @@ def finetune_all(cfg, langs, out, tokenizer, *, device, accelerator=None, large=
             raise ValueError(f"{lang}: no distilled conversation (prompts longer than max_length - max_new_tokens?)")
         log(json.dumps({"finetune": lang, "conversations": conv.n, "answer_tokens": int(conv.answer_len.sum())}))
         kw = dict(lang=lang, device=device, accelerator=accelerator, log=log)
-        main = {r: finetune_drafter(f"ml-draft-{r.lower().replace('-', '')}-{lang}", r, conv, conv.n, cfg, out,
-                                    tokenizer, **kw) for r in ("F", "P-F")}  # fmt: skip
+        main = {
+            r: finetune_drafter(
+                f"ml-draft-{r.lower().replace('-', '')}-{lang}", r, conv, conv.n, cfg, out, tokenizer, **kw
+            )
+            for r in ("F", "P-F")
+        }
         rows += main.values()
         if lang != cfg["budget_lang"]:
             continue
@@ -247,11 +283,15 @@ def finetune_all(cfg, langs, out, tokenizer, *, device, accelerator=None, large=
                 name = f"ml-draft-{r.lower().replace('-', '')}-{lang}-b{budget}"
                 rows.append(finetune_drafter(name, r, conv, budget, cfg, out, tokenizer, **kw))
         for r, row in main.items():  # the main drafter is the largest budget of the grid
-            rows.append({**row, "model": f"ml-draft-{r.lower().replace('-', '')}-{lang}-b{conv.n}",
-                         "same_as": row["model"]})  # fmt: skip
+            rows.append(
+                {**row, "model": f"ml-draft-{r.lower().replace('-', '')}-{lang}-b{conv.n}", "same_as": row["model"]}
+            )
         if large and cfg.get("large_pretrained"):
-            rows.append(finetune_drafter(f"ml-draft-large-pf-{lang}", "P-F", conv, conv.n, cfg, out, tokenizer,
-                                         large=True, **kw))  # fmt: skip
+            rows.append(
+                finetune_drafter(
+                    f"ml-draft-large-pf-{lang}", "P-F", conv, conv.n, cfg, out, tokenizer, large=True, **kw
+                )
+            )
     if accelerator is None or accelerator.is_main_process:
         with (out / "ml_training.csv").open("w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=SUMMARY_COLUMNS, extrasaction="ignore")
@@ -261,8 +301,19 @@ def finetune_all(cfg, langs, out, tokenizer, *, device, accelerator=None, large=
 
 
 # ----------------------------------------------------------------------------------------------- entry point
-def run(step: str, out, *, langs=None, device=None, dtype=None, smoke=False, large=True, accelerator=None,
-        log=print, **overrides) -> list[dict]:  # fmt: skip
+def run(
+    step: str,
+    out,
+    *,
+    langs=None,
+    device=None,
+    dtype=None,
+    smoke=False,
+    large=True,
+    accelerator=None,
+    log=print,
+    **overrides,
+) -> list[dict]:
     """Run ``distil``, ``finetune`` or ``all`` (module docstring) into ``out``; returns the summary rows (empty
     for ``distil``). ``device`` / ``dtype``: the target's (default: the profile's; under accelerate the device
     is the process's)."""

@@ -47,10 +47,9 @@ class SeedDrafters(ShippedDrafters):
     rows (``data/multilingual/ml_training_seeds.csv``). Its rows carry ``train_seed`` (``experiments.cell``)."""
 
     def __init__(self, profile, train_seed: int):
-        super().__init__(profile)
-        if int(train_seed) not in Drafters(self.profile).train_seeds:
-            raise ValueError(f"training seeds > 0 exist for the tiny zoo only (got {train_seed}, {self.profile.name})")
-        self.train_seed = int(train_seed)
+        super().__init__(profile, train_seed)
+        if not Drafters(self.profile).checked_seed(train_seed):  # the profile's zoo: a hub one has no seeds
+            raise ValueError(f"{self.study} training seed 0 has no SeedDrafters: its drafters are ShippedDrafters")
 
 
 def seeds_store(profile, table: str = SEEDS_TABLE):
@@ -59,8 +58,9 @@ def seeds_store(profile, table: str = SEEDS_TABLE):
     return Profile.load(profile).store(table, SEED_KEYS)
 
 
-def seed_frames(seed0: pd.DataFrame, root: pathlib.Path | None, methods, table: str = "ml_tokens",
-                shared=()) -> dict[int, pd.DataFrame]:  # fmt: skip
+def seed_frames(
+    seed0: pd.DataFrame, root: pathlib.Path | None, methods, table: str = "ml_tokens", shared=()
+) -> dict[int, pd.DataFrame]:
     """``{train seed: its rows of methods}`` of ``table``: seed 0 from ``seed0`` (the table's rows), every seed k > 0
     found in ``root/<SEED_TABLES[table]>.csv`` (none if the file is missing), as ``with_seeds`` puts them."""
     path = pathlib.Path(root) / f"{SEED_TABLES[table]}.csv" if root is not None else None
@@ -102,8 +102,19 @@ def available(train_seed: int, names) -> bool:
     return all((zoo.seed_dir(name, train_seed) / "config.json").exists() for name in own)
 
 
-def table_seed_runs(profile, train_seed: int, table: str, prompts: dict, methods_for, *, gamma: int,
-                    temperatures=(0.0,), seeds=(0,), max_new_tokens: int, batch_size: int = 1):  # fmt: skip
+def table_seed_runs(
+    profile,
+    train_seed: int,
+    table: str,
+    prompts: dict,
+    methods_for,
+    *,
+    gamma: int,
+    temperatures=(0.0,),
+    seeds=(0,),
+    max_new_tokens: int,
+    batch_size: int = 1,
+):
     """The rows of training seed ``train_seed`` > 0 of ``table`` (a key of ``SEED_TABLES``): ``methods_for(pair)``
     (``{method: zoo name}``, plain decoding ``ar`` first: the lossless reference of each prompt) on ``prompts``
     (``{pair: rows}``) at every temperature and sampling seed, and whether they were decoded here. With the seed's
@@ -115,9 +126,16 @@ def table_seed_runs(profile, train_seed: int, table: str, prompts: dict, methods
     store = seeds_store(profile, SEED_TABLES[table])
     if available(train_seed, {n for p in prompts for n in methods_for(p).values()}):
         exp = experiments.grid(
-            drafters, store, prompts, methods_for, gamma=gamma, temperatures=temperatures, seeds=seeds,
-            max_new_tokens=max_new_tokens, batch_size=batch_size,
-        )  # fmt: skip
+            drafters,
+            store,
+            prompts,
+            methods_for,
+            gamma=gamma,
+            temperatures=temperatures,
+            seeds=seeds,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+        )
         frame, decoded = exp.run(), True
     else:
         frame, decoded = store.frame(), False
@@ -143,27 +161,51 @@ def main_methods(pair: str) -> dict:
     return {"ar": None, "sps-f": f"ml-draft-f-{x}", "sps-pf": f"ml-draft-pf-{x}"}
 
 
-def main_seed_runs(profile, train_seed: int, prompts: dict, *, gamma: int, temperatures, seeds, max_new_tokens: int,
-                   batch_size: int = 8):  # fmt: skip
+def main_seed_runs(
+    profile,
+    train_seed: int,
+    prompts: dict,
+    *,
+    gamma: int,
+    temperatures,
+    seeds,
+    max_new_tokens: int,
+    batch_size: int = 8,
+):
     """Table 1's rows of training seed ``train_seed`` (M1): plain decoding, F and P-F (``main_methods``) on every
     pair of ``prompts`` at notebook 30's temperatures and sampling seeds, decoded ``batch_size`` at a time: the
     counts (τ, calls, tokens) are their batch-1 values, the walltime columns stay empty (M1 over seeds is decided in
     the paper's regime, priced from the counts; the measured walltime is seed 0's)."""
     return table_seed_runs(
-        profile, train_seed, "ml_main", prompts, main_methods, gamma=gamma, temperatures=temperatures, seeds=seeds,
-        max_new_tokens=max_new_tokens, batch_size=batch_size,
-    )  # fmt: skip
+        profile,
+        train_seed,
+        "ml_main",
+        prompts,
+        main_methods,
+        gamma=gamma,
+        temperatures=temperatures,
+        seeds=seeds,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+    )
 
 
-def ood_seed_runs(profile, train_seed: int, prompts: dict, drafter_langs, *, gamma: int, max_new_tokens: int,
-                  batch_size: int = 8):  # fmt: skip
+def ood_seed_runs(
+    profile, train_seed: int, prompts: dict, drafter_langs, *, gamma: int, max_new_tokens: int, batch_size: int = 8
+):
     """Figs. 5 / 8's greedy rows of training seed ``train_seed`` (M3): plain decoding and the seed's P-F drafter of
     each of ``drafter_langs`` on every direction of ``prompts``, ``batch_size`` at a time."""
     methods = {"ar": None, **{f"ml-draft-pf-{x}": f"ml-draft-pf-{x}" for x in drafter_langs}}
     return table_seed_runs(
-        profile, train_seed, "ml_ood", prompts, lambda p: methods, gamma=gamma, max_new_tokens=max_new_tokens,
+        profile,
+        train_seed,
+        "ml_ood",
+        prompts,
+        lambda p: methods,
+        gamma=gamma,
+        max_new_tokens=max_new_tokens,
         batch_size=batch_size,
-    )  # fmt: skip
+    )
 
 
 def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdec.harness.study import Study
+from specdec.harness.study import Study, Table
 
 
 def vocabulary(parameter: str, notebook: str) -> set[str] | None:
@@ -22,4 +22,11 @@ def zoo(profile):
     return Drafters(profile)
 
 
-STUDY = Study("Multilingual", "multilingual", ("30", "31", "32", "33", "34"), "papers/multilingual.md", vocabulary, zoo)
+# notebooks 30-34's runs: one key (``experiments.KEYS``) and one inverse (``experiments.recompute``)
+TABLES = tuple(
+    Table(name, "specdec.multilingual.experiments")
+    for name in ("ml_main", "ml_tokens", "ml_ood", "ml_size", "ml_generalization")
+)
+STUDY = Study(
+    "Multilingual", "multilingual", ("30", "31", "32", "33", "34"), "papers/multilingual.md", vocabulary, zoo, TABLES
+)

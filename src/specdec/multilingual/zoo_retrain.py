@@ -27,9 +27,8 @@ from specdec.multilingual.zoo_run import (
     read_distillation,
     start_run,
     train_drafters,
-    write_csv,
-    write_summary,
-)  # fmt: skip
+)
+from specdec.multilingual.zoo_summary import write_csv, write_summary
 
 SEEDS_CSV = "ml_training_seeds.csv"  # summary rows of the training seeds > 0 (seed 0: ``ml_training.csv``)
 

@@ -48,13 +48,13 @@ the number of prompts per set; below ``recipe.SMOKE_SCALE`` (0.01) it also shrin
 lengths (``recipe.SMOKE``): CI smoke runs. Seeds are a CRC of the model name (the ``drafters`` step,
 ``zoo_retrain``, retrains named drafters, ``--train-seed k`` at other seeds). Weights: float16, float32 config
 (``zoo.training.save_half``), with the tokenizer and a ``training_log.json``; the output directory also gets
-``ml_training.csv`` (one row per model), ``ml_distilled.jsonl`` and ``ml_run.json`` (configuration, timings, sizes).
+``ml_training.csv`` (one row per model), ``ml_distilled.jsonl`` and ``ml_run.json`` (configuration, timings, sizes;
+``zoo_summary``).
 """
 
 from __future__ import annotations
 
 import copy
-import csv
 import json
 import math
 import pathlib
@@ -80,6 +80,7 @@ from specdec.multilingual.recipe import (
     model_seed,
     subset_fractions,
 )
+from specdec.multilingual.zoo_summary import write_summary
 from specdec.zoo import cli, training
 
 
@@ -123,8 +124,9 @@ class Run:
         """float16 weights, tokenizer and ``training_log.json`` under ``out_dir/name``; a summary row."""
         params = sum(p.numel() for p in model.parameters())
         info = {"model": name, "parameters": params, "device": self.device_name, **info}
-        algorithm.save_model(model, self.tokenizer, self.out_dir / name, {"summary": info, **(extra or {}), "log": log},
-                          half=True)  # fmt: skip
+        algorithm.save_model(
+            model, self.tokenizer, self.out_dir / name, {"summary": info, **(extra or {}), "log": log}, half=True
+        )
         self.rows.append(info)
         print(json.dumps({k: v for k, v in info.items() if not isinstance(v, dict)}), flush=True)
 
@@ -338,10 +340,17 @@ def finetuned_drafter(run: Run, name: str, lang: str, recipe_name: str, subset: 
     steps = run.finetune_steps(recipe_name, len(subset))
     examples = conv.select(subset)
     log, seen = algorithm.finetune(
-        model, examples, steps=steps, batch_size=cfg["ft_batch_size"], lr=cfg["ft_lr"], seed=seed,
+        model,
+        examples,
+        steps=steps,
+        batch_size=cfg["ft_batch_size"],
+        lr=cfg["ft_lr"],
+        seed=seed,
         warmup=max(1, round(cfg["ft_warmup"] * steps)),
-        name=name, heldout=run.drafter_eval.get(f"django-{lang}"), eval_batch_size=cfg["eval_batch_size"],
-    )  # fmt: skip
+        name=name,
+        heldout=run.drafter_eval.get(f"django-{lang}"),
+        eval_batch_size=cfg["eval_batch_size"],
+    )
     seconds = time.perf_counter() - t0
     run.phases[f"finetune {name}"] = seconds
     info = {
@@ -408,46 +417,16 @@ def train_drafters(run: Run, generic=None, only=None) -> None:
         finetuned_drafter(run, LARGE, BUDGET_LANG, "P-F", grid[-1], init=large, **from_large)
 
 
-def write_summary(run: Run, data: dict, distil_stats: dict, seconds_total: float, summary_dir=None, extra=None):
-    """``ml_training.csv`` (one row per model name) and ``ml_run.json`` (configuration, timings, sizes) in
-    ``summary_dir`` (default the models directory). ``extra``: more ``ml_run.json`` entries."""
-    out_dir, rows = run.out_dir, run.rows
-    summary_dir = pathlib.Path(summary_dir or out_dir)
-    saved = [r["model"] for r in rows if not r.get("same_as")]
-    weights = {m: (out_dir / m / "model.safetensors").stat().st_size for m in saved}
-    dirs = {m: sum(p.stat().st_size for p in (out_dir / m).iterdir()) for m in saved}
-    write_csv(summary_dir / "ml_training.csv", rows)
-    distilled_jsonl = out_dir / "ml_distilled.jsonl"
-    summary = {
-        "device": run.device_name,
-        "steps_scale": run.steps_scale,
-        "langs": run.langs,
-        "prompts_per_set": run.prompts_per_set,
-        "config": run.cfg,
-        "sizes": SIZES,
-        "mixes": MIXES,
-        "fig4_grid": {BUDGET_LANG: [len(s) for s in run.grid(BUDGET_LANG)]} if BUDGET_LANG in run.langs else {},
-        "distilled": distil_stats,
-        "seconds_total": round(seconds_total, 1),
-        "phase_seconds": {k: round(v, 1) for k, v in run.phases.items()},
-        "weights_bytes_total": sum(weights.values()),
-        "model_dirs_bytes_total": sum(dirs.values()),
-        "distilled_jsonl_bytes": distilled_jsonl.stat().st_size if distilled_jsonl.exists() else None,
-        "weights_bytes": weights,
-        "data_meta": data["meta"],
-        **(extra or {}),
-    }
-    (summary_dir / "ml_run.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-    print(
-        f"{len(rows)} models, float16 weights {sum(weights.values()) / 1e6:.2f} MB "
-        f"(model directories with tokenizer files {sum(dirs.values()) / 1e6:.2f} MB), "
-        f"{summary['seconds_total']:.0f} s on {run.device_name}",
-        flush=True,
-    )
-
-
-def train_all(data: dict, out_dir: pathlib.Path, device: str = "cpu", steps_scale: float = 1.0, langs=None,
-              prompts_per_set: int | None = None, tokenizer_dir=zoo.TOKENIZER_DIR, **overrides) -> list:  # fmt: skip
+def train_all(
+    data: dict,
+    out_dir: pathlib.Path,
+    device: str = "cpu",
+    steps_scale: float = 1.0,
+    langs=None,
+    prompts_per_set: int | None = None,
+    tokenizer_dir=zoo.TOKENIZER_DIR,
+    **overrides,
+) -> list:
     """Run steps a-c of the module docstring; save every model under ``out_dir/<name>``; returns summary rows.
 
     ``overrides`` replace entries of ``TRAIN`` (e.g. ``batch_size`` for a CPU test); a smoke run
@@ -476,25 +455,3 @@ def heldout_greedy(run: Run, data: dict, target):
         target, eval_prompts, 0.0, cfg["max_new_tokens"], cfg["gen_batch_size"], model_seed(TARGET)
     )
     return eval_idx, eval_prompts, greedy
-
-
-def write_csv(path: pathlib.Path, rows: list[dict]) -> None:
-    """``ml_training.csv``: one row per model, its held-out metrics flattened into columns."""
-    flat = []
-    for r in rows:
-        row = {k: v for k, v in r.items() if not isinstance(v, (dict, list))}
-        for k, v in (r.get("heldout_general") or {}).items():
-            row[f"loss_{k}"] = v
-        for k, v in (r.get("heldout_summary") or {}).items():
-            row[k] = v
-        for key, m in (r.get("heldout_xx_en") or {}).items():
-            row[f"agree_{key}"] = m["agree"]
-            row[f"loss_{key}"] = m["loss"]
-        flat.append(row)
-    header: list[str] = []
-    for row in flat:
-        header += [k for k in row if k not in header]
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(flat)

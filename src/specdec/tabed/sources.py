@@ -7,6 +7,7 @@ beside the pairs loaded; this module reads no other TABED module, so ``tables`` 
 from __future__ import annotations
 
 from specdec.harness.profile import Profile
+from specdec.harness.study import BaseZoo
 from specdec.tabed.data import TINY_TARGET
 from specdec.vlm.train import TRAIN_SEEDS
 from specdec.zoo import models
@@ -26,16 +27,12 @@ def llava_pair(profile: Profile, pair: str | None = None) -> dict:
     return pairs[pair]
 
 
-class HubPairs:
+class HubPairs(BaseZoo):
     """TABED's ``harness.study.Zoo`` where its LLaVA pairs are the profile yaml's (``llava_pair``; default
     ``llava-7b``), hub ids at their pinned revisions, one training run each."""
 
-    train_seeds: tuple[int, ...] = ()
+    study = "TABED"
     proxy = False  # the shipped proxy pair (and the long-answer window pair, ``windows``)
-
-    def __init__(self, profile: Profile, train_seed: int = 0):
-        self.profile = Profile.load(profile)
-        self.train_seed = int(train_seed)
 
     def pair_names(self, pair: str | None) -> tuple[str, str, bool]:
         """``(target, draft, as_authors)`` of a pair (``None``: the default)."""
@@ -51,15 +48,6 @@ class HubPairs:
         source, revision = self.source(name)
         common = dict(kind="llava", device=self.profile.device, dtype=self.profile.dtype, revision=revision)
         return models.load(source, **{**common, **kw})
-
-    def weights(self, *names: str) -> str:
-        """``models.weights_digest`` of the models ``names``."""
-        return models.weights_digest(*(models.weights_identity(*self.source(n)) for n in names))
-
-    def at_seed(self, k: int) -> HubPairs:
-        if int(k) and int(k) not in self.train_seeds:
-            raise ValueError(f"draft training seeds > 0 exist for the tiny zoo only (got {k}, {self.profile.name})")
-        return type(self)(self.profile, int(k))
 
 
 class ShippedPairs(HubPairs):
