@@ -27,7 +27,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from specdec import bench, results
+from specdec import bench, results, validate
 from specdec.engine import generate
 from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite, speculative
 from specdec.harness.profile import Profile
@@ -55,6 +55,7 @@ GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
 def prompt_seed(seed: int, prompt_id: str) -> int:
     """The sampling seed of one run: the run's ``seed`` and its prompt's id, nothing else (not the prompt's place
     in a sample, so a stored row's key fixes its output whatever ``n`` the run used)."""
+    seed = validate.integer("seed", seed, minimum=0, hint="the run's sampling seed")
     return 10_007 * seed + zlib.crc32(str(prompt_id).encode()) % 10_007
 
 
