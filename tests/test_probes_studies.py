@@ -5,7 +5,7 @@ unclear or wrong is listed in ``tests/test_probes_api.py`` (``KNOWN_UNCLEAR``, `
 import pytest
 import torch
 
-from specdec import hub
+from specdec import hub, notebook_params
 from specdec.aasd import algorithm as aasd_algorithm
 from specdec.aasd import experiments as aasd_experiments
 from specdec.cos import experiments as cos_experiments
@@ -127,6 +127,51 @@ RAISES = {  # name: (call, error type, message pattern)
         ),
         ValueError,
         "unknown task 'math'; valid tasks",
+    ),
+    "multilingual.table1 of a language as a string": (
+        lambda: ml_experiments.table1("tiny", "de", 1, gamma=3, max_new_tokens=4),
+        TypeError,
+        "pass \\['de'\\]",
+    ),
+    "multilingual.table1 of an unknown language": (
+        lambda: ml_experiments.table1("tiny", ["xx"], 1, gamma=3, max_new_tokens=4),
+        ValueError,
+        "unknown language 'xx'; expected one of",
+    ),
+    "multilingual.table1 of gamma 0": (
+        lambda: ml_experiments.table1("tiny", ["de"], 1, gamma=0, max_new_tokens=4),
+        ValueError,
+        "gamma must be an integer >= 1, got 0",
+    ),
+    "multilingual.table1 of a mistyped source": (
+        lambda: ml_experiments.table1("tiny", ["de"], 1, source="djang", gamma=3, max_new_tokens=4),
+        ValueError,
+        r"unknown source 'djang' \(did you mean 'django'\?\)",
+    ),
+    "multilingual.size of n_prompts -1": (
+        lambda: ml_experiments.size("tiny", "de", -1, gamma=3, max_new_tokens=4),
+        ValueError,
+        "n must be an integer >= 1, got -1",
+    ),
+    "multilingual.tokens of an unknown language": (
+        lambda: ml_experiments.tokens("tiny", "xx", 1, gamma=3, max_new_tokens=4),
+        ValueError,
+        "unknown language 'xx'",
+    ),
+    "multilingual.ood of a drafter language without a drafter": (
+        lambda: ml_experiments.ood("tiny", ["en"], ["de", "en"], 1, gamma=3, max_new_tokens=4),
+        ValueError,
+        "unknown drafter language 'en'.*a language with a P-F drafter",
+    ),
+    "multilingual.sweep of a negative temperature": (
+        lambda: ml_experiments.table1("tiny", ["de"], 1, temperatures=(-1.0,), gamma=3, max_new_tokens=4),
+        ValueError,
+        "temperature must be a finite number >= 0",
+    ),
+    "notebook_params.runs_on of a path profile": (
+        lambda: notebook_params.runs_on("../tiny", "10_tabed_benchmark.ipynb"),
+        ValueError,
+        "must stay inside",
     ),
     "multilingual.prompt_seed of a string seed": (
         lambda: ml_experiments.prompt_seed("a", "p1"),
