@@ -69,3 +69,30 @@ def test_every_exclusion_names_something():
     api = public_api()
     unused = [p for p in EXCLUDED if not any(n == p or (p.endswith((".", "_")) and n.startswith(p)) for n in api)]
     assert not unused, f"exclusions naming no public callable: {unused}"
+
+
+def test_the_probe_counts_read_each_outcome():
+    """``scripts/probe_counts.py``'s tally: a pass is clear, an expected failure of ``test_known_wrong`` wrong, any
+    other expected failure unclear, a failure neither (listed)."""
+    import sys
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "scripts"))
+    from probe_counts import Outcomes
+
+    def report(nodeid, outcome, when="call", **extra):
+        passed, failed = outcome == "passed", outcome == "failed"
+        return SimpleNamespace(nodeid=nodeid, when=when, passed=passed, failed=failed, **extra)
+
+    tally = Outcomes()
+    for r in [
+        report("a.py::test_x[1]", "passed"),
+        report("a.py::test_x[1]", "passed", when="setup"),  # a setup that passed: not counted
+        report("a.py::test_known_wrong[n]", "skipped", wasxfail="known wrong"),
+        report("a.py::test_known_unclear[n]", "skipped", wasxfail="known unclear"),
+        report("a.py::test_y", "failed"),
+        report("a.py::test_z", "failed", when="setup"),
+    ]:
+        tally.pytest_runtest_logreport(r)
+    assert dict(tally.counts) == {"clear": 1, "wrong": 1, "unclear": 1}
+    assert tally.failed == ["a.py::test_y", "a.py::test_z"]

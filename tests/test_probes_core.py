@@ -24,6 +24,103 @@ def _probs(rows: int, vocab: int = 4) -> torch.Tensor:
 
 
 RAISES = {  # name: (call, error type, message pattern)
+    "sampling.logits_to_probs of NaN logits": (
+        lambda: sampling.logits_to_probs(torch.tensor([NAN, 0.0]), SamplingConfig(temperature=1.0)),
+        ValueError,
+        r"logits hold 1 NaN / \+inf value\(s\) of 2",
+    ),
+    "sampling.logits_to_probs of +inf logits, greedy": (
+        lambda: sampling.logits_to_probs(torch.tensor([[0.0, math.inf]]), SamplingConfig()),
+        ValueError,
+        "logits hold 1 NaN / [+]inf",
+    ),
+    "sampling.logits_to_probs of a row of -inf": (
+        lambda: sampling.logits_to_probs(torch.full((2, 3), -math.inf), SamplingConfig(temperature=1.0)),
+        ValueError,
+        "a row with no finite entry",
+    ),
+    "sampling.logits_to_probs without a config": (
+        lambda: sampling.logits_to_probs(torch.zeros(3), None),
+        TypeError,
+        "config must be a SamplingConfig",
+    ),
+    "sampling.logits_to_probs of a list": (
+        lambda: sampling.logits_to_probs([0.0, 1.0], SamplingConfig()),
+        TypeError,
+        "logits must be a tensor",
+    ),
+    "sampling.check_scores of no vocabulary axis": (
+        lambda: sampling.check_scores("logits", torch.zeros(2, 0)),
+        ValueError,
+        r"at least one entry, got shape \(2, 0\)",
+    ),
+    "drafters.mixing_probs of NaN logits": (
+        lambda: drafters.mixing_probs(torch.tensor([NAN, 0.0]), SamplingConfig()),
+        ValueError,
+        "logits hold 1 NaN",
+    ),
+    "drafters.mixing_probs of a temperature instead of a config": (
+        lambda: drafters.mixing_probs(torch.zeros(3), 1.0),
+        TypeError,
+        "sampling must be a SamplingConfig",
+    ),
+    "sampling.sample of NaN probabilities": (
+        lambda: sampling.sample(torch.tensor([NAN, 0.5])),
+        ValueError,
+        "probs cannot be sampled .* non-negative, finite entries",
+    ),
+    "sampling.sample of a zero row": (
+        lambda: sampling.sample(torch.zeros(1, 3)),
+        ValueError,
+        "probs cannot be sampled",
+    ),
+    "sampling.sample of an empty row": (
+        lambda: sampling.sample(torch.zeros(0)),
+        ValueError,
+        r"at least one column, got \(0,\)",
+    ),
+    "sampling.argmax of a list": (lambda: sampling.argmax([1, 2]), TypeError, "scores must be a tensor"),
+    "costs.Regime of a negative cost": (
+        lambda: costs.Regime("x", {"draft": -1.0}),
+        ValueError,
+        r"Regime 'x' cost of 'draft' must be a finite number >= 0.0, got -1.0 \(in target decoding steps",
+    ),
+    "costs.Regime of a NaN verify cost": (
+        lambda: costs.Regime("x", {"draft": 0.1}, verify=NAN),
+        ValueError,
+        "Regime 'x' verify must be a finite number > 0, got nan",
+    ),
+    "costs.Regime of costs that are a number": (
+        lambda: costs.Regime("x", 0.5),
+        TypeError,
+        "costs must map a model to its cost",
+    ),
+    "validate.finite_tensor of a list": (
+        lambda: validate.finite_tensor("x", [NAN]),
+        TypeError,
+        r"x must be a tensor, got list \[nan\]",
+    ),
+    "engine.pad_vocab of rows wider than the vocabulary": (
+        lambda: engine.pad_vocab(torch.ones(2, 8), 4),
+        ValueError,
+        "have 8 columns, more than the target's vocabulary of 4",
+    ),
+    "hub.pinned_revision of a profile that is not a dict": (
+        lambda: hub.pinned_revision("x", "a/b"),
+        TypeError,
+        "spec must be a profile's yaml as a dict",
+    ),
+    "hub.pinned_revision of revisions that are a list": (
+        lambda: hub.pinned_revision({"revisions": ["a/b"]}, "a/b"),
+        TypeError,
+        "revisions must map a hub id to its commit",
+    ),
+    "hub.profile_datasets of a datasets entry that is a str": (
+        lambda: hub.profile_datasets({"datasets": "x"}),
+        TypeError,
+        "datasets must be a list of",
+    ),
+    "hub.profile_models of a list": (lambda: hub.profile_models([]), TypeError, "spec must be a profile's yaml"),
     "verdict.bootstrap_ci of n_boot 0": (
         lambda: verdict.bootstrap_ci([1.0, 2.0], np.mean, n_boot=0),
         ValueError,
@@ -325,6 +422,19 @@ RETURNS = {  # name: (call, check of the result)
         lambda r: r == [2, 3],
     ),
     "engine.eos_ids without a model or an id": (lambda: engine.eos_ids(None, None), lambda r: r == set()),
+    "engine.pad_vocab pads a narrower draft": (
+        lambda: engine.pad_vocab(torch.ones(2, 3), 5),
+        lambda r: r.shape == (2, 5) and float(r[:, 3:].abs().sum()) == 0.0,
+    ),
+    "costs.Regime of a free draft": (lambda: costs.Regime("pld", {"draft": 0.0}).cost("draft"), lambda r: r == 0.0),
+    "validate.finite_tensor of None or integers passes": (
+        lambda: (validate.finite_tensor("x", None), validate.finite_tensor("x", torch.tensor([1]))),
+        lambda r: r == (None, None),
+    ),
+    "sampling.logits_to_probs of -inf entries (masked tokens)": (
+        lambda: sampling.logits_to_probs(torch.tensor([0.0, -math.inf]), SamplingConfig(temperature=1.0)),
+        lambda r: r.tolist() == [1.0, 0.0],
+    ),
     "sampling.logits_to_probs of integer logits": (
         lambda: sampling.logits_to_probs(torch.tensor([1, 2]), SamplingConfig(temperature=1.0)),
         lambda r: r.dtype == torch.float32 and torch.allclose(r.sum(), torch.tensor(1.0)),

@@ -103,7 +103,7 @@ class BatchEnsembleDrafter:
             if k:  # every row feeds its request's last draft token; valid where the request drafts token k
                 step = torch.tensor([[int(tokens[j, k - 1])] for j in row_of], device=device)
                 logits = self.lm.feed(step, torch.tensor([[k < blocks[j]] for j in row_of], device=device), True)
-            per_row = mixing_probs(logits[:, -1], sampling)  # [rows, V]: what ModelDrafter mixes
+            per_row = mixing_probs(logits[:, -1], sampling, check=False)  # [rows, V]: what ModelDrafter mixes
             for j, rows in enumerate(slices):
                 if k < blocks[j]:
                     token, mixed = self.members[self.active[j]].draft_token(per_row[rows], sampling, generators[j])

@@ -35,6 +35,7 @@ import pandas as pd
 from specdec.results import COMMITTED, paper_numbers
 
 TARGET = "target"
+_COST_UNIT = "in target decoding steps per call: 1 = one target step"
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,16 @@ class Regime:
     costs: Mapping[str, float] = field(default_factory=dict)
     verify: float = 1.0
     source: str = ""
+
+    def __post_init__(self):
+        """A cost is a finite number >= 0 (a free draft costs 0); a verification call costs more than nothing."""
+        from specdec import validate
+
+        if not isinstance(self.costs, Mapping):
+            raise TypeError(f"Regime {self.name!r}: costs must map a model to its cost, got {self.costs!r}")
+        for model, value in self.costs.items():
+            validate.number(f"Regime {self.name!r} cost of {model!r}", value, minimum=0.0, hint=_COST_UNIT)
+        validate.number(f"Regime {self.name!r} verify", self.verify, positive=True, hint=_COST_UNIT)
 
     def cost(self, model: str) -> float:
         if model == TARGET and TARGET not in self.costs:

@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from specdec.cache import BatchedLM, CachedLM
-from specdec.sampling import SamplingConfig, argmax, logits_to_probs, sample
+from specdec.sampling import SamplingConfig, argmax, check_scores, logits_to_probs, sample
 
 
 @runtime_checkable
@@ -146,7 +146,7 @@ class ModelDrafter:
         sequence = list(generated)
         for _ in range(gamma):
             logits = self.lm.extend(sequence)[:, -1]  # [m, V]
-            token, mixed = self.draft_token(mixing_probs(logits, sampling), sampling, generator)
+            token, mixed = self.draft_token(mixing_probs(logits, sampling, check=False), sampling, generator)
             tokens.append(token)
             probs.append(mixed)
             sequence.append(token)
@@ -172,10 +172,16 @@ def prompt_only(prompt_ids, **_) -> list[torch.Tensor]:
     return [prompt_ids]
 
 
-def mixing_probs(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
+def mixing_probs(logits: torch.Tensor, sampling: SamplingConfig, *, check: bool = True) -> torch.Tensor:
     """Distributions that ensembles mix and compare: the warped ones, or softmax at temperature 1 under
-    greedy decoding (where the warped distribution would be one-hot)."""
-    return logits.float().softmax(-1) if sampling.greedy else logits_to_probs(logits, sampling)
+    greedy decoding (where the warped distribution would be one-hot). Logits that cannot be decoded are a
+    ``ValueError`` (``sampling.check_scores``); the drafters pass ``check=False`` and check the rows they draft
+    from (``validate.draft_scores``), once a step."""
+    if not isinstance(sampling, SamplingConfig):
+        raise TypeError(f"sampling must be a SamplingConfig (e.g. SamplingConfig(temperature=1.0)), got {sampling!r}")
+    if check:
+        check_scores("logits", logits)
+    return logits.float().softmax(-1) if sampling.greedy else logits_to_probs(logits, sampling, check=False)
 
 
 def _check_weights(weights) -> torch.Tensor:
@@ -268,7 +274,7 @@ class BatchModelDrafter:
             if j:  # a row past its own block goes quiet (a masked column): its calls and tokens are its batch-1 run's
                 inside = torch.tensor([[j < b] for b in blocks], device=device)
                 logits = self.lm.feed(tokens[-1][:, None], inside, True)
-            dist = mixing_probs(logits[:, -1], sampling)  # [A, V], what ModelDrafter mixes (one row)
+            dist = mixing_probs(logits[:, -1], sampling, check=False)  # [A, V], what ModelDrafter mixes (one row)
             tokens.append(_pick(dist, j, blocks, sampling, generators))
             if want_probs:
                 probs.append(dist)

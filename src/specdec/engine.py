@@ -245,7 +245,14 @@ def as_target_lm(target) -> TargetLM:
 
 
 def pad_vocab(probs: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """Model-free drafters return ``[γ, V']`` with ``V' ≤ V``; pad with zeros to the target's vocabulary."""
+    """Model-free drafters return ``[γ, V']`` with ``V' ≤ V``; pad with zeros to the target's vocabulary. Wider rows
+    are a ``ValueError``: their extra tokens are outside the target's vocabulary (cutting them would drop mass)."""
+    if probs.shape[-1] > vocab_size:
+        raise ValueError(
+            f"the draft's probabilities have {probs.shape[-1]} columns, more than the target's vocabulary of "
+            f"{vocab_size}: the draft and the target must share one tokenizer (a draft vocabulary that is a prefix of "
+            "the target's is padded)"
+        )
     if probs.shape[-1] < vocab_size:
         probs = torch.nn.functional.pad(probs, (0, vocab_size - probs.shape[-1]))
     return probs
@@ -255,7 +262,8 @@ def default_verifier(draft_tokens, draft_probs, target_logits, sampling, generat
     """``generate``'s verifier: ``verify.greedy``, or ``verify.stochastic`` on the warped target distribution."""
     if sampling.greedy:
         return verify.greedy(draft_tokens, target_logits)
-    return verify.stochastic(draft_tokens, draft_probs, logits_to_probs(target_logits, sampling), generator)
+    target_probs = logits_to_probs(target_logits, sampling, check=False)  # generate checked them (check_logits)
+    return verify.stochastic(draft_tokens, draft_probs, target_probs, generator)
 
 
 def autoregressive(target, prompt_ids, **kwargs) -> GenerationResult:

@@ -124,6 +124,7 @@ def load_dataset(dataset_id: str, config: str | None, split: str, n: int | None 
 # ------------------------------------------------------------------------------------------ the ids of a profile
 def profile_models(spec: dict) -> list[str]:
     """Every model id a profile names (pairs, collaborative sets, pinned revisions), sorted, each once."""
+    spec = _spec(spec)
     ids = {m for p in (spec.get("pairs") or {}).values() for m in (p["target"], p["draft"])}
     ids |= {m for c in (spec.get("collab") or {}).values() for m in c["models"]}
     datasets = set(profile_dataset_ids(spec))
@@ -133,14 +134,14 @@ def profile_models(spec: dict) -> list[str]:
 
 def profile_datasets(spec: dict) -> list[dict]:
     """Every dataset a profile reads: ``{"id", "config", "split", "paper"}`` rows of its ``datasets`` list."""
-    return [dict(d) for d in spec.get("datasets") or []]
+    return [dict(d) for d in _datasets(_spec(spec))]
 
 
 def profile_dataset_ids(spec: dict) -> list[str]:
     """Every hub dataset id a profile names, sorted, each once: its ``datasets`` list, the multilingual sets, the
     AASD tasks and the AASD baselines' training data (``aasd.baseline_training``, named but never loaded). Names
     that are not hub ids (no ``org/``: JParaCrawl) are left out."""
-    ids = {d["id"] for d in spec.get("datasets") or []}
+    ids = {d["id"] for d in _datasets(_spec(spec))}
     multilingual = spec.get("multilingual") or {}
     sets = list((multilingual.get("datasets") or {}).values()) + [multilingual.get("generalization") or [None]]
     ids |= {entry[0] for entry in sets if entry and entry[0]}
@@ -158,7 +159,31 @@ def profile_ids(spec: dict) -> list[str]:
 def pinned_revision(spec: dict, repo_id: str) -> str | None:
     """The hub commit (40 hex digits) a profile's ``revisions`` pins for a model or dataset id; None: no pin
     (the main branch; ``unpinned`` in the yaml says why) or not a hub id."""
-    return (spec.get("revisions") or {}).get(repo_id)
+    revisions = _spec(spec).get("revisions") or {}
+    if not isinstance(revisions, dict):
+        raise TypeError(f"a profile's revisions must map a hub id to its commit, got {revisions!r}")
+    return revisions.get(repo_id)
+
+
+def _spec(spec) -> dict:
+    """``spec`` if it is a profile's yaml read as a dict (``zoo.models.load_profile``), else a ``TypeError``."""
+    if not isinstance(spec, dict):
+        raise TypeError(
+            f"spec must be a profile's yaml as a dict (yaml.safe_load of data/profiles/<name>.yaml), "
+            f"got {type(spec).__name__} {spec!r}"
+        )
+    return spec
+
+
+def _datasets(spec: dict) -> list[dict]:
+    """A profile's ``datasets`` list, each entry a dict with an ``id`` (else a ``TypeError`` naming the entry)."""
+    entries = spec.get("datasets") or []
+    if not isinstance(entries, list) or not all(isinstance(d, dict) and "id" in d for d in entries):
+        raise TypeError(
+            f"a profile's datasets must be a list of {{'id': ..., 'config': ..., 'split': ...}} entries, "
+            f"got {entries!r}"
+        )
+    return entries
 
 
 def paper_revision(repo_id: str) -> str | None:

@@ -137,7 +137,7 @@ def runs_on(profile: str, notebook: str) -> None:
 
     from specdec import zoo
 
-    path = zoo.DATA / "profiles" / f"{profile}.yaml"
+    path = zoo.DATA / "profiles" / f"{validate.plain_name('profile', profile)}.yaml"
     runs = (yaml.safe_load(path.read_text()) or {}).get("notebooks") if path.exists() else None
     if runs is None or not notebook[:1].isdigit() or notebook.startswith(tuple(runs)):
         return

@@ -368,8 +368,11 @@ def require_tables(profile: str, root: pathlib.Path, needed: dict[str, str]) -> 
         return paths
     run = f".venv/bin/python scripts/run_notebooks.py --profile {profile}"
     if not any(folder.glob("*.csv")):
+        tables = [f"{t}.csv" for t in needed]
+        wanted = ", ".join(tables) if len(tables) <= 3 else f"{len(tables)} tables, {tables[0]} first"
         raise MissingResults(
-            f"profile {profile!r} has no result tables yet ({folder} holds none): run its notebooks first, "
+            f"profile {profile!r} has no result tables yet ({folder} holds none; this needs {wanted}): "
+            "run its notebooks first, "
             f"`make reproduce PROFILE={profile}` (every notebook, this one last) or `{run}`"
         )
     commands = "; ".join(f"`{run} --only {nb.split('_')[0]}_` ({nb})" for nb in sorted(set(missing.values())))

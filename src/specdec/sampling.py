@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from specdec import validate
+
 
 @dataclass(frozen=True)
 class SamplingConfig:
@@ -38,11 +40,17 @@ class SamplingConfig:
         return self.temperature == 0
 
 
-def logits_to_probs(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
+def logits_to_probs(logits: torch.Tensor, config: SamplingConfig, *, check: bool = True) -> torch.Tensor:
     """Warp ``logits [..., V]`` into probabilities ``[..., V]`` (float32) under ``config``.
 
-    Greedy configs return a one-hot distribution on the argmax, so callers can treat both cases alike.
+    Greedy configs return a one-hot distribution on the argmax, so callers can treat both cases alike. Logits that
+    cannot be decoded (NaN, +inf, a row without a finite entry) are a ``ValueError`` (``check_scores``); a caller
+    that has checked them this step already passes ``check=False`` (one reduction per step, not two).
     """
+    if not isinstance(config, SamplingConfig):
+        raise TypeError(f"config must be a SamplingConfig (e.g. SamplingConfig(temperature=1.0)), got {config!r}")
+    if check:
+        check_scores("logits", logits)
     logits = logits.float()
     if config.greedy:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
@@ -60,18 +68,50 @@ def logits_to_probs(logits: torch.Tensor, config: SamplingConfig) -> torch.Tenso
     return logits.softmax(-1)
 
 
+def check_scores(name: str, scores) -> None:
+    """Raise unless ``scores [..., V]`` (a tensor, at least one column) can be decoded: ``TypeError`` for another
+    kind, ``ValueError`` for a NaN or +inf entry or a row without a finite entry (``validate.broken_scores``: one
+    reduction when they are finite; ``-inf`` alone is a masked token; integer scores are always finite)."""
+    if not torch.is_tensor(scores):
+        raise TypeError(f"{name} must be a tensor [..., V], got {type(scores).__name__} {scores!r}"[:300])
+    if scores.dim() == 0 or scores.shape[-1] == 0:
+        raise ValueError(f"{name} must have a vocabulary axis of at least one entry, got shape {tuple(scores.shape)}")
+    if validate.broken_scores(scores):
+        bad = int((torch.isnan(scores) | torch.isposinf(scores)).sum())
+        raise ValueError(
+            f"{name} hold {bad} NaN / +inf value(s) of {scores.numel()}, or a row with no finite entry: the model "
+            "that produced them overflowed (float16?) or its weights or inputs are broken; load it in float32 / "
+            "bfloat16 or check the checkpoint and inputs"
+        )
+
+
 def argmax(scores: torch.Tensor) -> torch.Tensor:
     """``scores.argmax(-1)`` (``LongTensor[...]`` for ``scores [..., V]``): the index of each row's first maximum.
 
     On a CPU, float32 / float64 scores are read through numpy, whose argmax is several times faster than torch's
     for one decode step's rows (4096 scores: ~3 µs against ~17 µs) and picks the same index: the first maximum, a
     NaN counting as the maximum in both. Elsewhere (CUDA, bfloat16) it is ``scores.argmax(-1)``."""
+    if not torch.is_tensor(scores):
+        raise TypeError(f"scores must be a tensor [..., V], got {type(scores).__name__} {scores!r}")
     if scores.device.type != "cpu" or scores.dtype not in (torch.float32, torch.float64) or scores.dim() == 0:
         return scores.argmax(-1)
     return torch.as_tensor(scores.detach().numpy().argmax(-1))  # numpy's int64 (a 0-d tensor for one row)
 
 
 def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Draw one token id per row of ``probs [..., V]``; returns ``LongTensor[...]``."""
+    """Draw one token id per row of ``probs [..., V]``; returns ``LongTensor[...]``. Rows must be non-negative with a
+    positive finite sum (``ValueError`` otherwise, raised from torch's check: nothing is added to a valid draw)."""
+    if not torch.is_tensor(probs) or probs.dim() == 0 or probs.shape[-1] == 0:
+        shape = tuple(probs.shape) if torch.is_tensor(probs) else type(probs).__name__
+        raise ValueError(f"probs must be a tensor [..., V] with at least one column, got {shape}")
     flat = probs.reshape(-1, probs.shape[-1])
-    return torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
+    try:
+        drawn = torch.multinomial(flat, 1, generator=generator)
+    except RuntimeError as error:
+        if "probability tensor" not in str(error) and "invalid multinomial" not in str(error):
+            raise
+        raise ValueError(
+            f"probs cannot be sampled ({error}): every row needs non-negative, finite entries with a positive sum; "
+            "pass logits_to_probs(logits, config) of finite logits"
+        ) from None
+    return drawn.reshape(probs.shape[:-1])

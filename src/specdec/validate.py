@@ -107,10 +107,15 @@ def strings(name: str, value) -> list[str]:
 
 
 def finite_tensor(name: str, tensor, *, hint: str = "") -> None:
-    """Raise unless every entry of the floating-point ``tensor`` is finite (NaN / inf would decode token 0)."""
+    """Raise unless every entry of the floating-point ``tensor`` is finite (NaN / inf would decode token 0); ``None``
+    passes (an input not given), another kind than a tensor is a ``TypeError``, an integer tensor is finite."""
     import torch
 
-    if tensor is None or not torch.is_tensor(tensor) or not torch.is_floating_point(tensor):
+    if tensor is None:
+        return
+    if not torch.is_tensor(tensor):
+        raise TypeError(f"{name} must be a tensor, got {type(tensor).__name__} {tensor!r}{_tail(hint)}")
+    if not torch.is_floating_point(tensor):
         return
     bad = ~torch.isfinite(tensor)
     if bool(bad.any()):

@@ -26,6 +26,7 @@ module keeps its own ``k'``/``v'`` of every kept position instead and crops them
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 from dataclasses import asdict, dataclass
 
@@ -89,7 +90,12 @@ def config_for(target, intermediate_size: int = 256, projector_k: int | None = 4
 
 # --------------------------------------------------------------------------------------------------------- RoPE
 def rope_tables(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(cos, sin)`` of shape ``[*positions.shape, d]`` for Llama's default RoPE (halves, not interleaved)."""
+    """``(cos, sin)`` of shape ``[*positions.shape, d]`` for Llama's default RoPE (halves, not interleaved); ``d``
+    (``head_dim``) is even and positive, ``theta`` finite and above 1."""
+    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
+        raise ValueError(f"head_dim must be an even integer >= 2 (RoPE rotates pairs of channels), got {head_dim!r}")
+    if not (isinstance(theta, (int, float)) and math.isfinite(theta) and theta > 1):
+        raise ValueError(f"theta must be a finite number > 1 (the RoPE base, e.g. 10000.0), got {theta!r}")
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device=positions.device) / head_dim))
     freqs = positions.float()[..., None] * inv_freq
     emb = torch.cat([freqs, freqs], dim=-1)
@@ -107,7 +113,9 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """``[B, Hkv, T, d]`` -> ``[B, Hkv * n_rep, T, d]`` (grouped-query attention)."""
+    """``[B, Hkv, T, d]`` -> ``[B, Hkv * n_rep, T, d]`` (grouped-query attention); ``n_rep >= 1``."""
+    if n_rep != 1 and (isinstance(n_rep, bool) or not isinstance(n_rep, int) or n_rep < 1):
+        raise ValueError(f"n_rep must be an integer >= 1 (query heads per key/value head), got {n_rep!r}")
     return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
 
 

@@ -58,6 +58,7 @@ def load_requests(n_per_task: int, seed: int = 0, profile="tiny") -> list[dict]:
     """Held-out requests: ``n_per_task`` per task (split evenly over a task's sub-tasks), with ``task``/``subtask``;
     a profile whose data come from the hub: ``paper_requests``."""
     n_per_task = validate.integer("n_per_task", n_per_task, minimum=1, hint="requests per task")
+    seed = validate.integer("seed", seed, minimum=0, hint="the held-out scenes' seed")
     profile = Profile.load(profile)
     if profile.data_source == "hub":
         return paper_requests(profile, n_per_task)
@@ -107,7 +108,9 @@ def weights_of(draft: str, target_name: str, profile="tiny", train_seed: int = 0
     """The ``weights`` key of a run: ``zoo.models.weights_digest`` of the target's and (but for ``AR``) the draft's
     ``weights_identity``."""
     validate.integer("train_seed", train_seed, minimum=0, hint="0: the shipped weights, k > 0: the k-th other seed")
-    return zoo_for(profile, train_seed).weights(target_name, draft)
+    zoo = zoo_for(profile, train_seed)
+    validate.choice("AASD target", target_name, zoo.targets(), hint=f"profile {zoo.profile.name!r}")
+    return zoo.weights(target_name, draft)
 
 
 def make_drafter(name: str, target_name: str, target, lm: CachedLM, processor, profile="tiny", train_seed: int = 0):

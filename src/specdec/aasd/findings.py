@@ -53,6 +53,7 @@ def paper_costs():
     }
 
 
+@reads_frame
 def with_priced_speedup(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``priced_speedup``: each request's speedup over plain decoding from its counts (new tokens,
     target calls, drafted = draft calls) at the paper's cost of the same draft, γ and target (``paper_costs``; the
@@ -77,6 +78,7 @@ def paper_regime_label() -> str:
     )
 
 
+@reads_frame
 def machine_label(frame: pd.DataFrame) -> str:
     """The device of the rows and the measured c per draft (draft seconds per drafted token / verify seconds per
     target call, pooled), as a range."""
@@ -117,6 +119,7 @@ def _cells(frame: pd.DataFrame):
         yield f"{target} γ={gamma}", cell
 
 
+@reads_frame
 def verdict_a1(frame: pd.DataFrame, metric: str = "tau", module: str = "AASD") -> Verdict:
     """A1: the AASD draft beats every baseline on ``metric`` (τ, α or ω; ``omega-priced``: ω from the counts in the
     paper's regime, ``with_priced_speedup``, named A1-omega) for every target and γ; ``module``
@@ -138,12 +141,14 @@ def verdict_a1(frame: pd.DataFrame, metric: str = "tau", module: str = "AASD") -
     )  # fmt: skip
 
 
+@reads_frame
 def a1_omega(frame: pd.DataFrame, module: str = "AASD") -> Verdict:
     """A1-omega in two regimes: the counts priced at the paper's costs (decides) and the measured walltime ω."""
     paper = verdict_a1(with_priced_speedup(frame), "omega-priced", module)
     return two_regimes(paper, verdict_a1(frame, "omega", module), paper_regime_label(), machine_label(frame))
 
 
+@reads_frame
 def verdict_a2(frame: pd.DataFrame) -> Verdict:
     """A2: the KV projector raises α and τ (AASD with the projector vs without), every γ."""
     parts = [
@@ -156,12 +161,14 @@ def verdict_a2(frame: pd.DataFrame) -> Verdict:
     )
 
 
+@reads_frame
 def verdict_a3(frame: pd.DataFrame) -> Verdict:
     """A3: reading the target's cache raises τ (AASD vs the module on its own K/V only)."""
     parts = [(label, paired_part(cell, "AASD", "AASD own cache only", "tau")) for label, cell in _cells(frame)]
     return combine("A3", "the target's KV cache raises τ (with − own cache only > 0)", parts, "Fig. 3 (no numbers)")
 
 
+@reads_frame
 def verdict_a4(frame: pd.DataFrame) -> Verdict:
     """A4 (Fig. 4): dropping the text KV hurts τ more than dropping the image KV: τ(w/o image) − τ(w/o prompt text)
     > 0. "w/o prompt text KV" hides only the prompt's text positions of the target cache (its image positions and
@@ -183,6 +190,7 @@ def verdict_a4(frame: pd.DataFrame) -> Verdict:
     return replace(v, detail=v.detail + (f" Pooled α: {', '.join(pooled)}." if pooled else ""))
 
 
+@reads_frame
 def verdict_a5(frame: pd.DataFrame) -> Verdict:
     """A5 (implicit in Table 1): the text-only small drafts beat the multimodal ones on τ (FT and DT)."""
     parts = [
@@ -196,6 +204,7 @@ def verdict_a5(frame: pd.DataFrame) -> Verdict:
     )  # fmt: skip
 
 
+@reads_frame
 def table1_findings(frame: pd.DataFrame) -> list[Verdict]:
     """A1 (and A1-matched where the frame has ``tables.MATCHED_DRAFT``'s runs) and A5."""
     modules = ["AASD"] + ([MATCHED_DRAFT] if MATCHED_DRAFT in set(frame.draft) else [])
@@ -203,6 +212,7 @@ def table1_findings(frame: pd.DataFrame) -> list[Verdict]:
     return a1 + [verdict_a5(frame)]
 
 
+@reads_frame
 def ablation_findings(frame: pd.DataFrame) -> list[Verdict]:
     return [verdict_a2(frame), verdict_a3(frame), verdict_a4(frame)]
 
@@ -224,13 +234,14 @@ def table1_over_seeds(frames: dict[int, pd.DataFrame]) -> list[Verdict]:
 
 
 @cached
-def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
+def findings_from_results(profile: str | Profile = "tiny", root=None) -> list[Verdict]:
     """A1-A5 on the committed ``results/<profile>/aasd_runs.csv`` (``root``: the results folder, default
     ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
     profile = Profile.load(profile)
+    results.require_tables(profile.name, root or results.RESULTS, {"aasd_runs": "40_aasd_table1"})
     stored = results.ResultStore(profile.name, "aasd_runs", KEY, root=root).frame()
-    if stored.empty:
-        return []
+    if stored.empty:  # a header without rows: nothing to decide, said as such (not an empty board section)
+        raise results.MissingResults(f"aasd_runs.csv of profile {profile.name!r} has no rows: run notebook 40_ first")
     seeded = results.ResultStore(profile.name, "aasd_runs_seeds", seeds.SEED_KEY, root=root).frame()
     return board_reading(findings_over_seeds(stored, seeded, ablation_target(profile)), profile, root, stored)
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from specdec import results
 from specdec.bench import expected_speedup
+from specdec.validate import reads_frame
 
 # The paper's Table 1 drafts (its ``Ours`` is ``AASD``).
 MAIN_DRAFTS = ("FT-LLaMA", "DT-LLaMA", "FT-LLaVA", "DT-LLaVA", "AASD")
@@ -50,6 +51,7 @@ def runs(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     return frame
 
 
+@reads_frame
 def cell_table(frame: pd.DataFrame, by=("target", "gamma", "draft")) -> pd.DataFrame:
     """ω, α, τ, δ per cell and task (pooled over the task's requests: α = accepted / drafted, τ = tokens / target
     calls, δ = tokens / seconds, ω = AR seconds / SD seconds), then the mean of the tasks, as the paper's cells."""
@@ -123,6 +125,7 @@ def side_by_side(mean: pd.DataFrame) -> pd.DataFrame:
     return merged.set_index(["target", "gamma", "draft"])
 
 
+@reads_frame
 def lossless_summary(frame: pd.DataFrame) -> str:
     """How many speculative runs gave exactly the target's greedy output."""
     sd = frame[frame.draft != "AR"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from specdec import bench, results, sharding
+from specdec import bench, results, sharding, validate
 from specdec.cos import algorithm, tables
 from specdec.cos import tasks as cos_tasks
 
@@ -148,7 +148,10 @@ def cell(
 
 
 def grid_methods(gammas) -> list[tuple[str, int]]:
-    """The methods of the main grid: standard, parallel, and SD and CoS at every γ."""
+    """The methods of the main grid: standard, parallel, and SD and CoS at every γ (each an integer >= 1)."""
+    if isinstance(gammas, (str, bytes)) or not hasattr(gammas, "__iter__"):
+        raise TypeError(f"gammas must be a list of draft lengths (integers >= 1), got {gammas!r}")
+    gammas = [validate.integer("gamma", g, minimum=1, hint="draft tokens per block") for g in gammas]
     return [("standard", 0), ("parallel", 0)] + [(m, g) for m in ("sd", "cos") for g in gammas]
 
 
@@ -175,6 +178,8 @@ def main_table(
     the sources). runs / costs: the stores (default ``store(profile, "cos_main")`` and ``cost_store(profile)``).
     train_seed: the sets' training seed (``ModelSet.load``)."""
     profile = Profile.load(profile)
+    cos_tasks.check_grid(profile, configs, tasks, task_rows, n_prompts, max_new_tokens)
+    grid_methods(gammas)  # its gammas checked before any cost is measured and stored
     profile.use_threads()
     runs = runs or store(profile, "cos_main")
     costs = costs or cost_store(profile)

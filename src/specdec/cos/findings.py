@@ -213,6 +213,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     (``in_two_regimes``: the paper's call costs decide, this machine's walltime beside), each with its proxy
     validity (``VALIDITY``). ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes
     ``results.COMMITTED``)."""
+    profile = Profile.load(profile).name  # an unknown or path-like name is one clear error before any read
     root = pathlib.Path(root or RESULTS) / profile
     call_costs = root / "cos_call_costs.csv"
     machine = machine_label(pd.read_csv(call_costs) if call_costs.exists() else None)

@@ -30,7 +30,7 @@ import functools
 import random
 import re
 
-from specdec import hub
+from specdec import hub, validate
 from specdec.cos.arithmetic import ARITHMETIC_TEMPLATES, arithmetic
 from specdec.cos.rows import SPLITS, TRAIN_FRACTION, check_n, check_split, hash_split, short_hash
 from specdec.cos.stdlib_quiz import (
@@ -358,3 +358,22 @@ __all__ = [
     "training_documents",
     "training_documents_for",
 ]
+
+
+def check_grid(profile: Profile, configs, tasks, task_rows, n_prompts, max_new_tokens) -> None:
+    """``main_table``'s arguments, before anything is measured or stored: each config a dict naming one of the
+    profile's collaborative sets (``"set"``) and a ``"temperature"`` >= 0, each task one of ``TASKS`` (or given
+    in ``task_rows``), ``n_prompts`` and ``max_new_tokens`` integers >= 1."""
+    sets = list(profile.collab_sets())
+    for cfg in configs:
+        if not isinstance(cfg, dict) or "set" not in cfg:
+            raise TypeError(f"each config is a dict {{'set': one of {sets}, 'temperature': t}}, got {cfg!r}")
+        validate.choice("collaborative set", cfg["set"], sets, hint=f"profile {profile.name!r}")
+        validate.number("temperature", cfg.get("temperature", 0.0), minimum=0.0, hint="0: greedy")
+    if isinstance(tasks, str):
+        raise TypeError(f"tasks must be a list of task names, got the string {tasks!r}: pass [{tasks!r}]")
+    for task in tasks:
+        if task not in (task_rows or {}):
+            validate.choice("CoS task", task, TASKS)
+    validate.integer("n_prompts", n_prompts, minimum=1, hint="prompts per task")
+    validate.integer("max_new_tokens", max_new_tokens, minimum=1)

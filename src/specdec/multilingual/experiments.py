@@ -27,11 +27,12 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from specdec import bench, results
+from specdec import bench, results, validate
 from specdec.engine import generate
 from specdec.harness.experiment import Experiment, Method, Request, Setting, Suite, speculative
 from specdec.harness.profile import Profile
 from specdec.multilingual import parallel
+from specdec.multilingual.catalogs import LANGUAGES
 from specdec.multilingual.drafters import Drafters, prompt_set, table1_drafters
 from specdec.multilingual.metrics import chrf
 from specdec.multilingual.tables import METHODS
@@ -55,6 +56,7 @@ GREEDY_SEED = 0  # T = 0 runs are deterministic: one "seed" only
 def prompt_seed(seed: int, prompt_id: str) -> int:
     """The sampling seed of one run: the run's ``seed`` and its prompt's id, nothing else (not the prompt's place
     in a sample, so a stored row's key fixes its output whatever ``n`` the run used)."""
+    seed = validate.integer("seed", seed, minimum=0, hint="the run's sampling seed")
     return 10_007 * seed + zlib.crc32(str(prompt_id).encode()) % 10_007
 
 
@@ -407,6 +409,9 @@ def sweep(
     on every pair, temperature and seed (``grid``), on the store of ``table`` (on the committed rows)."""
     from specdec.multilingual.tables import select
 
+    validate.integer("gamma", gamma, minimum=1, hint="draft tokens per block")
+    for t in temperatures:  # before the models load
+        validate.number("temperature", t, minimum=0.0, hint="0 = greedy")
     drafters = Drafters(profile)  # which models the ml-* names stand for
     drafters.profile.use_threads()  # tiny models on a CPU: threads cost more than they give
     device_name = bench.describe_device(drafters.profile.device)
@@ -438,6 +443,8 @@ def table1(
 ) -> Table:
     """Tables 1 and 5 (notebook 30), or with ``source="sphinx"`` and ``table="ml_generalization"`` Table 7 (notebook
     34): every Table 1 method (``table1_drafters``) on the held-out prompts X → En of each X in ``pairs``."""
+    if isinstance(pairs, str):
+        raise TypeError(f"pairs must be a list of source languages, got the string {pairs!r}: pass [{pairs!r}]")
     prompts = lambda ml: {f"{x}-en": prompt_set(ml, source, x, "en", n_prompts, seed=seed) for x in pairs}  # noqa: E731
     return sweep(profile, table, prompts, table1_drafters, source=source, **kw)
 
@@ -456,6 +463,8 @@ def tokens(profile, lang: str, n_prompts: int | None, *, seed: int = 0, **kw) ->
 def ood(profile, drafter_langs, langs, n_prompts: int | None, *, seed: int = 0, **kw) -> Table:
     """Figs. 5 / 8 (notebook 32): the P-F drafter of each of ``drafter_langs`` on every direction between ``langs``,
     greedy. ``context["directions"]``: the directions in order."""
+    for x in drafter_langs:  # each names a P-F drafter, ml-draft-pf-<x>
+        validate.choice("drafter language", x, sorted(LANGUAGES), hint="a language with a P-F drafter")
     directions = [f"{a}-{b}" for a in langs for b in langs if a != b]
     methods = {f"ml-draft-pf-{x}": f"ml-draft-pf-{x}" for x in drafter_langs}
     prompts = lambda ml: {d: prompt_set(ml, "django", *d.split("-"), n_prompts, seed=seed) for d in directions}  # noqa: E731

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from specdec import batching, bench, results
+from specdec import batching, bench, results, validate
 from specdec.harness.experiment import PER_REQUEST, Experiment, Method, Request, Setting, Suite, plain, speculative
 from specdec.harness.profile import Profile
 from specdec.results import ResultStore
@@ -121,6 +121,7 @@ def setting(
     ``batch_size`` > 1: each method decodes that many missing requests at once; their rows are the B = 1 rows with
     ``seconds`` empty (``WALLTIME``); requests a batch cannot take (LLaVA-NeXT tiles) run at B = 1. ``fixed``: more key
     columns shared by every row (a store with more keys than ``KEY``)."""
+    check_options(methods, [gamma], [window], [criterion], max_new_tokens)
     window = "ALL" if window in (None, "ALL") else int(window)
     requests = pair.requests(rows)
     if not all(batching.batchable(r.target_inputs) for r in requests):
@@ -150,6 +151,24 @@ def setting(
     )
 
 
+def check_options(methods=(), gammas=(), windows=(), criteria=(), max_new_tokens: int = 1) -> None:
+    """One clear error, before any model loads, for a drafting method ``algorithm.ENSEMBLES`` lacks (with the closest
+    name), a γ or ``max_new_tokens`` below 1, a window h that is neither "ALL" nor an integer >= 1, or a weight
+    criterion / divergence ``algorithm.make_drafter`` does not know."""
+    if isinstance(methods, str):
+        methods = [methods]  # one method, never its characters
+    for m in methods:
+        validate.choice("TABED method", m, list(algorithm.ENSEMBLES), hint="a column of Tables 1-3")
+    for g in gammas:
+        validate.integer("gamma", g, minimum=1, hint="draft tokens per block")
+    for h in windows:
+        if h not in (None, "ALL"):
+            validate.integer("window", h, minimum=1, hint='past blocks the weights read; "ALL" for every one')
+    for c in criteria:
+        validate.choice("criterion", c, ("hard", "kl", "tvd", "hard+kl"))
+    validate.integer("max_new_tokens", max_new_tokens, minimum=1)
+
+
 # ------------------------------------------------------------------------------------------------- tables
 def benchmark(
     profile,
@@ -168,6 +187,7 @@ def benchmark(
     ``context``: ``pair`` (the loaded ``Pair``), ``requests`` (the suite rows), ``rests`` (what each second turn's
     answer rests on, ``data.rests_on``). ``batch_size``: missing requests decoded at once (``setting``; as in
     ``more_drafts`` and ``ablations``: their tables read τ, α, tokens and weights, never ``seconds``)."""
+    check_options(methods, [gamma], max_new_tokens=max_new_tokens)
     loaded = Pair.load(profile, pair)
     rows = loaded.suite(n_per_scenario, seed, answer_tokens=max_new_tokens, n_ood=n_ood, n_second=n_second)
     runs = loaded.store()
@@ -200,6 +220,7 @@ def more_drafts(
     ``compare_captioners`` on the first ``n_compare`` requests of every cell (``"oracle"``, the generator's true
     captions, only where the data are generated). ``context``: ``pair``, ``requests``, ``compare`` (the compared
     requests), ``captioners`` (those compared)."""
+    check_options(methods, [gamma], max_new_tokens=max_new_tokens)
     loaded = Pair.load(profile, pair)
     rows = loaded.suite(n_per_scenario, seed, answer_tokens=max_new_tokens, n_ood=n_ood)
     compare = loaded.suite(n_compare, seed, answer_tokens=max_new_tokens)
@@ -233,6 +254,7 @@ def ablations(
     """Table 3 and the sweeps (notebook 12): MT* and MTCP* at every window h on the suite, then on the first
     ``n_sweeps`` requests of every cell MT* under every weight policy, MTCP* under every divergence and
     ``gamma_methods`` at every γ. ``context``: ``pair``, ``requests``, ``sweep_requests``."""
+    check_options(gamma_methods, [gamma, *gammas], windows, [*criteria, *divergences], max_new_tokens)
     loaded = Pair.load(profile, pair)
     rows = loaded.suite(n_per_scenario, seed, answer_tokens=max_new_tokens, n_ood=n_ood)
     sweep = loaded.suite(n_sweeps, seed, answer_tokens=max_new_tokens)  # the first requests of every cell

@@ -43,6 +43,7 @@ from specdec.tabed.tables import (
 from specdec.tabed.window_findings import NO_NUMBER, PAPER_TABLE1, verdict_t5, verdict_t5_over_seeds
 from specdec.tabed.windows import TINY_WHY, t5_validity, window_frames
 from specdec.tabed.zoo import KEY, zoo_for
+from specdec.validate import reads_frame
 from specdec.verdict import (
     FAILS,
     HOLDS,
@@ -55,6 +56,7 @@ from specdec.verdict import (
 from specdec.vlm.dialogues import IMAGE, PREVIOUS, TEXT_TASK
 
 
+@reads_frame
 def paper_scenarios(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of the paper's scenarios: every cell but the text-only NQ / GSM8K *first* turns (the paper has
     them as second turns only; without an image every drafting method drafts the same tokens there)."""
@@ -77,6 +79,7 @@ def _all_of(name: str, claim: str, parts: list[tuple[Verdict, float, bool]], n: 
     return Verdict(name, claim, est, low, high, n, status, paper, detail)
 
 
+@reads_frame
 def verdict_t1_parts(
     frame: pd.DataFrame, *, setting: dict | None = PAPER_SETTING, n_boot: int = 2000, seed: int = 0
 ) -> list[Verdict]:
@@ -105,6 +108,7 @@ def verdict_t1_parts(
     return out
 
 
+@reads_frame
 def verdict_t1(
     frame: pd.DataFrame,
     *,
@@ -168,6 +172,7 @@ def verdict_t1b_by_rest(
     return out
 
 
+@reads_frame
 def verdict_t2(
     frame: pd.DataFrame,
     *,
@@ -210,6 +215,7 @@ def verdict_t2(
     )
 
 
+@reads_frame
 def verdict_t3_parts(
     frame: pd.DataFrame,
     *,
@@ -275,6 +281,7 @@ def verdict_t3_parts(
     return [t3a, t3b]
 
 
+@reads_frame
 def verdict_t3(
     frame: pd.DataFrame,
     *,
@@ -298,6 +305,7 @@ def verdict_t3(
     return replace(v, detail=f"{v.detail} {point}".strip())
 
 
+@reads_frame
 def verdict_t4(
     frame: pd.DataFrame, *, setting: dict | None = PAPER_SETTING, n_boot: int = 2000, seed: int = 0
 ) -> Verdict:
@@ -334,6 +342,7 @@ def verdict_t4(
     )
 
 
+@reads_frame
 def findings(
     frame: pd.DataFrame,
     window_frame: pd.DataFrame | None = None,
@@ -368,6 +377,7 @@ def findings_from_results(profile: str | Profile = "tiny", windows=(1, 4, 16, "A
     training seed); T1-T4 over the draft's training seeds (``seeds.seed_frames``); T1b by kind of follow-up.
     ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes ``results.COMMITTED``)."""
     profile = Profile.load(profile)
+    results.require_tables(profile.name, root or results.RESULTS, {"tabed_runs": "10_tabed_benchmark"})
     stored = results.ResultStore(profile.name, "tabed_runs", KEY, root=root).frame()
     frame = runs(stored, gamma=5, window="ALL", criterion="kl")
     by_window = pd.concat([runs(stored, gamma=5, window=h, criterion="kl") for h in windows])

@@ -23,6 +23,7 @@ from specdec.cache import CachedLM
 from specdec.engine import now
 from specdec.tabed import algorithm as tabed
 from specdec.tabed import tables
+from specdec.validate import reads_frame
 from specdec.vlm.llava import visual_features
 from specdec.vlm.prompts import encode
 
@@ -88,6 +89,7 @@ def caption_vs_prefill(target, captioner, requests, repeats: int = 3, name: str 
     return rows
 
 
+@reads_frame
 def caption_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Median seconds per role x n_images, plus the row ``caption / prefill``."""
     table = frame.pivot_table(index="role", columns="n_images", values="seconds", aggfunc="median")
@@ -146,6 +148,7 @@ def component_times(target, requests, max_new_tokens: int = 100, repeats: int = 
     return rows
 
 
+@reads_frame
 def component_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Median seconds per n_images x component (medians over repeats, then mean over requests) and each
     component's share of their sum."""
@@ -239,6 +242,7 @@ def _prefilled_draft(draft, tokenizer, request, methods, captioner) -> CachedLM:
     return lm
 
 
+@reads_frame
 def batch_cost_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per m: the rows it holds, the median draft step (ms), ``T_q(m) / T_q(1)`` and ``T_q(m)/T_p``.
 
@@ -260,6 +264,7 @@ def batch_cost_table(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+@reads_frame
 def measured_ratio(frame: pd.DataFrame) -> float:
     """``T_q/T_p`` at batch 1: per request the median over repeats of (one-row draft step / target step of
     the same repeat), averaged over requests (as the paper's Table 6 averages over datasets)."""
@@ -276,6 +281,7 @@ def stored_real_sizes(profile: str) -> pd.DataFrame:
     return frame
 
 
+@reads_frame
 def gpu_reference(frame: pd.DataFrame, target: str = "llava-1.5-7b", draft: str = "draft-68m") -> pd.DataFrame:
     """From the stored real-size grid (``latency_real_sizes``): per device and S, ``T_q/T_p`` at B = 1 and the
     draft's ``T(B, S, 1) / T(1, S, 1)`` for each stored B."""

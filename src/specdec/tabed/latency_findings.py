@@ -12,6 +12,7 @@ import os
 import pandas as pd
 
 from specdec.tabed.latency import COMPONENTS, PAPER_RATIO, paper_caption_table
+from specdec.validate import reads_frame
 
 
 # ------------------------------------------------------------------------------------------------- findings
@@ -162,6 +163,7 @@ def _images(index) -> str:
 
 
 # ------------------------------------------------------------------------------------------------- figures
+@reads_frame
 def plot_components(table: pd.DataFrame, ax=None, title: str = ""):
     """Fig. 9 layout: one stacked horizontal bar per number of images (seconds per component)."""
     import matplotlib.pyplot as plt

@@ -23,6 +23,7 @@ from specdec.bench import expected_speedup
 from specdec.harness.profile import Profile
 from specdec.tabed.captioners import CAPTIONER
 from specdec.tabed.sources import DEFAULT_PAIR, llava_pair, zoo_for  # noqa: F401 (tables.llava_pair)
+from specdec.validate import reads_frame
 from specdec.verdict import FAILS, HOLDS, SANITY, Verdict
 from specdec.vlm import dialogues, scenes
 
@@ -92,6 +93,7 @@ def paper_window_tolerance(signed: bool = False) -> float:
     return float((deviations if signed else deviations.abs()).max().max())
 
 
+@reads_frame
 def runs(frame: pd.DataFrame, *, gamma: int = 5, window="ALL", criterion: str = "kl", captioner: str = CAPTIONER):
     """The rows of one setting (non-adaptive methods ignore window / criterion, non-caption ones the captioner)."""
     frame = frame[frame.method != "AR"]
@@ -306,6 +308,7 @@ def weight_series(run_row) -> tuple[list[float], list[bool]]:
     return weights[:n_tokens], from_draft[:n_tokens]
 
 
+@reads_frame
 def mean_weight_table(frame: pd.DataFrame, method: str = "MT*") -> pd.DataFrame:
     """Mean weight of the multimodal row over the blocks of ``method``'s runs, per scenario group and turn."""
     frame = frame[frame.method == method]

@@ -17,6 +17,11 @@ def default_device(spec: dict, device: str | None = None) -> str:
     """``device`` if given (checked: torch must know it), else the profile's when torch sees it, else cpu."""
     if device is not None:
         torch.device(device)  # a clear error for a typo
+        if not _has_device(device):
+            raise ValueError(
+                f"device {str(device)!r} is not on this machine (torch sees cuda: {torch.cuda.device_count()} "
+                "device(s)): pass 'cpu', or leave device unset for the profile's when torch sees it"
+            )
         return str(device)
     wanted = str(spec.get("device", "cpu"))
     if torch.device(wanted).type == "cuda" and not torch.cuda.is_available():
@@ -24,6 +29,16 @@ def default_device(spec: dict, device: str | None = None) -> str:
     if torch.device(wanted).type == "mps" and not torch.backends.mps.is_available():
         return "cpu"
     return wanted
+
+
+def _has_device(device) -> bool:
+    """Whether torch can place a tensor on ``device`` here (a cuda index below the device count, mps if built)."""
+    found = torch.device(device)
+    if found.type == "cuda":
+        return torch.cuda.is_available() and (found.index or 0) < torch.cuda.device_count()
+    if found.type == "mps":
+        return torch.backends.mps.is_available()
+    return True
 
 
 def default_dtype(spec: dict, dtype: torch.dtype | str | None = None) -> torch.dtype | None:
