@@ -99,13 +99,7 @@ def _answer_to_a_foreign_frame(name: str) -> str:
 # Probes whose answer is still unclear: {name: (call, the pattern of its unclear message, or None: it raises no
 # ValueError / TypeError / KeyError / FileNotFoundError at all)}. Each is expected to fail (strict): once the call
 # raises one such error with another message, its XPASS fails this file, and the probe moves up among the others.
-KNOWN_UNCLEAR = {
-    # tabledb.py is at its 500-line cap: these three checks wait for its CSV-text helpers to move to a module of
-    # their own (render, float_text, csv_body, parse_csv, ...)
-    "tabledb.parse_csv of a str": (lambda: tabledb.parse_csv("a,b\n"), "must be str, not bytes"),
-    "tabledb.float_text of a str": (lambda: tabledb.float_text("1"), "Unknown format code"),
-    "tabledb.provenance_path of a str": (lambda: tabledb.provenance_path("x.csv"), None),
-}
+KNOWN_UNCLEAR: dict = {}
 # Probes that get a wrong answer (a result where one clear error is due), known and listed here; strict xfails too.
 KNOWN_WRONG: dict = {}
 # Public functions over a result frame that, fed a frame lacking their columns, raise pandas' AttributeError
@@ -130,6 +124,20 @@ def _clear_error(call, unclear: str | None) -> bool:
     except Exception:  # noqa: BLE001 (an AttributeError, a RuntimeError from torch: not clear)
         return False
     return False  # accepted silently
+
+
+# The table's CSV text (``specdec.csvtext``, re-exported by ``tabledb``) given a str where bytes, a number or a path
+# is due: Python's own message ("must be str, not bytes", "Unknown format code") or no error at all, before.
+TABLE_TEXT = {
+    "tabledb.parse_csv of a str": (lambda: tabledb.parse_csv("a,b\n"), "must be str, not bytes"),
+    "tabledb.float_text of a str": (lambda: tabledb.float_text("1"), "Unknown format code"),
+    "tabledb.provenance_path of a str": (lambda: tabledb.provenance_path("x.csv"), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_TEXT))
+def test_the_tables_text_helpers_refuse_a_str(name):
+    assert _clear_error(*TABLE_TEXT[name])
 
 
 @pytest.mark.parametrize("name", sorted(KNOWN_UNCLEAR))
