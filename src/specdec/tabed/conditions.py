@@ -32,6 +32,7 @@ import pandas as pd
 from specdec.tabed.paired import paired, wide
 from specdec.tabed.speed import gain, paper_gain, regime
 from specdec.tabed.tables import paper_cells
+from specdec.tabed.windows import TINY_WHY
 from specdec.validate import reads_frame
 from specdec.verdict import validity
 
@@ -166,6 +167,8 @@ def draft_heldout(folder=None) -> dict | None:
 def reads_images(heldout: dict, scenarios) -> tuple[float, float, int]:
     """``(loss with real images, loss with blank images, tokens)`` of the draft's held-out answers on the first turns
     of ``scenarios``, token-weighted (``heldout``: ``draft_heldout``)."""
+    if not isinstance(heldout, dict):
+        raise TypeError(f"heldout must be a training log's held-out block (a dict, draft_heldout), got {heldout!r}")
     cells = [heldout[f"{s}-t1"] for s in scenarios if f"{s}-t1" in heldout]
     tokens = sum(c["tokens"] for c in cells)
     if not tokens:
@@ -197,7 +200,9 @@ def t1a_validity(heldout: dict | None, why: str, met: str = "partly") -> tuple[s
 
 
 @reads_frame
-def t1b_text_validity(frame: pd.DataFrame, heldout: dict | None, why: str, met: str = "partly") -> tuple[str, str]:
+def t1b_text_validity(
+    frame: pd.DataFrame, heldout: dict | None = None, why: str = TINY_WHY, met: str = "partly"
+) -> tuple[str, str]:
     """T1b-text's condition: the NQ / GSM8K second turns answer at the length of the paper's text tasks (mean answer
     tokens of T's rows ≥ ``T1B_MIN_TOKENS``, half the paper's 48) and M's draft reads the images of the conversation
     before them (``reads_images_check`` on ``NLP_IMAGE_TURNS``): else M and T draft alike and T − M cannot show."""
@@ -215,7 +220,9 @@ def t1b_text_validity(frame: pd.DataFrame, heldout: dict | None, why: str, met: 
 
 
 @reads_frame
-def t1c_validity(frame: pd.DataFrame, heldout: dict | None, why: str, met: str = "partly") -> tuple[str, str]:
+def t1c_validity(
+    frame: pd.DataFrame, heldout: dict | None = None, why: str = TINY_WHY, met: str = "partly"
+) -> tuple[str, str]:
     """T1c's condition (Sec. 4: the OOD sets "featuring five images per query" test "unexpected and varied
     queries"; the paper's drafts are LLaVA-trained on single images): every OOD request carries more images than
     any training row in which M's draft saw images (its log's ``max_images``), else the stories are not out of M's
@@ -253,7 +260,7 @@ def t2_minority_threshold() -> float:
 
 
 @reads_frame
-def t2_validity(frame: pd.DataFrame, why: str, met: str = "partly") -> tuple[str, str]:
+def t2_validity(frame: pd.DataFrame, why: str = TINY_WHY, met: str = "partly") -> tuple[str, str]:
     """T2's condition (Sec. 4: the single methods "show scenario-specific performance fluctuations", the premise of
     MT*'s robustness): M leads T in some cells and T leads M in others, the less often leading one in at least
     ``t2_minority_threshold`` of the cells; where one method leads everywhere, "best or second best" asks nothing
@@ -280,7 +287,7 @@ def t3a_gap_threshold() -> float:
 
 
 @reads_frame
-def t3a_validity(frame: pd.DataFrame, why: str, met: str = "partly") -> tuple[str, str]:
+def t3a_validity(frame: pd.DataFrame, why: str = TINY_WHY, met: str = "partly") -> tuple[str, str]:
     """T3a's condition (Table 1: "In OOD scenarios where some drafting methods fail, MT* significantly outperforms MT
     by discriminating between multiple methods"): on every OOD set one of M, T drafts far worse than the other,
     ``(best − worst) / best`` of their mean τ at least ``t3a_gap_threshold``."""
@@ -297,7 +304,7 @@ def t3a_validity(frame: pd.DataFrame, why: str, met: str = "partly") -> tuple[st
 
 
 @reads_frame
-def t_speed_validity(frame: pd.DataFrame, why: str, met: str = "partly") -> tuple[str, str]:
+def t_speed_validity(frame: pd.DataFrame, why: str = TINY_WHY, met: str = "partly") -> tuple[str, str]:
     """T-speed's condition: the paper's gain comes from "prioritiz[ing] stronger drafting methods ... even when
     individual methods exhibit scenario-specific performance fluctuations" (Sec. 5), and on Table 10's benchmark
     cells choosing the better of M and T per cell gives exactly its +4.8%. The proxy must leave that room: the
@@ -319,6 +326,8 @@ def t_speed_validity(frame: pd.DataFrame, why: str, met: str = "partly") -> tupl
 def combined(*checks: tuple[str, str], why: str) -> tuple[str, str]:
     """Several conditions' ``(level, "level: <why>; reasons")``: ``no`` if one is ``no``, else the first's level;
     every reason once, the failing ones first."""
+    if not checks:
+        raise ValueError("combined needs at least one condition's (level, why)")
     level = "no" if any(c[0] == "no" for c in checks) else checks[0][0]
     order = sorted(checks, key=lambda c: c[0] != "no")
     reasons = [c[1].removeprefix(f"{c[0]}: ").removeprefix(why).removeprefix("; ") for c in order]
