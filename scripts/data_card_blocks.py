@@ -458,9 +458,13 @@ def measured_condition_rows(root: Path | None = None) -> list[tuple[str, str, st
     tabed_runs = results.ResultStore("tiny", "tabed_runs", TABED_KEY, root=root).frame()
     frame = tabed_tables.runs(tabed_runs, gamma=5, window="ALL", criterion="kl")
     struggle = aasd_findings.struggle_validity(aasd_tables.runs(aasd_runs, "table1"))
+    ablated = aasd_tables.runs(aasd_runs, "ablations")
+    a4 = aasd_findings.a4_validity(ablated[ablated.target == aasd_findings.ablation_target("tiny")])
+    a4 = a4[0], a4[1].replace(f"{aasd_findings._A4_HIDDEN}; ", "")  # the row's measurement only
     return [
         ("A1 / A5: small multimodal drafts that struggle", cell(struggle, aasd_findings._TINY, "struggle_validity"),
          "`docs/papers/aasd.md`"),
+        ("A4: a module that reads the image KV", cell(a4, aasd_findings._TINY, "a4_validity"), "`docs/papers/aasd.md`"),
         ("T1b / T1b-prev / T1: the paper's kinds of follow-up",
          cell(tabed_conditions.t1b_validity(frame, TINY_WHY), TINY_WHY, "t1b_validity"), "`docs/papers/tabed.md`"),
         ("T4: a caption draft the draft can use", cell(tabed_conditions.t4_validity(tabed_runs, TINY_WHY), TINY_WHY,
