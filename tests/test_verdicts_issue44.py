@@ -131,7 +131,7 @@ def test_t_speed_priced_alike_is_the_tau_gain_and_untested_without_methods():
 def test_findings_end_with_the_speed_row_in_its_regime():
     frame = _speed(0.1)
     names = [v.name for v in tf.findings(frame)]
-    assert names[-2:] == ["T5", "T-speed"] and "T-speed" in tf.VALIDITY
+    assert names[-2:] == ["T5", "T-speed"] and "T-speed" in tf.NAMES
     assert tf.findings(frame)[-1].regime.startswith("projection: paper regime (68M on 7B): c draft 0.063")
 
 

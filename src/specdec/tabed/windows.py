@@ -22,7 +22,7 @@ from specdec.tabed.zoo import KEY, REFERENCE, Pair, zoo_for
 from specdec.verdict import validity
 from specdec.zoo import models
 
-# the reason every tiny TABED finding is 'partly' valid (findings._TINY is this: findings imports this module)
+# the setting every tiny TABED finding is read in (findings.validities: a condition that holds is "partly" valid)
 TINY_WHY = (
     "tiny LLaVA-like proxies on this project's synthetic scenes and follow-ups stand in for LLaVA-1.5 and its 68M"
     " drafts; τ is hardware-independent"
