@@ -132,6 +132,7 @@ TABLE_TEXT = {
     "tabledb.parse_csv of a str": (lambda: tabledb.parse_csv("a,b\n"), "must be str, not bytes"),
     "tabledb.float_text of a str": (lambda: tabledb.float_text("1"), "Unknown format code"),
     "tabledb.provenance_path of a str": (lambda: tabledb.provenance_path("x.csv"), None),
+    "tabledb.cell_value of an int": (lambda: tabledb.cell_value(3), "not subscriptable"),
 }
 
 

@@ -245,7 +245,7 @@ def test_every_committed_table_migrates_with_its_values_unchanged(tmp_path, tabl
     ["", "0", "-0", "00", "1.0", "1e-05", "1e+06", "0.1234567", "nan", "inf", "1_000", " 5", "True", "2" * 30, "[1]"],
 )
 def test_a_cell_reads_back_as_the_text_it_was(text):
-    assert tabledb.render(tabledb._typed(text)) == text
+    assert tabledb.render(tabledb.cell_value(text)) == text
 
 
 def test_an_append_writes_the_bytes_the_csv_append_wrote():

@@ -1,4 +1,4 @@
-"""A result table's CSV text: how a stored cell is written (``render``, ``float_text``) and read back (``_typed``),
+"""A result table's CSV text: how a stored cell is written (``render``, ``float_text``) and read back (``cell_value``),
 and how the bytes of a CSV file split into a header and rows (``parse_csv``), a last row cut mid-write left out
 (``csv_body``). ``specdec.tabledb`` keeps the table on disk; this is its text, apart."""
 
@@ -19,7 +19,7 @@ _INT64 = 2**63
 
 
 def render(value) -> str:
-    """The CSV text of a stored cell (the inverse of ``_typed``)."""
+    """The CSV text of a stored cell (the inverse of ``cell_value``)."""
     if value is None:
         return ""
     if isinstance(value, float):
@@ -36,9 +36,11 @@ def float_text(value: float) -> str:
     return short if math.isnan(value) or float(short) == value else repr(value)
 
 
-def _typed(text: str):
+def cell_value(text: str):
     """The SQLite value of a cell's text: ``None`` for the empty cell, an int or a float when it prints back as
     exactly ``text`` (``render``), else the text itself."""
+    if not isinstance(text, str):
+        raise TypeError(f"cell_value reads a cell's CSV text, got {type(text).__name__} {text!r}")
     if text == "":
         return None
     if text[0] not in "-+.0123456789":

@@ -28,7 +28,7 @@ Reading never writes the CSV. A key whose rows lie apart in the file (one comput
 so this is a duplicate from a git or hand merge) is an error naming it, and so is opening a table with other key
 columns than it was written with (re-keying would silently re-index it).
 
-Cells are stored as the text the CSV holds, typed when the text reads back unchanged (``_typed``): the empty cell
+Cells are stored as the text the CSV holds, typed when the text reads back unchanged (``cell_value``): the empty cell
 is ``NULL`` (``None``), ``"4"`` an ``INTEGER``, ``"0.1234567"`` the ``REAL`` 0.1234567 (exact: 0.1234568 is another
 value), any other text ``TEXT``. So a database rebuilt from its CSV equals the one that wrote it, and the CSV
 written from it is byte-identical.
@@ -45,7 +45,7 @@ import sqlite3
 import time
 
 from specdec.csvtext import (  # noqa: F401 (the table module's interface, as before)
-    _typed,
+    cell_value,
     complete_prefix,
     csv_body,
     csv_lines,
@@ -166,7 +166,7 @@ class Table:
             if missing:
                 raise KeyError(f"{self.csv} has columns {header}, not the key columns {missing}")
             self._create(con, header)
-            typed = [[_typed(c) for c in r] for r in records]
+            typed = [[cell_value(c) for c in r] for r in records]
             duplicates = _apart(header, self.key, typed)
             if duplicates:
                 raise ValueError(
@@ -271,7 +271,7 @@ class Table:
             if self.header is None:
                 return None
             where = " AND ".join(f"coalesce(c{self.header.index(k)}, x'') = ?" for k in self.key)
-            params = [b"" if (v := _typed(t)) is None else v for t in key]
+            params = [b"" if (v := cell_value(t)) is None else v for t in key]
             row = con.execute(f"SELECT * FROM rows WHERE {where} AND part = 0", params).fetchone()
             return None if row is None else [render(v) for v in row[2:]]
 
@@ -300,7 +300,7 @@ class Table:
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('header', ?)", (json.dumps(header),))
                 self.header = header
             texts = [[cell(k, row) for k in header] for row in rows]
-            new = self._insert(con, header, [[_typed(c) for c in t] for t in texts])
+            new = self._insert(con, header, [[cell_value(c) for c in t] for t in texts])
             if new:
                 body = csv_body(data) if data is not None else b""  # a last row without its line end completed
                 data = (body or csv_lines([header])) + csv_lines([texts[i] for i in new])
