@@ -74,11 +74,15 @@ def real_speed_block() -> str:
                                    f"same text: {s['same_text_batched']}"),
         dict(comparison="c = draft step / target step", measured=f"{s['c_forward']:.3f}", target="papers 0.06–0.1",
              detail=f"forward at 128 tokens of context; in the engine's loop {s['c_engine']:.3f}"),
+        dict(comparison="v = verification (γ + 1 tokens) / target step", measured=f"{s['verify_cost']:.2f}",
+             target="Eq. (1): 1", detail=f"α that 1.5x needs at this c and these v(k), best γ: "
+                                         f"{s['alpha_for_target']:.2f} (held-out top-1 of the draft: see above)"),
     ]  # fmt: skip
     note = (
-        f"γ = {first.gamma} (chosen before the timed rounds: the largest expected speedup at the draft's held-out α "
-        f"and the c measured then), {int(first.max_new_tokens)} new tokens, greedy, {int(first.threads)} thread, "
-        f"medians over {frame.repeat.nunique()} interleaved rounds after a warm-up; weights `{first.weights}`; "
-        f"{note_of_run} (device {device}; provenance: `results/real/real_speed.provenance.jsonl`)."
+        f"γ = {first.gamma} (chosen before the timed rounds: the largest expected speedup τ / (γ c + v(γ + 1)) at "
+        f"the draft's held-out α and the c and v measured then), {int(first.max_new_tokens)} new tokens, greedy, "
+        f"{int(first.threads)} thread, medians over {frame.repeat.nunique()} interleaved rounds after a warm-up; "
+        f"weights `{first.weights}`; {note_of_run} (device {device}; provenance: "
+        "`results/real/real_speed.provenance.jsonl`)."
     )
     return md_table(rows, ["comparison", "measured", "target", "detail"]) + "\n\n" + note

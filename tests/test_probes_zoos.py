@@ -13,7 +13,7 @@ from specdec.aasd import findings as af
 from specdec.aasd import zoo as az
 from specdec.cos import zoo as cz
 from specdec.multilingual import drafters as md
-from specdec.realmodel import ScatterHead
+from specdec.realmodel import ColumnHead, ScatterHead
 from specdec.tabed import conditions as tc
 from specdec.tabed import findings as tf
 from specdec.tabed import sources as ts
@@ -100,3 +100,12 @@ def test_scatter_head_refuses_ids_outside_the_vocabulary():
 
     with pytest.raises(IndexError, match="index 9 is out of bounds"):
         ScatterHead(torch.zeros(8, 4), torch.tensor([0, 9]))
+
+
+def test_column_head_refuses_an_output_layer_with_a_bias():
+    import torch
+
+    with pytest.raises(ValueError, match="bias-free torch.nn.Linear"):
+        ColumnHead.of(torch.nn.Linear(4, 8))
+    with pytest.raises(ValueError, match="bias-free torch.nn.Linear"):
+        ColumnHead.of(torch.nn.Embedding(8, 4))  # type: ignore[arg-type]

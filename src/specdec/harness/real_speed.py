@@ -12,9 +12,11 @@ trained for it), greedy, on held-out chat prompts of the draft's data (``zoo.rea
 and the engine's own (the SD run's draft seconds per draft call over plain decoding's seconds per target call).
 Rows go to ``results/real/real_speed.csv`` (``ResultStore``, with provenance); ``summary`` reads them back.
 
-γ (``--gamma auto``, the default) is chosen before the timed rounds: the γ in 1..8 that maximises
-``costs.expected_speedup`` at the draft's held-out top-1 agreement with the target's greedy tokens (α, from its
-``training.json``) and the forward ``c`` measured on this machine just before; both go to the provenance.
+γ (``--gamma auto``, the default) is chosen before the timed rounds: the γ in 1..8 that maximises the expected
+speedup ``τ(α, γ) / (γ c + v(γ + 1))`` at the draft's held-out top-1 agreement with the target's greedy tokens (α,
+from its ``training.json``), the forward ``c`` and the verify costs ``v(k)`` (one target call of k new tokens over
+one of 1 token: Eq. (1) takes ``v = 1``; a 1-thread CPU does not give that) measured on this machine just before;
+they go to the provenance, and ``v(k)`` to the rows (``measure = verify``).
 """
 
 from __future__ import annotations
@@ -120,9 +122,25 @@ def single_rounds(target, draft, ids, *, gamma: int, max_new_tokens: int, eos: i
     return rows
 
 
-def choose_gamma(alpha: float, c: float, gammas=range(1, 9)) -> int:
-    """The γ of ``gammas`` with the largest expected speedup ``τ(α, γ) / (γ c + 1)`` (``costs``; i.i.d. acceptance)."""
-    return max(gammas, key=lambda g: costs.expected_speedup(costs.expected_block_efficiency(alpha, g), g, c))
+def choose_gamma(alpha: float, c: float, gammas=range(1, 9), verify: dict[int, float] | None = None) -> int:
+    """The γ of ``gammas`` with the largest expected speedup ``τ(α, γ) / (γ c + v(γ + 1))`` (i.i.d. acceptance;
+    ``verify``: ``{k: v(k)}``, a k-token target call over a 1-token one; None: ``v = 1``, Eq. (1) as in ``costs``)."""
+
+    def expected(g: int) -> float:
+        tau = costs.expected_block_efficiency(alpha, g)
+        return tau / (g * c + (verify[g + 1] if verify else 1.0))
+
+    return max(gammas, key=expected)
+
+
+def verify_costs(target, ks=range(1, 10), context: int = 128, repeats: int = 10) -> dict[int, float]:
+    """``{k: v(k)}``: one target call of ``k`` new tokens after ``context`` over one of 1 token (B = 1, medians of
+    ``bench.forward_latency``; the 1-token call measured beside each k, so a load change moves both)."""
+    out = {}
+    for k in ks:
+        one = bench.forward_latency(target, 1, context, 1, repeats)
+        out[k] = bench.forward_latency(target, 1, context, k, repeats) / one
+    return out
 
 
 def draft_alpha() -> float:
@@ -144,11 +162,19 @@ def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int | None = No
     load_before = os.getloadavg()[0]
     target, draft, tokenizer = profile.load_pair()
     choice = {}
+    verify = verify_costs(target)
     if gamma is None:
         alpha, c = draft_alpha(), bench.latency_ratio(target, draft, context=128, repeats=10)
-        gamma = choose_gamma(alpha, c)
-        choice = dict(gamma_rule="argmax expected_speedup", gamma_alpha=alpha, gamma_c=round(c, 4), gamma=gamma)
+        gamma = choose_gamma(alpha, c, verify=verify)
+        choice = dict(
+            gamma_rule="argmax tau / (gamma c + v(gamma + 1))",
+            gamma_alpha=alpha,
+            gamma_c=round(c, 4),
+            gamma_verify={k: round(v, 3) for k, v in verify.items()},
+            gamma=gamma,
+        )
         print(f"gamma {gamma}: alpha (held-out top-1) {alpha:.3f}, c (forward, measured now) {c:.3f}", flush=True)
+    print("verify cost v(k): " + ", ".join(f"{k}: {v:.2f}" for k, v in verify.items()), flush=True)
     eos = tokenizer.eos_token_id
     ids = prompts(tokenizer, max(n_prompts, batch))
     common: dict[str, Any] = dict(
@@ -204,6 +230,8 @@ def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int | None = No
                 c=bench.latency_ratio(target, draft, context=128, repeats=10),
             )
         )
+    for k, v in verify.items():
+        rows.append(dict(measure="verify", method=f"target_k{k}", batch_size=1, repeat=0, n_prompts=0, c=v))
     columns = [
         "seconds",
         "new_tokens",
@@ -252,7 +280,44 @@ def summary(frame) -> dict:
         batched_bn_tokens_per_s=batched[b].median(),
         batched_bn_over_b1=statistics.median(batched[b] / batched[1]),
         same_text_batched=bool(frame[frame.measure == "batched"].same_text.astype(str).eq("True").all()),
+        verify_cost=verify_cost(frame),
+        alpha_for_target=alpha_needed(frame[frame.measure == "latency"].c.median(), verify_costs_of(frame))
+        if (frame.measure == "verify").any()
+        else float("nan"),
     )
+
+
+def alpha_needed(c: float, verify: dict[int, float], speedup: float = 1.5, gammas=range(1, 9)) -> float:
+    """The smallest i.i.d. acceptance α whose best γ (``choose_gamma``'s expected speedup at this ``c`` and these
+    ``verify`` costs) reaches ``speedup`` (bisection; NaN where no α ≤ 1 reaches it)."""
+
+    def best(alpha: float) -> float:
+        return max(
+            costs.expected_block_efficiency(alpha, g) / (g * c + verify[g + 1]) for g in gammas if g + 1 in verify
+        )
+
+    if best(1.0) < speedup:
+        return float("nan")
+    low, high = 0.0, 1.0
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if best(mid) < speedup else (low, mid)
+    return high
+
+
+def verify_costs_of(frame) -> dict[int, float]:
+    """``{k: v(k)}`` of a run's ``measure = verify`` rows."""
+    rows = frame[frame.measure == "verify"]
+    return {int(m.removeprefix("target_k")): float(g.c.median()) for m, g in rows.groupby("method")}
+
+
+def verify_cost(frame) -> float:
+    """``v(γ + 1)`` of a run's rows: its verification call over a 1-token target call (NaN: a run before it was
+    measured)."""
+    if not (frame.measure == "verify").any():
+        return float("nan")
+    rows = frame[(frame.measure == "verify") & (frame.method == f"target_k{int(frame.gamma.iloc[0]) + 1}")]
+    return float(rows.c.median())
 
 
 def latest(frame):
@@ -270,7 +335,7 @@ def report(frame, device: str, note: str) -> str:
             f"plain {s['plain_tokens_per_s']:.1f} tok/s | SD {s['sd_tokens_per_s']:.1f} tok/s | SD / plain "
             f"{s['sd_over_plain']:.2f}x (target 1.5x) | same greedy text: {s['same_text_sd']}",
             f"tau {s['tau']:.2f} | alpha {s['alpha']:.3f} | c (forward) {s['c_forward']:.3f} | c (engine step) "
-            f"{s['c_engine']:.3f}",
+            f"{s['c_engine']:.3f} | verify cost v(gamma + 1) {s['verify_cost']:.2f} target steps",
             f"HF assisted {s['hf_assisted_tokens_per_s']:.1f} tok/s | engine / HF assisted "
             f"{s['sd_over_hf_assisted']:.2f}x (target 1.5x) | same text: {s['same_text_hf']}",
             f"batched SD B={s['batch_size']} {s['batched_bn_tokens_per_s']:.1f} tok/s vs B=1 "
