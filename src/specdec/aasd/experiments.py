@@ -109,7 +109,7 @@ def weights_of(draft: str, target_name: str, profile="tiny", train_seed: int = 0
     ``weights_identity``."""
     validate.integer("train_seed", train_seed, minimum=0, hint="0: the shipped weights, k > 0: the k-th other seed")
     zoo = zoo_for(profile, train_seed)
-    validate.choice("AASD target", target_name, zoo.targets(), hint=f"profile {zoo.profile.name!r}")
+    validate.choice("AASD target", target_name, zoo.known_targets(), hint=f"profile {zoo.profile.name!r}")
     return zoo.weights(target_name, draft)
 
 
