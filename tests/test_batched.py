@@ -147,6 +147,7 @@ def _next_probs(model, ids, sampling):
         return logits_to_probs(model(ids[None]).logits[0, -1], sampling)
 
 
+@pytest.mark.width_independent
 def test_sampled_rows_follow_the_target_distribution(sharp_pair):
     """Three prompts of different lengths, 600 rows each (one batch per 150), seeds all distinct: per prompt, the
     first two new tokens follow the target's p(x1) and p(x2), and not the draft's q (so the check can fail)."""

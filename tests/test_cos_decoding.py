@@ -35,6 +35,7 @@ def _r_first_two(models, combine, prompt):
     return r1, r2
 
 
+@pytest.mark.width_independent
 @pytest.mark.parametrize(
     "method, n_models, kind, gamma",
     [("naive", 2, "we", 2), ("cos", 2, "we", 1), ("cos", 2, "cd", 2), ("naive", 2, "cd", 1), ("cos", 3, "we", 1)],

@@ -93,6 +93,7 @@ def _target_next_probs(target, ids, sampling):
         return logits_to_probs(target(ids[None]).logits[0, -1], sampling)
 
 
+@pytest.mark.width_independent
 @pytest.mark.parametrize(
     "sampling, runs", [(SamplingConfig(1.0), 1500), (SamplingConfig(0.7, top_k=6, top_p=0.9), 800)]
 )

@@ -45,6 +45,7 @@ def _first_and_bonus(draft_probs, target_probs, trials, seed, rule=verify.stocha
     return np.array(first), np.array(bonus)
 
 
+@pytest.mark.width_independent
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_stochastic_output_follows_target(seed):
     g = torch.Generator().manual_seed(100 + seed)
@@ -57,6 +58,7 @@ def test_stochastic_output_follows_target(seed):
     assert chi2_pvalue(bonus, p[gamma]) > 1e-3
 
 
+@pytest.mark.width_independent
 def test_chi2_detects_a_wrong_rule():
     """The χ² check above has power: a rule that always accepts the draft is caught."""
 
