@@ -94,13 +94,16 @@ class Table:
     study module that holds them (imported when asked, so the registry stays light): ``module.<key_name>``, the
     columns that key a row; ``module.<exact_name>``, the columns a recomputation gives back exactly;
     ``module.<recompute_name>``, the inverse, ``recompute(keys: list[dict], *, profile="tiny") -> DataFrame``: the
-    rows of ``keys`` (each a row's key columns, plus what the module documents) decoded again, one row per key."""
+    rows of ``keys`` (each a row's key columns, plus what the module documents) decoded again, one row per key.
+    ``seeds_of``: the table whose rows of training seeds k > 0 this one holds, keyed by ``train_seed`` too (``""``: a
+    table of training seed 0, or of no trained model)."""
 
     name: str
     module: str
     key_name: str = "KEYS"
     exact_name: str = "EXACT_COLUMNS"
     recompute_name: str = "recompute"
+    seeds_of: str = ""
 
     def attribute(self, name: str) -> Any:
         """``module.<name>``, the module imported."""
