@@ -1,0 +1,131 @@
+"""The multilingual study's generated doc blocks (``scripts/update_docs_tables.py`` splices them into
+``docs/papers/multilingual.md``): M2 and M2-linear over the training seeds of Fig. 4's grid (``m2_seeds_block``),
+M1, M1-τ and M3 over the seeds of the pairs' drafters (``ml_pair_seeds_block``) and the minutes each seed's
+drafters took (``m2_seed_training_block``). Each reads the committed results (``root``: a results folder, default
+``results.COMMITTED``) and gives every finding the scoreboard's verdict (``board_verdicts``)."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable
+
+import pandas as pd
+
+from specdec import results, verdict, zoo
+from specdec.markdown import md_table
+from specdec.multilingual import drafter_verdicts, findings, scaling_verdicts
+from specdec.multilingual.seeds import GRID, PAIR_DRAFTERS
+
+M2_CLAIMS = {"M2": "slope of τ per decade of tokens > 0", "M2-linear": "|bend| < 1"}
+
+
+def board_verdicts(rows: list[dict], root: pathlib.Path | None = None) -> list[dict]:
+    """``rows`` (of ``verdict.seed_table``) with each ``verdict`` the scoreboard's for that finding
+    (``multilingual.findings.findings_from_results``: the seeds' pooled status judged with the finding's measured
+    validity), so that the paper page never reads a finding differently from the board (issue 44)."""
+    board = {v.name: v.status for v in findings.findings_from_results("tiny", root or results.COMMITTED)}
+    return [{**r, "verdict": board.get(r["finding"], r["verdict"])} for r in rows]
+
+
+def m2_seeds_block(root: pathlib.Path | None = None) -> str:
+    """The M2 table over training seeds and the sentences it supports (no seed reverses / which does; the largest
+    spread of τ over seeds at one budget)."""
+    frames, grid = findings.m2_frames("tiny", root or results.COMMITTED)
+    table = scaling_verdicts.m2_seed_table(frames, grid)
+    seeds = [c for c in table.columns if c.startswith("seed ")]
+    rows = board_verdicts(table.to_dict("records"), root)
+    for row in rows:
+        name = row["finding"].split(" ")[0]
+        row["finding"] = f"{row['finding']} ({M2_CLAIMS[name]})" if name in M2_CLAIMS else row["finding"]
+    columns = ["finding", *seeds, "pooled", "verdict"]
+    lines = md_table(rows, columns, align=len(columns)).splitlines()
+    tau = scaling_verdicts.m2_seed_tau(frames, grid)
+    taus = tau.filter(like="tau seed")
+    spread = taus.max(axis=1) - taus.min(axis=1)
+    widest = tau.loc[spread.idxmax()]
+    steps = tau.assign(mean=taus.mean(axis=1)).sort_values("finetune_tokens").groupby("recipe")["mean"].diff().dropna()
+    values = " / ".join(f"{widest[c]:.2f}" for c in taus.columns)
+    verdicts = {v.name: v for v in scaling_verdicts.m2_over_seeds(frames, grid)}
+    alone = {v.name: v.status for v in scaling_verdicts.m2_verdicts(frames[0], grid)}
+    same = [n for n, v in verdicts.items() if v.status == alone[n]]
+    lines.append("")
+    if len(same) == len(verdicts):
+        stand = "No seed reverses a pooled verdict; every verdict is the one seed 0 gave alone."
+    else:
+        stand = f"The verdicts seed 0 gives alone stand for {', '.join(same) or 'none'} of the findings."
+    lines.append(
+        stand + f" The seed spread of τ at a budget is at most {spread.max():.2f} ({widest.recipe} at"
+        f" {widest.finetune_tokens:,.0f} tokens: {values}); between neighbouring budgets the seeds' mean τ rises by"
+        f" {steps.min():.2f} to {steps.max():.2f}."
+    )
+    return "\n".join(lines)
+
+
+def ml_pair_seeds_block(root: pathlib.Path | None = None) -> str:
+    """M1 (in the paper's regime, as the scoreboard decides it), M1-τ and M3 per training seed and pooled, and which
+    pooled verdicts differ from seed 0's alone."""
+    mains, oods = findings.pair_seed_frames("tiny", root or results.COMMITTED)
+    # (each seed's findings of a frame, the frames per seed, the pooling rules): M1 at T = 0 and 1, then M3
+    specs: list[tuple[Callable[..., list], dict, dict | None]] = [
+        (lambda f, t=t: findings.m1_paper_regime(f, t), mains, drafter_verdicts.m1_rules(t)) for t in (0.0, 1.0)
+    ]
+    specs.append((lambda f: [scaling_verdicts.m3_verdict(f)], oods, None))
+    decided = [verdict.seed_verdicts(make, frames) for make, frames, _ in specs]  # each seed's findings, once
+    tables = [verdict.seed_table(*spec, per_seed) for spec, per_seed in zip(specs, decided)]
+    rows = [r for table in tables for r in table.to_dict("records")]
+    alone = {name: v.status for per_seed in decided for name, v in per_seed[min(per_seed)].items()}  # seed 0's
+    moved = [
+        f"{r['finding']} ({alone[r['finding']]} → {r['verdict']})" for r in rows if r["verdict"] != alone[r["finding"]]
+    ]
+    rows = board_verdicts(rows, root)
+    columns = list(rows[0])
+    lines = md_table(rows, columns, align=len(columns)).splitlines()
+    lines.append("")
+    if moved:
+        reading = "Pooled verdicts that differ from seed 0's alone: " + "; ".join(moved) + "."
+    else:
+        reading = "Every pooled verdict is the one seed 0 gives alone."
+    lines.append(
+        f"Training seeds {', '.join(map(str, sorted(mains)))} (Table 1) and {', '.join(map(str, sorted(oods)))}"
+        " (heatmap). " + reading
+    )
+    return "\n".join(lines)
+
+
+def _pair_seed_minutes(pairs) -> str:
+    """The sentence on the other four pairs' retrained drafters (minutes per seed: ``pairs``, models × seeds)."""
+    if not len(pairs):
+        return ""
+    f, pf = pairs[pairs.index.str.contains("-f-")], pairs[pairs.index.str.contains("-pf-")]
+    together = " / ".join(f"{v:.1f}" for v in pairs.sum())
+    return (
+        f" The other four pairs' F and P-F drafters (Table 1: M1, M3): F {f.min().min():.1f} to {f.max().max():.1f}"
+        f" each, P-F {pf.min().min():.1f} to {pf.max().max():.1f} each, {together} together per seed."
+    )
+
+
+def m2_seed_training_block() -> str:
+    """Minutes each training seed's drafters took (``ml_training_seeds.csv``) beside seed 0's (``ml_training.csv``).
+    Every P-F row's ``seconds`` includes pretraining P (P-F is P, then F): it is subtracted to give the finetune."""
+    folder = zoo.DATA / "multilingual"
+    seed0 = pd.read_csv(folder / "ml_training.csv").set_index("model")
+    seeds = pd.read_csv(folder / "ml_training_seeds.csv")
+    seeds = seeds[seeds.same_as.isna()]
+    p_seconds = seed0.seconds["ml-draft-generic"]
+    seeds["finetune"] = seeds.seconds - p_seconds * (seeds.recipe == "P-F")
+
+    main = ["ml-draft-f-de", "ml-draft-pf-de"]
+    per = seeds.pivot_table(index="model", columns="train_seed", values="finetune", aggfunc="sum") / 60
+    grid = per.reindex(index=[m for m in GRID if m not in main]).sum()
+    pairs = per.reindex(index=[m for m in PAIR_DRAFTERS if m in per.index])
+    cell = " / ".join
+    f0, pf0 = seed0.loc["ml-draft-f-de"], seed0.loc["ml-draft-pf-de"]
+    where = "on a GPU" if str(f0.device).startswith("NVIDIA") else "on this CPU"
+    return (
+        f"Finetune minutes per seed ({cell(str(k) for k in per.columns)}; `ml_training_seeds.csv`, P-F rows without"
+        f" P's {p_seconds:.1f} s, which every P-F row includes, as seed 0's do): `ml-draft-f-de`"
+        f" {cell(f'{v:.1f}' for v in per.loc['ml-draft-f-de'])} (seed 0's: {f0.seconds / 60:.1f} {where}),"
+        f" `ml-draft-pf-de` {cell(f'{v:.1f}' for v in per.loc['ml-draft-pf-de'])} (seed 0's:"
+        f" {(pf0.seconds - p_seconds) / 60:.1f}), the {len(GRID) - len(main)} small"
+        f" grid drafters together {cell(f'{v:.1f}' for v in grid)}." + _pair_seed_minutes(pairs)
+    )
