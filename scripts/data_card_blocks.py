@@ -21,9 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 from generated_blocks import ROOT, md_table
-from proxy_condition_blocks import NoHistory, conditions, percent, span
+from proxy_condition_blocks import NoHistory
 
 from specdec import zoo
+from specdec.markdown import percent, span
+from specdec.results import proxy_conditions
 
 CARD = ROOT / "data" / "DATA_CARD.md"
 
@@ -283,9 +285,9 @@ def multilingual_block() -> str:
 def ml_passes_block(root: Path | None = None) -> str:
     """The passes each drafter's finetune made over its distilled set (``proxy_conditions.csv``, M-PF rows, from
     ``ml_training.csv``): the main drafters, Fig. 4's subsets and the large drafter."""
-    from proxy_condition_blocks import LANGS
+    from specdec.multilingual.docs import LANGS
 
-    passes = conditions("M-PF", root).value["finetune passes"]
+    passes = proxy_conditions("M-PF", root).value["finetune passes"]
     main = [f"ml-draft-{r}-{x}" for r in ("pf", "f") for x in LANGS]
     grid = ", ".join(
         f"{passes[f'ml-draft-pf-de-b{n}']:.1f} / {passes[f'ml-draft-f-de-b{n}']:.1f} (b{n})" for n in (44, 168, 612)
@@ -507,11 +509,11 @@ def proxy_conditions_block(root: Path | None = None) -> str:
     cost = cells["tau real"] - cells["tau white"]
     passed = "check passed" if findings.a5_validity(root)[0] != "no" else "check failed"
     answers = pd.read_csv(Path(root or results.COMMITTED) / "tiny" / "tabed_first_answers.csv")
-    carried = conditions("T1b", root).value["second turn carries the target's greedy first answer"]
+    carried = proxy_conditions("T1b", root).value["second turn carries the target's greedy first answer"]
     t1b = "passed" if (carried == 1).all() else "failed"
-    from proxy_condition_blocks import LANGS
+    from specdec.multilingual.docs import LANGS
 
-    passes = conditions("M-PF", root).value["finetune passes"]
+    passes = proxy_conditions("M-PF", root).value["finetune passes"]
     pf, f = (passes[[f"ml-draft-{r}-{x}" for x in LANGS]] for r in ("pf", "f"))
     m3 = "check passed" if ml_findings.m3_validity(root)[0] != "no" else "check failed"
     t5 = "check passed" if tabed_windows.t5_validity(root)[0] != "no" else "check failed"

@@ -12,9 +12,9 @@
 - ``docs/papers/aasd.md``, blocks ``aasd-seeds`` (A1-A5 per training seed and pooled, each baseline seed's
   training), ``a2-measured`` (A2 on both ablation targets) and ``a5-measured`` (the A5 proxy condition):
   ``specdec.aasd.docs``;
-- the *Proxy conditions* blocks of ``docs/papers/multilingual.md`` (``m3-measured``, ``m-pf-measured``) and
-  ``docs/papers/tabed.md`` (``t1b-measured``, ``t2-measured``), and the TABED proxy's second-turn losses
-  (``tabed-second-turn-images``): ``proxy_condition_blocks``;
+- the *Proxy conditions* blocks of ``docs/papers/multilingual.md`` (``m3-measured``, ``m-pf-measured``:
+  ``specdec.multilingual.docs``) and ``docs/papers/tabed.md`` (``t1b-measured``, ``t2-measured``, ``t5-measured``),
+  and the TABED proxy's second-turn losses (``tabed-second-turn-images``): ``proxy_condition_blocks``;
 - ``data/DATA_CARD.md``, block ``card-real-draft``, and ``docs/reference/profiles.md``, block ``real-speed``: the
   real profile's draft and measured speed (``real_blocks``);
 - ``data/DATA_CARD.md``, blocks ``card-*`` (and ``tabed-second-turn-images``): the zoos' sizes, budgets, times and
@@ -49,8 +49,6 @@ from data_card_blocks import (  # noqa: E402
 from generated_blocks import ROOT, md_table, splice  # noqa: E402
 from proxy_condition_blocks import (  # noqa: E402
     NoHistory,
-    m3_block,
-    m_pf_block,
     second_turn_images_block,
     t1b_block,
     t2_block,
@@ -100,8 +98,8 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (PAPERS / "multilingual.md", "m2-seed-training"): ml_docs.m2_seed_training_block,
     (PAPERS / "multilingual.md", "ml-pair-seeds"): ml_docs.ml_pair_seeds_block,
     (PAPERS / "aasd.md", "a5-measured"): aasd_docs.a5_block,
-    (PAPERS / "multilingual.md", "m3-measured"): m3_block,
-    (PAPERS / "multilingual.md", "m-pf-measured"): m_pf_block,
+    (PAPERS / "multilingual.md", "m3-measured"): ml_docs.m3_block,
+    (PAPERS / "multilingual.md", "m-pf-measured"): ml_docs.m_pf_block,
     (PAPERS / "tabed.md", "t1b-measured"): t1b_block,
     (PAPERS / "tabed.md", "t2-measured"): t2_block,
     (PAPERS / "tabed.md", "t5-measured"): t5_block,

@@ -61,3 +61,14 @@ def condition_cell(check: tuple[str, str], why: str, function: str) -> str:
     passed, named by the ``function`` that measured it, and its measurement without the proxy setting ``why``."""
     measured = check[1].removeprefix(f"{check[0]}: ").removeprefix(f"{why}; ").split(": ")[0]
     return f"not built; check {'failed' if check[0] == 'no' else 'passed'} (`{function}`): {measured}"
+
+
+def span(values, fmt: str = ".2f") -> str:
+    """``low to high`` of ``values`` (one number when they agree at ``fmt``)."""
+    low, high = format(min(values), fmt), format(max(values), fmt)
+    return low if low == high else f"{low} to {high}"
+
+
+def percent(value: float) -> str:
+    """``value`` (a share) in whole percent, the pages' way (``"37 %"``)."""
+    return f"{value:.0%}".replace("%", " %")

@@ -428,7 +428,7 @@ def a5_validity(root=None) -> tuple[str, str]:
 
 
 # the setting every tiny AASD validity names, and A4's hidden positions: public, as the data card's proxy-conditions
-# row (scripts/data_card_blocks.py) prints a validity's measurement without them
+# row (aasd.docs.condition_rows) prints a validity's measurement without them
 TINY_WHY = "tiny LLaVA-like proxies on this project's synthetic scenes stand in for LLaVA-1.5 7B/13B and 112M drafts"
 # The paper gives the module no training budget; the baselines' is the paper's order at this project's sizes. A
 # reader weighing A1 needs to know how far apart the two budgets are.

@@ -1,8 +1,11 @@
 """The multilingual study's generated doc blocks (``scripts/update_docs_tables.py`` splices them into
 ``docs/papers/multilingual.md``): M2 and M2-linear over the training seeds of Fig. 4's grid (``m2_seeds_block``),
 M1, M1-τ and M3 over the seeds of the pairs' drafters (``ml_pair_seeds_block``) and the minutes each seed's
-drafters took (``m2_seed_training_block``). Each reads the committed results (``root``: a results folder, default
-``results.COMMITTED``) and gives every finding the scoreboard's verdict (``board_verdicts``)."""
+drafters took (``m2_seed_training_block``), and the *Proxy conditions* blocks: τ of each P-F drafter by input /
+output language class beside the held-out phrasebook losses (``m3_block``, M3 rows of ``proxy_conditions.csv``) and
+the passes each finetune made and its held-out prose loss (``m_pf_block``, M-PF rows, ``ml_training.csv``). Each
+reads the committed results (``root``: a results folder, default ``results.COMMITTED``) and gives every finding the
+scoreboard's verdict (``board_verdicts``)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from specdec import results, verdict, zoo
-from specdec.markdown import md_table
+from specdec.markdown import md_table, span
 from specdec.multilingual import drafter_verdicts, findings, scaling_verdicts
 from specdec.multilingual.seeds import GRID, PAIR_DRAFTERS
 
@@ -128,4 +131,99 @@ def m2_seed_training_block() -> str:
         f" `ml-draft-pf-de` {cell(f'{v:.1f}' for v in per.loc['ml-draft-pf-de'])} (seed 0's:"
         f" {(pf0.seconds - p_seconds) / 60:.1f}), the {len(GRID) - len(main)} small"
         f" grid drafters together {cell(f'{v:.1f}' for v in grid)}." + _pair_seed_minutes(pairs)
+    )
+
+
+M3_CELLS = [
+    ("in drafter's -> out en", "X → En"),
+    ("in other -> out en", "other → En"),
+    ("in en -> out drafter's", "En → X"),
+    ("in other -> out drafter's", "other → X"),
+    ("in drafter's -> out other", "X → other"),
+    ("in en -> out other", "En → other"),
+    ("in other -> out other", "other → other"),
+]
+LANGS = ("de", "fr", "ru", "ja", "zh")
+
+
+def m3_block(root: pathlib.Path | None = None) -> str:
+    """Each P-F drafter's τ by (input, output) language class and the held-out phrasebook loss, with the sentences
+    the M3 condition reads from them."""
+    m = results.proxy_conditions("M3", root).value
+    loss = m["heldout loss translation pages"]
+    tau = m["tau"]
+    rows = [
+        {"model": f"`{d}`", "loss": f"{loss[d]:.2f}", **{label: f"{tau[f'{d}: {c}']:.2f}" for c, label in M3_CELLS}}
+        for d in [f"ml-draft-pf-{x}" for x in LANGS]
+    ]
+    rows += [{"model": f"`{d}`", "loss": f"{loss[d]:.2f}"} for d in ("ml-draft-generic", "ml-target")]
+    columns = ["model", "loss", *(label for _, label in M3_CELLS)]
+    header = ["model", "held-out loss, phrasebook pages", *(f"τ {label}" for _, label in M3_CELLS)]
+    table = md_table(rows, columns, header, align=1)
+    drafters = [f"ml-draft-pf-{x}" for x in LANGS]
+    cell = {c: [tau[f"{d}: {c}"] for d in drafters] for c, _ in M3_CELLS}
+    non_en = [v for c, values in cell.items() if not c.endswith("out en") for v in values]
+    n = results.proxy_conditions("M3", root).n["tau"]
+    chrf = m["target chrF"]
+    mean_into_own = sum(cell["in other -> out drafter's"]) / len(drafters)
+    return table + (
+        f"\n\nX is the drafter's own language; τ is the mean over the committed `ml_ood` requests at T = 0 of each"
+        f" cell. On the held-out phrasebook pages the generic drafter's loss is {loss['ml-draft-generic']:.2f} and"
+        f" the P-F drafters' {span(loss[drafters])}, against {m[('uniform loss ln|V|', '-')]:.2f} for a uniform guess"
+        f" and {loss['ml-target']:.2f} for the target. With a non-English output the P-F drafters give τ"
+        f" {span(non_en)} (pooled {tau['all drafters: out non-en']:.2f} over {n['all drafters: out non-en']:,}"
+        f" requests, against {tau['all drafters: out en']:.2f} over {n['all drafters: out en']:,} with English"
+        f" output). From another input language into their own, the check's column, the five drafters' mean is"
+        f" {mean_into_own:.2f} (the check asks for more than 1.09). With English output, its own input language gives"
+        f" τ {span(cell[M3_CELLS[0][0]])} and another input {span(cell[M3_CELLS[1][0]])}. The target writes both"
+        f" ways (Django held out: chrF {chrf['django en-xx']:.1f} En→X, {chrf['django xx-en']:.1f} X→En)."
+    )
+
+
+def m_pf_block(root: pathlib.Path | None = None) -> str:
+    """Per finetune set: distilled examples and answer tokens, steps, passes and held-out prose loss of the P-F and
+    F drafters; the sentences the M-PF decision reads from them."""
+    training = pd.read_csv(zoo.DATA / "multilingual" / "ml_training.csv").set_index("model")
+    m = results.proxy_conditions("M-PF", root)
+    passes, prose = m.value["finetune passes"], m.value["heldout loss prose"]
+    sets = [(f"de, 1/{k}", f"-de-b{b}") for k, b in ((64, 44), (16, 168), (4, 612))]
+    sets += [(f"{x}, all", f"-{x}") for x in LANGS]
+    rows = []
+    for label, suffix in sets:
+        pf, f = f"ml-draft-pf{suffix}", f"ml-draft-f{suffix}"
+        rows.append(
+            {
+                "set": label,
+                "examples": f"{training.finetune_examples[pf]:,.0f}",
+                "tokens": f"{training.finetune_tokens[pf]:,.0f}",
+                "steps": f"{training.finetune_steps[pf]:.0f}",
+                "passes": f"{passes[pf]:.1f} / {passes[f]:.1f}",
+                "loss": f"{prose[pf]:.2f} / {prose[f]:.2f}",
+            }
+        )
+    columns = list(rows[0])
+    header = ["finetune set (De: Fig. 4's subsets)", "distilled examples", "answer tokens", "steps"]
+    header += ["passes P-F / F (paper: 3 / 5)", "held-out prose loss P-F / F"]
+    table = md_table(rows, columns, header, align=1)
+    main_pf = [f"ml-draft-pf-{x}" for x in LANGS]
+    main = main_pf + [f"ml-draft-f-{x}" for x in LANGS]
+    grid = [f"ml-draft-pf-de-b{b}" for b in (44, 168, 612)] + ["ml-draft-pf-de"]
+    rising = all(a < b for a, b in zip(prose[grid], prose[grid][1:], strict=False))
+    steps = [training.finetune_steps[d] for d in grid]
+    trail = ", ".join(f"{prose[d]:.2f} after {s:.0f} steps" for d, s in zip(grid, steps, strict=True))
+    tokens = training.finetune_tokens[main_pf]
+    large = "ml-draft-large-pf-de"
+    uniform = results.proxy_conditions("M3", root).value[("uniform loss ln|V|", "-")]
+    seen = training.finetune_tokens_seen["ml-draft-pf-de"]
+    return table + (
+        f"\n\nOn the {span(training.finetune_examples[main_pf], ',.0f')} distilled examples of a pair (about"
+        f" {tokens.mean() / 1000:.0f} k answer tokens) the P-F finetunes make {span(passes[main_pf], '.1f')} passes and"
+        f" the F finetunes {span(passes[main[5:]], '.1f')} (the paper: 3 and 5 epochs); Fig. 4's subsets make"
+        f" {span([passes[d] for d in grid[:3]], '.1f')} (P-F). Held-out prose loss "
+        + ("rises" if rising else "does not rise monotonically")
+        + f" with the number of finetune steps. For `ml-draft-pf-de-b<N>`: {trail} (`ml-draft-pf-de`), against P's"
+        f" {prose['ml-draft-generic']:.2f} and a uniform guess of {uniform:.2f}. The other P-F drafters reach"
+        f" {span(prose[main_pf[1:]])}, `{large}` {prose[large]:.2f} after {passes[large]:.1f} passes, and the F"
+        f" drafters {span(prose[main[5:]], '.1f')}. The De→En P-F drafter sees {seen / 1000:.0f} k answer tokens"
+        f" ({seen / training.parameters['ml-draft-pf-de']:.2f} per parameter; the paper's about 60)."
     )
