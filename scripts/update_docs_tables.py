@@ -57,11 +57,8 @@ from proxy_condition_blocks import (  # noqa: E402
 from real_blocks import real_draft_block, real_speed_block  # noqa: E402
 
 from specdec import results  # noqa: E402
-from specdec.aasd import docs as aasd_docs  # noqa: E402
-from specdec.cos import docs as cos_docs  # noqa: E402
 from specdec.markdown import verdict_seeds_block  # noqa: E402
-from specdec.multilingual import docs as ml_docs  # noqa: E402
-from specdec.tabed import docs as tabed_docs  # noqa: E402
+from specdec.papers import STUDIES  # noqa: E402
 
 PAPERS = ROOT / "docs" / "papers"
 
@@ -92,21 +89,14 @@ def engine_seeds_block(root: Path | None = None) -> str:
         "repository's CPU, seeds 1 and 2 at one thread each, side by side):\n\n" + table  # fmt: skip
 
 
+# every study's own blocks (its docs.py's, ``Study.doc_blocks``), then those that read the zoo files or no one study
+STUDY_BLOCKS = {(ROOT / "docs" / s.page, n): make for s in STUDIES.values() for n, make in s.doc_blocks().items()}
 BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
-    (PAPERS / "aasd.md", "a2-measured"): aasd_docs.a2_block,
-    (PAPERS / "multilingual.md", "m2-seeds"): ml_docs.m2_seeds_block,
-    (PAPERS / "multilingual.md", "m2-seed-training"): ml_docs.m2_seed_training_block,
-    (PAPERS / "multilingual.md", "ml-pair-seeds"): ml_docs.ml_pair_seeds_block,
-    (PAPERS / "aasd.md", "a5-measured"): aasd_docs.a5_block,
-    (PAPERS / "multilingual.md", "m3-measured"): ml_docs.m3_block,
-    (PAPERS / "multilingual.md", "m-pf-measured"): ml_docs.m_pf_block,
+    **STUDY_BLOCKS,
     (PAPERS / "tabed.md", "t1b-measured"): t1b_block,
     (PAPERS / "tabed.md", "t2-measured"): t2_block,
     (PAPERS / "tabed.md", "t5-measured"): t5_block,
-    (PAPERS / "tabed.md", "tabed-seeds"): tabed_docs.seeds_block,
     (PAPERS / "engine.md", "engine-seeds"): engine_seeds_block,
-    (PAPERS / "aasd.md", "aasd-seeds"): aasd_docs.seeds_block,
-    (PAPERS / "cos.md", "cos-seeds"): cos_docs.seeds_block,
     (PAPERS / "tabed.md", "tabed-second-turn-images"): second_turn_images_block,
     (CARD, "card-corpus"): corpus_block,
     (CARD, "card-foundation"): foundation_block,

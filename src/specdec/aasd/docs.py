@@ -127,3 +127,7 @@ def condition_rows(root: pathlib.Path | None = None) -> list[tuple[str, str, str
         ),
         ("A4: a module that reads the image KV", condition_cell(a4, findings.TINY_WHY, "a4_validity"), PAGE),
     ]
+
+
+# the blocks of the study's page (``Study.doc_blocks``): block name -> its text from the committed results
+BLOCKS = {"aasd-seeds": seeds_block, "a2-measured": a2_block, "a5-measured": a5_block}

@@ -36,3 +36,7 @@ def seeds_block(root: pathlib.Path | None = None) -> str:
         " kind, in nats, measured on this CPU for every seed on today's held-out split):\n\n"
         + md_table(rows, list(rows[0]), align=3)
     )
+
+
+# the blocks of the study's page (``Study.doc_blocks``): block name -> its text from the committed results
+BLOCKS = {"cos-seeds": seeds_block}

@@ -9,6 +9,7 @@ has the template of a new study.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -157,6 +158,14 @@ class Study:
         """The rows of ``keys`` of its table ``table`` decoded again (``Table.recompute``): the one recompute that
         the committed-results test calls for every declared table."""
         return self.table(table).recompute(keys, **kw)
+
+    def doc_blocks(self) -> dict[str, Callable[[], str]]:
+        """``{block name: function}``: the generated blocks of its page (``page``), its ``docs.py``'s ``BLOCKS``
+        (``scripts/update_docs_tables.py`` splices them); none for a study without a ``docs.py``."""
+        name = f"specdec.{self.package}.docs"
+        if not self.package or importlib.util.find_spec(name) is None:
+            return {}
+        return dict(importlib.import_module(name).BLOCKS)
 
     @property
     def series(self) -> str:

@@ -227,3 +227,13 @@ def m_pf_block(root: pathlib.Path | None = None) -> str:
         f" drafters {span(prose[main[5:]], '.1f')}. The De→En P-F drafter sees {seen / 1000:.0f} k answer tokens"
         f" ({seen / training.parameters['ml-draft-pf-de']:.2f} per parameter; the paper's about 60)."
     )
+
+
+# the blocks of the study's page (``Study.doc_blocks``): block name -> its text from the committed results
+BLOCKS = {
+    "m2-seeds": m2_seeds_block,
+    "ml-pair-seeds": ml_pair_seeds_block,
+    "m2-seed-training": m2_seed_training_block,
+    "m3-measured": m3_block,
+    "m-pf-measured": m_pf_block,
+}
