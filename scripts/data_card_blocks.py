@@ -21,9 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 from generated_blocks import ROOT, md_table
-from proxy_condition_blocks import NoHistory, conditions, percent, span
+from proxy_condition_blocks import NoHistory
 
 from specdec import zoo
+from specdec.markdown import percent, span
+from specdec.results import proxy_conditions
 
 CARD = ROOT / "data" / "DATA_CARD.md"
 
@@ -283,9 +285,9 @@ def multilingual_block() -> str:
 def ml_passes_block(root: Path | None = None) -> str:
     """The passes each drafter's finetune made over its distilled set (``proxy_conditions.csv``, M-PF rows, from
     ``ml_training.csv``): the main drafters, Fig. 4's subsets and the large drafter."""
-    from proxy_condition_blocks import LANGS
+    from specdec.multilingual.docs import LANGS
 
-    passes = conditions("M-PF", root).value["finetune passes"]
+    passes = proxy_conditions("M-PF", root).value["finetune passes"]
     main = [f"ml-draft-{r}-{x}" for r in ("pf", "f") for x in LANGS]
     grid = ", ".join(
         f"{passes[f'ml-draft-pf-de-b{n}']:.1f} / {passes[f'ml-draft-f-de-b{n}']:.1f} (b{n})" for n in (44, 168, 612)
@@ -438,39 +440,29 @@ def aasd_block() -> str:
 
 # ----------------------------------------------------------------------------------------------- proxy conditions
 def measured_condition_rows(root: Path | None = None) -> list[tuple[str, str, str]]:
-    """The conditions read from the committed runs (issue 44): AASD A1 / A5's struggling small multimodal drafts,
-    TABED T1b's kinds of follow-up and T4's usable captions; each cell the check's result and its measurement."""
+    """The conditions read from the committed runs (issue 44): AASD A1 / A5's struggling small multimodal drafts and
+    A4's module that reads the image KV (``aasd.docs.condition_rows``), TABED T1b's kinds of follow-up and T4's usable
+    captions; each cell the check's result and its measurement."""
     from specdec import results
-    from specdec.aasd import findings as aasd_findings
-    from specdec.aasd import tables as aasd_tables
-    from specdec.aasd.experiments import KEY as AASD_KEY
+    from specdec.aasd import docs as aasd_docs
+    from specdec.markdown import condition_cell
     from specdec.tabed import conditions as tabed_conditions
     from specdec.tabed import tables as tabed_tables
     from specdec.tabed.windows import TINY_WHY
     from specdec.tabed.zoo import KEY as TABED_KEY
 
-    def cell(check: tuple[str, str], why: str, function: str) -> str:
-        measured = check[1].removeprefix(f"{check[0]}: ").removeprefix(f"{why}; ").split(": ")[0]
-        return f"not built; check {'failed' if check[0] == 'no' else 'passed'} (`{function}`): {measured}"
-
     root = Path(root or results.COMMITTED)
-    aasd_runs = results.ResultStore("tiny", "aasd_runs", AASD_KEY, root=root).frame()
     tabed_runs = results.ResultStore("tiny", "tabed_runs", TABED_KEY, root=root).frame()
     frame = tabed_tables.runs(tabed_runs, gamma=5, window="ALL", criterion="kl")
-    struggle = aasd_findings.struggle_validity(aasd_tables.runs(aasd_runs, "table1"))
-    ablated = aasd_tables.runs(aasd_runs, "ablations")
-    a4 = aasd_findings.a4_validity(ablated[ablated.target == aasd_findings.ablation_target("tiny")])
-    a4 = a4[0], a4[1].replace(f"{aasd_findings._A4_HIDDEN}; ", "")  # the row's measurement only
+    t1b = tabed_conditions.t1b_validity(frame, TINY_WHY)
+    t4 = tabed_conditions.t4_validity(tabed_runs, TINY_WHY)
+    page = "`docs/papers/tabed.md`"
     return [
-        ("A1 / A5: small multimodal drafts that struggle", cell(struggle, aasd_findings._TINY, "struggle_validity"),
-         "`docs/papers/aasd.md`"),
-        ("A4: a module that reads the image KV", cell(a4, aasd_findings._TINY, "a4_validity"), "`docs/papers/aasd.md`"),
-        ("T1b / T1b-prev / T1: the paper's kinds of follow-up",
-         cell(tabed_conditions.t1b_validity(frame, TINY_WHY), TINY_WHY, "t1b_validity"), "`docs/papers/tabed.md`"),
-        ("T4: a caption draft the draft can use", cell(tabed_conditions.t4_validity(tabed_runs, TINY_WHY), TINY_WHY,
-         "t4_validity"), "`docs/papers/tabed.md`"),
+        *aasd_docs.condition_rows(root),
+        ("T1b / T1b-prev / T1: the paper's kinds of follow-up", condition_cell(t1b, TINY_WHY, "t1b_validity"), page),
+        ("T4: a caption draft the draft can use", condition_cell(t4, TINY_WHY, "t4_validity"), page),
         *tabed_condition_rows(frame),
-    ]  # fmt: skip
+    ]
 
 
 def tabed_condition_rows(frame: pd.DataFrame) -> list[tuple[str, str, str]]:
@@ -517,11 +509,11 @@ def proxy_conditions_block(root: Path | None = None) -> str:
     cost = cells["tau real"] - cells["tau white"]
     passed = "check passed" if findings.a5_validity(root)[0] != "no" else "check failed"
     answers = pd.read_csv(Path(root or results.COMMITTED) / "tiny" / "tabed_first_answers.csv")
-    carried = conditions("T1b", root).value["second turn carries the target's greedy first answer"]
+    carried = proxy_conditions("T1b", root).value["second turn carries the target's greedy first answer"]
     t1b = "passed" if (carried == 1).all() else "failed"
-    from proxy_condition_blocks import LANGS
+    from specdec.multilingual.docs import LANGS
 
-    passes = conditions("M-PF", root).value["finetune passes"]
+    passes = proxy_conditions("M-PF", root).value["finetune passes"]
     pf, f = (passes[[f"ml-draft-{r}-{x}" for x in LANGS]] for r in ("pf", "f"))
     m3 = "check passed" if ml_findings.m3_validity(root)[0] != "no" else "check failed"
     t5 = "check passed" if tabed_windows.t5_validity(root)[0] != "no" else "check failed"

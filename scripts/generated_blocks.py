@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specdec.markdown import md_table as md_table  # the tables of every generated block (re-exported)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -46,23 +48,3 @@ def splice(path: Path, name: str, body: str) -> bool:
     if new != text:
         path.write_text(new)
     return new != text
-
-
-def md_table(
-    rows: list[dict], columns: list[str], header: list[str] | None = None, align: int | str | None = None
-) -> str:
-    """A Markdown table of ``rows`` (dicts) in ``columns``; pipes and newlines in cells are escaped. ``align``: one
-    ``l`` / ``r`` per column, or the number of left-aligned (text) columns before right-aligned (number) ones;
-    ``None``: no alignment marks (``|---|``)."""
-
-    def cell(value) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    if align is None:
-        rule = "|" + "---|" * len(columns)
-    else:
-        align = align if isinstance(align, str) else "l" * align + "r" * (len(columns) - align)
-        rule = "| " + " | ".join("---:" if a == "r" else "---" for a in align) + " |"
-    lines = ["| " + " | ".join(header or columns) + " |", rule]
-    lines += ["| " + " | ".join(cell(row.get(c, "")) for c in columns) + " |" for row in rows]
-    return "\n".join(lines)

@@ -1,10 +1,6 @@
-"""The *Proxy conditions* blocks of the multilingual and TABED pages, generated from committed rows (registered in
-``update_docs_tables.BLOCKS``):
+"""The *Proxy conditions* blocks of the TABED page, generated from committed rows (registered in
+``update_docs_tables.BLOCKS``; the multilingual page's are ``specdec.multilingual.docs``'):
 
-- ``m3-measured``: τ of each P-F drafter by input / output language class and every model's held-out loss on the
-  phrasebook pages (``results/tiny/proxy_conditions.csv``, M3 rows);
-- ``m-pf-measured``: the passes each finetune made over its distilled data and the held-out prose loss after it
-  (M-PF rows, ``data/multilingual/ml_training.csv``);
 - ``t1b-measured``: the target's greedy first answers against the scripted ones (T1b rows), the rebuilt second turns
   (``tabed_first_answers.csv``, ``tabed_runs.csv``) and the findings on the scripted against the own first answers
   (``tabed.findings.findings_from_results`` on today's rows and on those of ``SCRIPTED``);
@@ -23,6 +19,7 @@ import pandas as pd
 from generated_blocks import ROOT, md_table
 
 from specdec import results
+from specdec.markdown import percent, span
 
 # The last commit whose tabed_runs.csv decodes the second turns on the scene generator's scripted first answers
 # (the next one, 26cd80d, decoded them again on the target's own).
@@ -51,118 +48,6 @@ T1B_CLAIMS = {
 
 class NoHistory(RuntimeError):
     """The git history that holds ``SCRIPTED`` is not in this checkout (a shallow clone or an export)."""
-
-
-def conditions(name: str, root: Path | None = None) -> pd.DataFrame:
-    """The ``name`` rows of ``proxy_conditions.csv``, indexed by (quantity, subset)."""
-    rows = pd.read_csv(Path(root or results.COMMITTED) / "tiny" / "proxy_conditions.csv", dtype={"n": "Int64"})
-    return rows[rows.condition == name].set_index(["quantity", "subset"])
-
-
-def span(values, fmt: str = ".2f") -> str:
-    """``low to high`` of ``values`` (one number when they agree at ``fmt``)."""
-    low, high = format(min(values), fmt), format(max(values), fmt)
-    return low if low == high else f"{low} to {high}"
-
-
-def percent(value: float) -> str:
-    return f"{value:.0%}".replace("%", " %")
-
-
-# ------------------------------------------------------------------------------------------------ multilingual
-M3_CELLS = [
-    ("in drafter's -> out en", "X → En"),
-    ("in other -> out en", "other → En"),
-    ("in en -> out drafter's", "En → X"),
-    ("in other -> out drafter's", "other → X"),
-    ("in drafter's -> out other", "X → other"),
-    ("in en -> out other", "En → other"),
-    ("in other -> out other", "other → other"),
-]
-LANGS = ("de", "fr", "ru", "ja", "zh")
-
-
-def m3_block(root: Path | None = None) -> str:
-    """Each P-F drafter's τ by (input, output) language class and the held-out phrasebook loss, with the sentences
-    the M3 condition reads from them."""
-    m = conditions("M3", root).value
-    loss = m["heldout loss translation pages"]
-    tau = m["tau"]
-    rows = [
-        {"model": f"`{d}`", "loss": f"{loss[d]:.2f}", **{label: f"{tau[f'{d}: {c}']:.2f}" for c, label in M3_CELLS}}
-        for d in [f"ml-draft-pf-{x}" for x in LANGS]
-    ]
-    rows += [{"model": f"`{d}`", "loss": f"{loss[d]:.2f}"} for d in ("ml-draft-generic", "ml-target")]
-    columns = ["model", "loss", *(label for _, label in M3_CELLS)]
-    header = ["model", "held-out loss, phrasebook pages", *(f"τ {label}" for _, label in M3_CELLS)]
-    table = md_table(rows, columns, header, align=1)
-    drafters = [f"ml-draft-pf-{x}" for x in LANGS]
-    cell = {c: [tau[f"{d}: {c}"] for d in drafters] for c, _ in M3_CELLS}
-    non_en = [v for c, values in cell.items() if not c.endswith("out en") for v in values]
-    n = conditions("M3", root).n["tau"]
-    chrf = m["target chrF"]
-    mean_into_own = sum(cell["in other -> out drafter's"]) / len(drafters)
-    return table + (
-        f"\n\nX is the drafter's own language; τ is the mean over the committed `ml_ood` requests at T = 0 of each"
-        f" cell. On the held-out phrasebook pages the generic drafter's loss is {loss['ml-draft-generic']:.2f} and"
-        f" the P-F drafters' {span(loss[drafters])}, against {m[('uniform loss ln|V|', '-')]:.2f} for a uniform guess"
-        f" and {loss['ml-target']:.2f} for the target. With a non-English output the P-F drafters give τ"
-        f" {span(non_en)} (pooled {tau['all drafters: out non-en']:.2f} over {n['all drafters: out non-en']:,}"
-        f" requests, against {tau['all drafters: out en']:.2f} over {n['all drafters: out en']:,} with English"
-        f" output). From another input language into their own, the check's column, the five drafters' mean is"
-        f" {mean_into_own:.2f} (the check asks for more than 1.09). With English output, its own input language gives"
-        f" τ {span(cell[M3_CELLS[0][0]])} and another input {span(cell[M3_CELLS[1][0]])}. The target writes both"
-        f" ways (Django held out: chrF {chrf['django en-xx']:.1f} En→X, {chrf['django xx-en']:.1f} X→En)."
-    )
-
-
-def m_pf_block(root: Path | None = None) -> str:
-    """Per finetune set: distilled examples and answer tokens, steps, passes and held-out prose loss of the P-F and
-    F drafters; the sentences the M-PF decision reads from them."""
-    training = pd.read_csv(ROOT / "data" / "multilingual" / "ml_training.csv").set_index("model")
-    m = conditions("M-PF", root)
-    passes, prose = m.value["finetune passes"], m.value["heldout loss prose"]
-    sets = [(f"de, 1/{k}", f"-de-b{b}") for k, b in ((64, 44), (16, 168), (4, 612))]
-    sets += [(f"{x}, all", f"-{x}") for x in LANGS]
-    rows = []
-    for label, suffix in sets:
-        pf, f = f"ml-draft-pf{suffix}", f"ml-draft-f{suffix}"
-        rows.append(
-            {
-                "set": label,
-                "examples": f"{training.finetune_examples[pf]:,.0f}",
-                "tokens": f"{training.finetune_tokens[pf]:,.0f}",
-                "steps": f"{training.finetune_steps[pf]:.0f}",
-                "passes": f"{passes[pf]:.1f} / {passes[f]:.1f}",
-                "loss": f"{prose[pf]:.2f} / {prose[f]:.2f}",
-            }
-        )
-    columns = list(rows[0])
-    header = ["finetune set (De: Fig. 4's subsets)", "distilled examples", "answer tokens", "steps",
-              "passes P-F / F (paper: 3 / 5)", "held-out prose loss P-F / F"]  # fmt: skip
-    table = md_table(rows, columns, header, align=1)
-    main_pf = [f"ml-draft-pf-{x}" for x in LANGS]
-    main = main_pf + [f"ml-draft-f-{x}" for x in LANGS]
-    grid = [f"ml-draft-pf-de-b{b}" for b in (44, 168, 612)] + ["ml-draft-pf-de"]
-    rising = all(a < b for a, b in zip(prose[grid], prose[grid][1:], strict=False))
-    steps = [training.finetune_steps[d] for d in grid]
-    trail = ", ".join(f"{prose[d]:.2f} after {s:.0f} steps" for d, s in zip(grid, steps, strict=True))
-    tokens = training.finetune_tokens[main_pf]
-    large = "ml-draft-large-pf-de"
-    uniform = conditions("M3", root).value[("uniform loss ln|V|", "-")]
-    seen = training.finetune_tokens_seen["ml-draft-pf-de"]
-    return table + (
-        f"\n\nOn the {span(training.finetune_examples[main_pf], ',.0f')} distilled examples of a pair (about"
-        f" {tokens.mean() / 1000:.0f} k answer tokens) the P-F finetunes make {span(passes[main_pf], '.1f')} passes and"
-        f" the F finetunes {span(passes[main[5:]], '.1f')} (the paper: 3 and 5 epochs); Fig. 4's subsets make"
-        f" {span([passes[d] for d in grid[:3]], '.1f')} (P-F). Held-out prose loss "
-        + ("rises" if rising else "does not rise monotonically")
-        + f" with the number of finetune steps. For `ml-draft-pf-de-b<N>`: {trail} (`ml-draft-pf-de`), against P's"
-        f" {prose['ml-draft-generic']:.2f} and a uniform guess of {uniform:.2f}. The other P-F drafters reach"
-        f" {span(prose[main_pf[1:]])}, `{large}` {prose[large]:.2f} after {passes[large]:.1f} passes, and the F"
-        f" drafters {span(prose[main[5:]], '.1f')}. The De→En P-F drafter sees {seen / 1000:.0f} k answer tokens"
-        f" ({seen / training.parameters['ml-draft-pf-de']:.2f} per parameter; the paper's about 60)."
-    )
 
 
 # ----------------------------------------------------------------------------------------------------- TABED
@@ -239,7 +124,7 @@ def t1b_block(root: Path | None = None) -> str:
     target's own first answers."""
     from specdec.tabed import findings
 
-    m = conditions("T1b", root)
+    m = results.proxy_conditions("T1b", root)
     reproduces = m.loc["target reproduces the scripted first answer"]
     prefix = m.value["share of the scripted answer before the first difference"]
     carried = m.value["second turn carries the target's greedy first answer"]
@@ -305,7 +190,7 @@ def second_turn_images_block() -> str:
 
 def t2_block(root: Path | None = None) -> str:
     """Answer lengths, and per window h how often it can cover every past verified position and accepts as ALL."""
-    m = conditions("T2", root)
+    m = results.proxy_conditions("T2", root)
     tokens = m.value["mean answer tokens"]
     n = m.n["mean answer tokens"]
     rows = [
@@ -351,7 +236,7 @@ def t5_block(root: Path | None = None) -> str:
     """Table 3's long-answer pair per training seed: answer lengths, τ, blocks, and per h the window's coverage."""
     from specdec.tabed import windows as tw
 
-    m = conditions("T5", root).reset_index()
+    m = results.proxy_conditions("T5", root).reset_index()
     m["seed"] = m.subset.str.extract(r"seed (\d+)", expand=False).astype(int)
     m["part"] = m.subset.str.split(": ").str[1]
     seeds = sorted(m.seed.unique())

@@ -27,14 +27,10 @@ import torch
 
 from conftest import native_cpu_capability
 from specdec import results
-from specdec.cos import experiments as cx
 from specdec.cos import tables as ct
 from specdec.multilingual import experiments as mb
 from specdec.multilingual import seeds as ms
 from specdec.papers import STUDIES
-from specdec.tabed import data as td
-from specdec.tabed import experiments as tb
-from specdec.tabed import windows as tw
 from specdec.zoo import ROOT
 
 DECLARED = [(study.name, table.name) for study in STUDIES.values() for table in study.tables]
@@ -50,6 +46,9 @@ def test_a_declared_table_is_committed_keyed_and_has_its_exact_columns(study, ta
     assert not missing, f"{table}.csv lacks the declared columns {missing}"
     assert not committed.duplicated(declared.key).any(), f"{table}.csv has two rows of one key"
     assert callable(declared.attribute(declared.recompute_name))
+    if declared.seeds_of:  # a twin of training seeds k > 0: seed 0's key and the seed
+        assert set(STUDIES[study].table(declared.seeds_of).key) | {"train_seed"} <= set(declared.key), table
+        assert "0" not in set(committed.train_seed), table
 
 
 def test_an_undeclared_table_is_one_error_naming_the_study_s_tables():
@@ -80,11 +79,11 @@ def test_a_sample_of_the_window_pair_runs_recomputes_exactly_at_another_vector_w
     (scenario, window) of MT*, decoded again at another vector width."""
     committed = pd.read_csv(ROOT / "results" / "tiny" / "tabed_windows.csv", dtype=str)
     runs = committed[(committed.method == "MT*") & (committed.train_seed == "0")]
-    sample = results.stratified_sample(runs, ["scenario", "window"], n=1, seed=0).drop_duplicates(tw.WINDOW_KEY)
+    declared = STUDIES["TABED"].table("tabed_windows")
+    sample = results.stratified_sample(runs, ["scenario", "window"], n=1, seed=0).drop_duplicates(declared.key)
     assert len(sample) == runs.scenario.nunique() * runs.window.nunique() == 9 * 4
-    fresh = recompute_elsewhere("specdec.tabed.windows", sample[tw.WINDOW_KEY].to_dict("records"), "recompute_windows")
-    exact = ["output", "accepted", "new_tokens", "target_calls", "lossless", "active"]
-    assert results.stale_rows(sample, fresh, tw.WINDOW_KEY, exact, {"block_efficiency": 1e-6}) == []
+    fresh = recompute_tables_elsewhere("TABED", {"tabed_windows": sample[declared.key].to_dict("records")})
+    assert results.stale_rows(sample, fresh, declared.key, declared.exact, {"block_efficiency": 1e-6}) == []
     # MT*'s weights are a grid choice (steps of 0.1); at h = 1 a weight is scored on one block, where neighbouring
     # grid points can tie to the last bits (seen at AVX2 vs default: 0.3 vs 0.2 on one block, the same tokens)
     for (_, old), (_, new) in zip(sample.iterrows(), fresh.iterrows()):
@@ -92,11 +91,6 @@ def test_a_sample_of_the_window_pair_runs_recomputes_exactly_at_another_vector_w
         assert len(old_w) == len(new_w) and all(
             abs(a - b) <= 0.1 + 1e-9 for wa, wb in zip(old_w, new_w) for a, b in zip(wa, wb)
         ), f"{old.row} h={old.window}"
-
-
-def recompute_elsewhere(module: str, keys: list[dict], function: str = "recompute") -> pd.DataFrame:
-    """``module.function(keys)`` in a process at another vector width (``other_vector_width``)."""
-    return run_elsewhere(f"from {module} import {function} as recompute\nframe = recompute(keys)\n", keys)
 
 
 def recompute_tables_elsewhere(study: str, keys: dict[str, list[dict]]) -> pd.DataFrame:
@@ -153,7 +147,7 @@ def tabed_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
             committed[text_only & (committed.method == "MT*") & default],
         ]
     )
-    return sample.drop_duplicates(tb.KEY)
+    return sample.drop_duplicates(STUDIES["TABED"].table("tabed_runs").key)
 
 
 def test_the_tabed_sample_covers_every_method_scenario_and_setting():
@@ -166,11 +160,11 @@ def test_the_tabed_sample_covers_every_method_scenario_and_setting():
 
 
 def test_a_sample_of_committed_tabed_runs_recomputes_exactly_at_another_vector_width():
+    declared = STUDIES["TABED"].table("tabed_runs")
     committed = pd.read_csv(ROOT / "results" / "tiny" / "tabed_runs.csv", dtype=str)
     sample = tabed_sample(committed)
-    fresh = recompute_elsewhere("specdec.tabed.experiments", sample[tb.KEY].to_dict("records"))
-    exact = ["output", "accepted", "new_tokens", "target_calls", "lossless", "active"]
-    assert results.stale_rows(sample, fresh, tb.KEY, exact, {"block_efficiency": 1e-6}) == []
+    fresh = recompute_tables_elsewhere("TABED", {"tabed_runs": sample[declared.key].to_dict("records")})
+    assert results.stale_rows(sample, fresh, declared.key, declared.exact, {"block_efficiency": 1e-6}) == []
     for (_, old), (_, new) in zip(sample.iterrows(), fresh.iterrows()):
         where = f"{old.method} {old.row} (window {old.window}, {old.criterion}, {old.captioner})"
         old_w, new_w = json.loads(old.weights or "[]"), json.loads(new.weights or "[]")
@@ -185,10 +179,11 @@ def test_a_sample_of_the_committed_first_answers_recomputes_exactly_at_another_v
     random answer per second-turn scenario decodes again to the same tokens and text, and every committed second
     turn carries a cached answer of the target whose weights its runs name."""
     committed = pd.read_csv(ROOT / "results" / "tiny" / "tabed_first_answers.csv", dtype=str, keep_default_na=False)
+    declared = STUDIES["TABED"].table("tabed_first_answers")
     sample = results.stratified_sample(committed, ["scenario"], n=1, seed=0)
     assert len(sample) == 9 and len(sample) < len(committed) / 20
-    fresh = recompute_elsewhere("specdec.tabed.data", sample[td.ANSWER_KEY].to_dict("records"))
-    assert results.stale_rows(sample, fresh.astype(str), td.ANSWER_KEY, ["answer", "output"]) == []
+    fresh = recompute_tables_elsewhere("TABED", {"tabed_first_answers": sample[declared.key].to_dict("records")})
+    assert results.stale_rows(sample, fresh.astype(str), declared.key, declared.exact) == []
     runs = pd.read_csv(ROOT / "results" / "tiny" / "tabed_runs.csv", dtype=str)
     ar = runs[(runs.method == "AR") & (runs.turn == "2")]
     assert set(ar.model_weights) == set(committed.revision)  # the answers come from the target the runs used
@@ -237,15 +232,19 @@ def aasd_seed_rows() -> pd.DataFrame:
 def test_a_sample_of_the_aasd_seed_runs_recomputes_exactly_at_another_vector_width():
     """The modules' seed runs whose weights are committed (all but the budget-matched one): one seeded random run of
     every (seed, table, target, module draft) decodes again to the same tokens."""
-    from specdec.aasd import seeds
     from specdec.aasd.tables import MATCHED_DRAFT
 
     committed = aasd_seed_rows()
     modules = committed[committed.draft.str.startswith("AASD") & (committed.draft != MATCHED_DRAFT)]
     sample = results.stratified_sample(modules, ["train_seed", "table", "target", "draft"], n=1, seed=0)
-    fresh = recompute_elsewhere("specdec.aasd.seeds", sample[seeds.SEED_KEY].to_dict("records"))
-    exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
-    assert results.stale_rows(sample, fresh, seeds.SEED_KEY, exact, {"block_efficiency": 1e-6}) == []
+    assert_aasd_seed_rows_recompute(sample)
+
+
+def assert_aasd_seed_rows_recompute(sample: pd.DataFrame) -> None:
+    """``sample`` of ``aasd_runs_seeds`` decodes again (the registry's recompute) to its committed tokens."""
+    declared = STUDIES["AASD"].table("aasd_runs_seeds")
+    fresh = recompute_tables_elsewhere("AASD", {"aasd_runs_seeds": sample[declared.key].to_dict("records")})
+    assert results.stale_rows(sample, fresh, declared.key, declared.exact, {"block_efficiency": 1e-6}) == []
 
 
 def test_a_sample_of_the_gitignored_aasd_seed_runs_recomputes_where_their_weights_are():
@@ -264,12 +263,10 @@ def test_a_sample_of_the_gitignored_aasd_seed_runs_recomputes_where_their_weight
         if set(seeds.here(target, int(k))) != gitignored:
             pytest.skip(f"the baselines and matched module of training seed {k} are not here (not committed)")
     sample = results.stratified_sample(dt, ["train_seed", "target", "draft"], n=1, seed=0)
-    fresh = recompute_elsewhere("specdec.aasd.seeds", sample[seeds.SEED_KEY].to_dict("records"))
-    exact = ["output", "accepted", "drafted", "new_tokens", "target_calls", "lossless"]
-    assert results.stale_rows(sample, fresh, seeds.SEED_KEY, exact, {"block_efficiency": 1e-6}) == []
+    assert_aasd_seed_rows_recompute(sample)
 
 
-COS_TABLES = tuple(t.name for t in STUDIES["CoS"].tables)
+COS_TABLES = tuple(t.name for t in STUDIES["CoS"].tables if not t.seeds_of)  # seed 0's; each has a seeds twin
 COS_KEY = STUDIES["CoS"].table("cos_main").key
 
 
@@ -357,17 +354,19 @@ def test_a_sample_of_the_gitignored_cos_seed_runs_recomputes_where_their_weights
         for name in {m for s in Profile.load("tiny").spec["collab"].values() for m in s["models"]}:
             if not (zoo.seed_dir(name, k) / "config.json").exists():
                 pytest.skip(f"the CoS zoo of training seed {k} is not here (not committed): {zoo.seed_dir(name, k)}")
-    sample = pd.concat(
-        [
-            results.stratified_sample(cos_seed_rows(t, str), ["train_seed", "set", "method"], n=1, seed=0)
-            for t in COS_TABLES
-        ]
+    twins = {t: STUDIES["CoS"].table(seeds.TABLES[t]) for t in COS_TABLES}
+    samples = {
+        twin.name: results.stratified_sample(cos_seed_rows(t, str), ["train_seed", "set", "method"], n=1, seed=0)
+        for t, twin in twins.items()
+    }
+    fresh = recompute_tables_elsewhere(
+        "CoS", {t: rows[seeds.SEED_KEY].to_dict("records") for t, rows in samples.items()}
     )
-    fresh = recompute_elsewhere("specdec.cos.experiments", sample[seeds.SEED_KEY].to_dict("records"))
-    assert results.stale_rows(sample, fresh, seeds.SEED_KEY, cx.EXACT_COLUMNS) == []
+    declared = twins["cos_main"]
+    assert results.stale_rows(pd.concat(samples.values()), fresh, declared.key, declared.exact) == []
 
 
-ML_TABLES = tuple(t.name for t in STUDIES["Multilingual"].tables)  # notebooks 30-34
+ML_TABLES = tuple(t.name for t in STUDIES["Multilingual"].tables if not t.seeds_of)  # notebooks 30-34, seed 0
 
 
 def ml_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -442,11 +441,13 @@ def test_a_training_seeds_rows_recompute_from_its_drafter_retrained_here(tmp_pat
     cheapest = committed[committed.method == CHEAPEST]
     sample = results.stratified_sample(cheapest, ["train_seed"], n=3, seed=0)
     monkeypatch.setenv("SPECDEC_SEED_MODELS", str(tmp_path))  # the retrained drafters (the weights key must match)
-    fresh = recompute_elsewhere("specdec.multilingual.seeds", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records"))
+    fresh = recompute_tables_elsewhere(
+        "Multilingual", {ms.SEEDS_TABLE: sample[ms.SEED_KEYS + ["drafter"]].to_dict("records")}
+    )
     # matched without the weights digest: on a CPU whose portable kernels round differently from the one that trained
     # the committed rows, the retrained drafter's bits (so its digest) differ (tests/test_multilingual_recipe.py)
     key = [k for k in ms.SEED_KEYS if k != "weights"]
-    assert results.stale_rows(sample, fresh, key, mb.EXACT_COLUMNS) == []
+    assert results.stale_rows(sample, fresh, key, STUDIES["Multilingual"].table(ms.SEEDS_TABLE).exact) == []
 
 
 @pytest.mark.parametrize("table", sorted(ms.SEED_TABLES.values()))
@@ -456,8 +457,9 @@ def test_a_sample_of_training_seed_rows_recomputes_where_the_seeds_are_trained(t
     for k, rows in sample.groupby("train_seed"):
         if not ms.available(int(k), set(rows.drafter)):
             pytest.skip(f"the drafters of training seed {k} are not on this machine (not committed)")
-    fresh = recompute_elsewhere("specdec.multilingual.seeds", sample[ms.SEED_KEYS + ["drafter"]].to_dict("records"))
-    assert results.stale_rows(sample, fresh, ms.SEED_KEYS, mb.EXACT_COLUMNS) == []
+    declared = STUDIES["Multilingual"].table(table)
+    fresh = recompute_tables_elsewhere("Multilingual", {table: sample[declared.key + ["drafter"]].to_dict("records")})
+    assert results.stale_rows(sample, fresh, declared.key, declared.exact) == []
 
 
 @pytest.mark.parametrize("table", ["ml_main", "ml_ood"])
@@ -538,31 +540,27 @@ def test_a_sample_of_the_foundation_draft_seed_rows_recomputes_where_the_seeds_a
     from specdec import zoo
     from specdec.harness import engine_seeds as es
 
+    declared = STUDIES["engine"].table("engine_seeds")
     committed = _engine_seeds()
     for k in sorted(set(committed.train_seed)):
         if not all((zoo.seed_dir(d, int(k)) / "config.json").exists() for d in es.SEED_DRAFTS):
             pytest.skip(f"the drafts of training seed {k} are not on this machine (not committed)")
     sample = results.stratified_sample(committed[committed.method != "plain"], ["train_seed", "draft"], n=1, seed=0)
-    fresh = recompute_elsewhere("specdec.harness.engine_seeds", sample[es.SEED_KEY].to_dict("records"))
-    assert results.stale_rows(sample, fresh, es.SEED_KEY, ["new_tokens", "target_calls", "draft_calls", "output"]) == []
+    fresh = recompute_tables_elsewhere("engine", {"engine_seeds": sample[declared.key].to_dict("records")})
+    assert results.stale_rows(sample, fresh, declared.key, declared.exact) == []
 
 
 def test_a_sample_of_notebook_01s_sweep_recomputes_exactly_at_another_vector_width():
     """Notebook 01 (b)'s τ sweep (``tau_vs_gamma``, the shipped drafts): nbval reads it from the committed rows
     (its store's base layer), so three seeded random runs of every (draft, γ) decode again here at another vector
     width, to the same token and call counts."""
-    from specdec.harness import engine_experiments as ee
     from specdec.zoo.models import pair_weights
 
+    declared = STUDIES["engine"].table("tau_vs_gamma")
     committed = pd.read_csv(ROOT / "results" / "tiny" / "tau_vs_gamma.csv", dtype=str)
     shipped = committed[committed.weights.isin([pair_weights("tiny", p) for p in ("default", "xs")])]
     assert len(shipped) == len(committed) == 2 * 6 * 60  # every committed row is of the shipped pairs
     sample = results.stratified_sample(shipped, ["draft", "gamma"], n=3, seed=0)
     assert len(sample) == 36 and sample.prompt.nunique() > 12
-    fresh = recompute_elsewhere(
-        "specdec.harness.engine_experiments", sample[ee.TAU_KEY].to_dict("records"), "recompute_sweep"
-    )
-    assert (
-        results.stale_rows(sample, fresh.astype(str), ee.TAU_KEY, ["new_tokens", "target_calls", "accepted", "drafted"])
-        == []
-    )
+    fresh = recompute_tables_elsewhere("engine", {"tau_vs_gamma": sample[declared.key].to_dict("records")})
+    assert results.stale_rows(sample, fresh.astype(str), declared.key, declared.exact) == []

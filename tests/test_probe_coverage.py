@@ -23,6 +23,11 @@ EXCLUDED = {
     "specdec.cos.study.": "a study's vocabulary: called by specdec.papers with notebook parameter names only",
     "specdec.multilingual.study.": "a study's vocabulary: called by specdec.papers with notebook parameter names only",
     "specdec.aasd.study.": "a study's vocabulary: called by specdec.papers with notebook parameter names only",
+    "specdec.tabed.docs.": "a study's doc blocks: called by scripts/update_docs_tables.py on committed results",
+    "specdec.cos.docs.": "a study's doc blocks: called by scripts/update_docs_tables.py on committed results",
+    "specdec.multilingual.docs.": "a study's doc blocks: called by scripts/update_docs_tables.py on committed results",
+    "specdec.aasd.docs.": "a study's doc blocks: called by scripts/update_docs_tables.py on committed results",
+    "specdec.markdown.": "the doc blocks' Markdown: text of the rows a study's doc block builds, no user input",
 }
 
 

@@ -157,6 +157,11 @@ RAISES = {  # name: (call, error type, message pattern)
         TypeError,
         "target must be a model",
     ),
+    "results.proxy_conditions of a condition the file lacks": (
+        lambda: results.proxy_conditions("nope"),
+        ValueError,
+        r"no 'nope' rows in .*proxy_conditions.csv; its conditions: \[",
+    ),
     "results.paper_numbers of a path name": (
         lambda: results.paper_numbers("../../pyproject"),
         ValueError,

@@ -7,6 +7,7 @@ import torch
 
 from specdec import hub, notebook_params
 from specdec.aasd import algorithm as aasd_algorithm
+from specdec.aasd import draft_training as aasd_draft_training
 from specdec.aasd import experiments as aasd_experiments
 from specdec.aasd.zoo import zoo_for as aasd_zoo_for
 from specdec.cos import experiments as cos_experiments
@@ -27,6 +28,16 @@ RAISES = {  # name: (call, error type, message pattern)
         lambda: aasd_experiments.weights_of("AASD", "no-such-target"),
         ValueError,
         "unknown AASD target 'no-such-target'.*choose one of",
+    ),
+    "aasd.recipe_arguments of a setting without steps": (
+        lambda: aasd_draft_training.recipe_arguments({"lr": 1e-3, "batch_size": 4}, 0),
+        ValueError,
+        r"an AASD recipe setting lacks \['steps'\] \(it has \['batch_size', 'lr'\]\)",
+    ),
+    "aasd.recipe_arguments of a string seed": (
+        lambda: aasd_draft_training.recipe_arguments({"steps": 1, "lr": 1e-3}, "0"),
+        TypeError,
+        "seed must be an integer >= 0, got '0'",
     ),
     "aasd.repeat_kv of 0 repeats": (
         lambda: aasd_algorithm.repeat_kv(torch.zeros(1, 2, 3, 4), 0),

@@ -15,7 +15,7 @@ import importlib
 import pathlib
 
 import specdec
-from specdec.harness.study import Study
+from specdec.harness.study import Study, Table
 
 Paper = Study  # the name this registry had before studies declared themselves
 
@@ -50,7 +50,12 @@ def _engine_zoo(profile):
     return zoo_for(profile)
 
 
-ENGINE = Study("engine", "", ("00", "01", "02"), "papers/engine.md", zoo=_engine_zoo)
+# notebook 01's τ sweep of the shipped drafts and its runs with the drafts of training seeds k > 0
+ENGINE_TABLES = (
+    Table("tau_vs_gamma", "specdec.harness.engine_experiments", "TAU_KEY", "TAU_EXACT", "recompute_sweep"),
+    Table("engine_seeds", "specdec.harness.engine_seeds", "SEED_KEY", "SEED_EXACT", seeds_of="tau_vs_gamma"),
+)
+ENGINE = Study("engine", "", ("00", "01", "02"), "papers/engine.md", zoo=_engine_zoo, tables=ENGINE_TABLES)
 STUDIES: dict[str, Study] = {ENGINE.name: ENGINE, **PAPERS}
 SCOREBOARD = ("9", "Scoreboard")  # notebook 90's series and docs section
 

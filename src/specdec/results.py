@@ -382,6 +382,19 @@ def require_tables(profile: str, root: pathlib.Path, needed: dict[str, str]) -> 
     )
 
 
+def proxy_conditions(name: str, root: pathlib.Path | None = None):
+    """The ``name`` rows (one condition, e.g. ``"M3"``) of ``<root>/tiny/proxy_conditions.csv`` (default root
+    ``COMMITTED``; ``scripts/proxy_conditions.py`` writes it), indexed by (quantity, subset); ``ValueError`` naming the
+    file's conditions when it has no ``name`` rows."""
+    import pandas as pd
+
+    path = pathlib.Path(root or COMMITTED) / "tiny" / "proxy_conditions.csv"
+    rows = pd.read_csv(path, dtype={"n": "Int64"})
+    if name not in set(rows.condition):
+        raise ValueError(f"no {name!r} rows in {path}; its conditions: {sorted(set(rows.condition))}")
+    return rows[rows.condition == name].set_index(["quantity", "subset"])
+
+
 def figure_path(profile: str, name: str) -> pathlib.Path:
     """``figures/<profile>/<name>.png`` (directories created); both are plain names (nothing outside ``figures/``)."""
     path = FIGURES / validate.plain_name("profile", profile) / f"{validate.plain_name('figure name', name)}.png"

@@ -15,7 +15,7 @@ import pathlib
 
 import torch
 
-from specdec import zoo
+from specdec import validate, zoo
 from specdec.aasd.baselines import NEWLINE
 from specdec.aasd.distill import is_main
 from specdec.aasd.rows import Rows, text_only_batch
@@ -28,6 +28,19 @@ def sampler(n_rows: int, batch_size: int):
     """Each step ``batch_size`` row indices drawn uniformly with replacement (a CPU ``LongTensor``) from the loop's
     seeded generator."""
     return lambda g: torch.randint(n_rows, (batch_size,), generator=g)
+
+
+def recipe_arguments(cfg: dict, seed: int) -> dict:
+    """The keywords of the one loop (``zoo.training.train``) that the AASD recipe sets alike for the module
+    (``recipe.train_module``) and every baseline (``finetune``): ``cfg``'s ``steps``, ``lr`` and ``weight_decay``
+    (default 0), the batches drawn from a generator seeded ``seed + 1``, the logged loss a mean over its interval.
+    ``ValueError`` naming what ``cfg`` lacks; ``TypeError`` for a seed that is no integer >= 0."""
+    missing = [k for k in ("steps", "lr") if k not in cfg]
+    if missing:
+        raise ValueError(f"an AASD recipe setting lacks {missing} (it has {sorted(cfg)})")
+    seed = validate.integer("seed", seed, minimum=0)
+    weight_decay = cfg.get("weight_decay", 0.0)
+    return dict(steps=cfg["steps"], lr=cfg["lr"], seed=seed + 1, weight_decay=weight_decay, mean_loss=True)
 
 
 def new_draft(draft: dict, seed: int, device, files: dict | None = None, spec: dict | None = None):
@@ -108,18 +121,14 @@ def finetune(
     accelerator=None,
 ) -> training.TrainLog:
     """The one baseline training: ``model`` on ``batch_of(rows)`` (rows drawn from ``range(n_rows)`` with a
-    generator seeded ``seed + 1``) for ``cfg`` (``steps``, ``batch_size``, ``lr``, ``weight_decay``) with the
-    answer-token loss (``zoo.training.answer_loss``)."""
+    generator seeded ``seed + 1``) for ``cfg`` (``batch_size``; ``recipe_arguments``) with the answer-token loss
+    (``zoo.training.answer_loss``)."""
     loss = functools.partial(training.answer_loss, answer_positions_only=answer_positions_only)
     return training.train(
         model,
         sampler(n_rows, cfg["batch_size"]),
         lambda m, picks: loss(m, batch_of(picks)),
-        steps=cfg["steps"],
-        lr=cfg["lr"],
-        seed=seed + 1,
-        weight_decay=cfg.get("weight_decay", 0.0),
-        mean_loss=True,
+        **recipe_arguments(cfg, seed),
         name=name,
         accelerator=accelerator,
     )

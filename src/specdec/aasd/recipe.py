@@ -23,7 +23,7 @@ import torch
 
 from specdec.aasd.algorithm import SpeculatingModule, config_for, save_module
 from specdec.aasd.distill import answers_path, is_main, target_answers, target_version
-from specdec.aasd.draft_training import sampler, train_drafts
+from specdec.aasd.draft_training import recipe_arguments, sampler, train_drafts
 from specdec.aasd.rows import Rows
 from specdec.aasd.tda import TDAObjective, tda_loss
 from specdec.aasd.zoo_specs import SEED_STEP, module_name
@@ -66,11 +66,7 @@ def train_module(
         TDAObjective(module),
         sampler(len(rows), cfg["batch_size"]),
         loss_fn,
-        steps=cfg["steps"],
-        lr=cfg["lr"],
-        seed=seed + 1,
-        weight_decay=cfg.get("weight_decay", 0.0),
-        mean_loss=True,
+        **recipe_arguments(cfg, seed),
         name=name,
         accelerator=accelerator,
     )

@@ -27,6 +27,7 @@ from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 
 SEED_KEY = [*KEY, "train_seed"]  # ``recompute`` (``experiments.recompute``) decodes such keys with their seed's modules
+EXACT_COLUMNS = experiments.EXACT_COLUMNS  # as seed 0's (``study.TABLES``)
 MODULE_DRAFTS = {"table1": ("AASD", MATCHED_DRAFT), "ablations": tuple(ABLATIONS)}  # the module's methods
 # the methods whose weights a seed moves: the modules', and in Table 1 every baseline's
 SEEDED_DRAFTS = {"table1": (*MODULE_DRAFTS["table1"], *zoo_specs.SEEDED_BASELINES), "ablations": tuple(ABLATIONS)}

@@ -21,6 +21,10 @@ def zoo(profile):
     return zoo_for(profile)
 
 
-# notebooks 40-41's runs (``experiments.KEY``, its one inverse ``experiments.recompute``)
-TABLES = (Table("aasd_runs", "specdec.aasd.experiments", "KEY"),)
+# notebooks 40-41's runs (``experiments.KEY``, its one inverse ``experiments.recompute``), and those of the training
+# seeds k > 0 (``seeds.SEED_KEY``; the same inverse, a key's ``train_seed`` picks the seed's modules)
+TABLES = (
+    Table("aasd_runs", "specdec.aasd.experiments", "KEY"),
+    Table("aasd_runs_seeds", "specdec.aasd.seeds", "SEED_KEY", seeds_of="aasd_runs"),
+)
 STUDY = Study("AASD", "aasd", ("40", "41"), "papers/aasd.md", vocabulary, zoo, TABLES)

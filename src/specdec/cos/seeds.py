@@ -29,6 +29,9 @@ from specdec.harness.profile import Profile
 TRAIN_SEEDS = ShippedCollabs.train_seeds  # the shipped zoo's seeds k > 0
 TABLES = {"cos_main": "cos_main_seeds", "cos_sweeps": "cos_sweeps_seeds", "cos_theory": "cos_theory_seeds"}
 SEED_KEY = [*experiments.ROW_KEY, "train_seed"]
+# seed 0's exact columns and inverse (``study.TABLES``): a key's ``train_seed`` decodes with that seed's zoo
+EXACT_COLUMNS = experiments.EXACT_COLUMNS
+recompute = experiments.recompute
 TRAINING_SUMMARY = zoo.DATA / "cos_training_seeds.csv"  # committed: the seeds' weights are not
 # notebook 20's defaults (every set and task of Tables 2-4)
 MAIN = dict(

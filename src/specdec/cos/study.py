@@ -21,6 +21,10 @@ def zoo(profile):
     return zoo_for(profile)
 
 
-# notebooks 20-22's runs: one key (``zoo.ROW_KEY``) and one inverse (``experiments.recompute``)
-TABLES = tuple(Table(name, "specdec.cos.experiments", "ROW_KEY") for name in ("cos_main", "cos_sweeps", "cos_theory"))
+# notebooks 20-22's runs: one key (``zoo.ROW_KEY``) and one inverse (``experiments.recompute``); each beside its twin
+# of the training seeds k > 0 (``seeds.TABLES``, ``seeds.SEED_KEY``; the same inverse)
+NAMES = ("cos_main", "cos_sweeps", "cos_theory")
+TABLES = tuple(Table(name, "specdec.cos.experiments", "ROW_KEY") for name in NAMES) + tuple(
+    Table(f"{name}_seeds", "specdec.cos.seeds", "SEED_KEY", seeds_of=name) for name in NAMES
+)
 STUDY = Study("CoS", "cos", ("20", "21", "22"), "papers/cos.md", vocabulary, zoo, TABLES)

@@ -245,10 +245,13 @@ def tau_vs_gamma(eng: Engine, *, n_per_kind: int = 20, gammas=(1, 2, 3, 4, 6, 8)
 NOTEBOOK_SWEEP: dict[str, Any] = dict(n_per_kind=20, gammas=[1, 2, 3, 4, 6, 8], max_new_tokens=48)
 
 
-def recompute_sweep(keys) -> pd.DataFrame:
-    """Decode the runs of stored ``tau_vs_gamma`` ``keys`` again on the tiny profile at notebook 01's settings
-    (the committed-results test); fresh rows in the order of ``keys``."""
-    eng = Engine.load(Profile.load("tiny", "cpu"), ["default", "xs"])
+TAU_EXACT = ["new_tokens", "target_calls", "accepted", "drafted"]  # what a recompute gives back (``papers.ENGINE``)
+
+
+def recompute_sweep(keys, *, profile: str = "tiny") -> pd.DataFrame:
+    """Decode the runs of stored ``tau_vs_gamma`` ``keys`` again on ``profile``'s CPU at notebook 01's settings
+    (the committed-results test, through ``papers.ENGINE``'s table); fresh rows in the order of ``keys``."""
+    eng = Engine.load(Profile.load(profile, "cpu"), ["default", "xs"])
     return tau_vs_gamma(eng, **NOTEBOOK_SWEEP).recompute(keys)
 
 

@@ -32,6 +32,7 @@ from specdec.zoo.models import load, revision_of, seed_weights, weights_digest, 
 SEED_DRAFTS = engine_zoo.SEED_DRAFTS
 SEED_TRAIN_COMMAND = engine_zoo.SEED_TRAIN_COMMAND
 SEED_KEY = ["train_seed", "method", "draft", "weights", "gamma", "n_prompts", "prompts", "max_new_tokens", "prompt"]
+SEED_EXACT = ["new_tokens", "target_calls", "draft_calls", "output"]  # what a recompute gives back
 BATCH = 16  # prompts decoded together (``batching.generate_batch``; its rows equal the batch-1 runs)
 
 
@@ -138,12 +139,13 @@ NOTEBOOK_SETTINGS: dict[str, dict[str, Any]] = dict(
 )
 
 
-def recompute(keys) -> pd.DataFrame:
-    """Decode the runs of stored ``keys`` of ``engine_seeds`` again (the committed-results test, where the seeds'
-    drafts are on this machine), at notebook 01's settings; fresh rows in the order of ``keys``."""
+def recompute(keys, *, profile: str = "tiny") -> pd.DataFrame:
+    """Decode the runs of stored ``keys`` of ``engine_seeds`` again on ``profile``'s CPU (the committed-results test
+    through ``papers.ENGINE``'s table, where the seeds' drafts are on this machine), at notebook 01's settings; fresh
+    rows in the order of ``keys``."""
     from specdec.harness.profile import Profile
 
-    eng = Engine.load(Profile.load("tiny", "cpu"), ["default", "xs"])
+    eng = Engine.load(Profile.load(profile, "cpu"), ["default", "xs"])
     experiments = {}
     out = []
     for key in keys:

@@ -9,6 +9,7 @@ has the template of a new study.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -94,13 +95,16 @@ class Table:
     study module that holds them (imported when asked, so the registry stays light): ``module.<key_name>``, the
     columns that key a row; ``module.<exact_name>``, the columns a recomputation gives back exactly;
     ``module.<recompute_name>``, the inverse, ``recompute(keys: list[dict], *, profile="tiny") -> DataFrame``: the
-    rows of ``keys`` (each a row's key columns, plus what the module documents) decoded again, one row per key."""
+    rows of ``keys`` (each a row's key columns, plus what the module documents) decoded again, one row per key.
+    ``seeds_of``: the table whose rows of training seeds k > 0 this one holds, keyed by ``train_seed`` too (``""``: a
+    table of training seed 0, or of no trained model)."""
 
     name: str
     module: str
     key_name: str = "KEYS"
     exact_name: str = "EXACT_COLUMNS"
     recompute_name: str = "recompute"
+    seeds_of: str = ""
 
     def attribute(self, name: str) -> Any:
         """``module.<name>``, the module imported."""
@@ -154,6 +158,14 @@ class Study:
         """The rows of ``keys`` of its table ``table`` decoded again (``Table.recompute``): the one recompute that
         the committed-results test calls for every declared table."""
         return self.table(table).recompute(keys, **kw)
+
+    def doc_blocks(self) -> dict[str, Callable[[], str]]:
+        """``{block name: function}``: the generated blocks of its page (``page``), its ``docs.py``'s ``BLOCKS``
+        (``scripts/update_docs_tables.py`` splices them); none for a study without a ``docs.py``."""
+        name = f"specdec.{self.package}.docs"
+        if not self.package or importlib.util.find_spec(name) is None:
+            return {}
+        return dict(importlib.import_module(name).BLOCKS)
 
     @property
     def series(self) -> str:

@@ -39,6 +39,7 @@ SEEDS_TABLE = "ml_tokens_seeds"
 SEED_TABLES = {"ml_tokens": SEEDS_TABLE, "ml_main": "ml_main_seeds", "ml_ood": "ml_ood_seeds"}
 MAIN_SHARED = ("ar", "sps-generic", "pld")  # Table 1's methods a training seed does not change (F, P-F it does)
 SEED_KEYS = [*KEYS, "train_seed"]  # a training seed's rows: seed 0's keys and the seed
+EXACT_COLUMNS = experiments.EXACT_COLUMNS  # as seed 0's (``study.TABLES``)
 
 
 class SeedDrafters(ShippedDrafters):

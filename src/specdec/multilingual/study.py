@@ -22,10 +22,15 @@ def zoo(profile):
     return Drafters(profile)
 
 
-# notebooks 30-34's runs: one key (``experiments.KEYS``) and one inverse (``experiments.recompute``)
+# notebooks 30-34's runs: one key (``experiments.KEYS``) and one inverse (``experiments.recompute``); three have a
+# twin of the training seeds k > 0 (``seeds.SEED_TABLES``, ``seeds.SEED_KEYS``; ``seeds.recompute``: the seed's
+# drafters)
 TABLES = tuple(
     Table(name, "specdec.multilingual.experiments")
     for name in ("ml_main", "ml_tokens", "ml_ood", "ml_size", "ml_generalization")
+) + tuple(
+    Table(f"{name}_seeds", "specdec.multilingual.seeds", "SEED_KEYS", seeds_of=name)
+    for name in ("ml_tokens", "ml_main", "ml_ood")
 )
 STUDY = Study(
     "Multilingual", "multilingual", ("30", "31", "32", "33", "34"), "papers/multilingual.md", vocabulary, zoo, TABLES

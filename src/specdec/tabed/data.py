@@ -89,6 +89,7 @@ RESTS_ON = {
 TEXT_AFTER = ("describe", "docvqa", "pope", "mmvet", "iedit", "magicbrush", "spot", "psv", "vist")
 ANSWER_TOKENS = 128  # the first answer's length: the authors' max_target_length (tabed/config.py)
 ANSWER_KEY = ["target", "revision", "max_new_tokens", "row", "prompt_sha"]
+ANSWER_EXACT = ["answer", "output"]  # what a recompute of a cached answer gives back (``study.TABLES``)
 TINY_TARGET = "tabed-target"  # the shipped zoo's target: it answers the tiny second turns' first turns
 
 

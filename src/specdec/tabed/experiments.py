@@ -37,6 +37,9 @@ from specdec.tabed.zoo import requests as requests
 # a row's walltime: empty if decoded in a batch; no TABED table or finding reads it (notebook 14 times its own)
 WALLTIME = ("seconds",)
 BATCH_SIZE = 8  # missing requests the suites decode at once (``batching.generate_batch``; 1: one at a time)
+# the columns a recompute gives back exactly (``study.TABLES``); ``block_efficiency`` to float rounding, the ensembles'
+# ``weights`` to their policy's grid (tests/test_committed_results.py)
+EXACT_COLUMNS = ["output", "accepted", "new_tokens", "target_calls", "lossless", "active"]
 
 
 # ------------------------------------------------------------------------------------------------- methods

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdec.harness.study import Study
+from specdec.harness.study import Study, Table
 
 
 def vocabulary(parameter: str, notebook: str) -> set[str] | None:
@@ -25,4 +25,11 @@ def zoo(profile):
     return zoo_for(profile)
 
 
-STUDY = Study("TABED", "tabed", ("10", "11", "12", "13", "14"), "papers/tabed.md", vocabulary, zoo)
+# notebooks 10-13's runs (``experiments.KEY``), Table 3's long-answer pair (``windows.WINDOW_KEY``: one training seed
+# per call) and the target's cached first answers the tiny second turns carry (``data.ANSWER_KEY``)
+TABLES = (
+    Table("tabed_runs", "specdec.tabed.experiments", "KEY"),
+    Table("tabed_windows", "specdec.tabed.windows", "WINDOW_KEY", "WINDOW_EXACT", "recompute_windows"),
+    Table("tabed_first_answers", "specdec.tabed.data", "ANSWER_KEY", "ANSWER_EXACT"),
+)
+STUDY = Study("TABED", "tabed", ("10", "11", "12", "13", "14"), "papers/tabed.md", vocabulary, zoo, TABLES)

@@ -16,7 +16,7 @@ from specdec import results
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
 from specdec.tabed import data
-from specdec.tabed.experiments import BATCH_SIZE, setting
+from specdec.tabed.experiments import BATCH_SIZE, EXACT_COLUMNS, setting
 from specdec.tabed.tables import runs
 from specdec.tabed.zoo import KEY, REFERENCE, Pair, zoo_for
 from specdec.verdict import validity
@@ -31,6 +31,7 @@ TINY_WHY = (
 WINDOW_PAIR = ("tabed-target-long", "tabed-draft-long")
 WINDOW_TABLE = "tabed_windows"
 WINDOW_KEY = [*KEY, "train_seed"]
+WINDOW_EXACT = EXACT_COLUMNS  # as ``tabed_runs``' (``study.TABLES``)
 WINDOW_SCENARIOS = [s for s, g in data.GROUP.items() if g in ("benchmark", "ood")]  # Table 3's first turns
 WINDOW_SEED_COMMAND = (
     "python -m specdec.vlm.train data --style full --out .gpu/tabed_data_full.pt && python -m specdec.vlm.train "
