@@ -370,3 +370,23 @@ def findings_from_results(
     found = judge_all([iid, engine, speed], validities, strict=strict)
     # ``projection``: also the labelled projection, per training seed (the docs' seeds table; never a board row)
     return found + [replace(projected, name="engine speed, projection")] if projection else found
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "ENGINE_EFFICIENCY_GOAL",
+    "ENGINE_VALIDITY",
+    "IID_TOLERANCE",
+    "SEED_TABLE",
+    "SPEED_CLAIM",
+    "SPEED_PAPER",
+    "SPEED_ROOM",
+    "engine_speed_verdict",
+    "engine_verdict",
+    "findings_from_results",
+    "iid_verdict",
+    "priced_speed_verdict",
+    "speed_frames",
+    "speed_validity",
+    "sweep_frames",
+]

@@ -242,6 +242,8 @@ def save(fig, path) -> None:
     """``path`` as a PNG at ``DPI``, cropped to what is drawn (legends outside the axes included). The PNG carries
     its ``readability`` at the docs size (text chunk "Readability", which tests/test_figures.py checks), and an
     unreadable figure warns here, where its code can still reflow it."""
+    if not hasattr(fig, "savefig"):
+        raise TypeError(f"fig must be a matplotlib Figure (plt.subplots()[0]), got {type(fig).__name__} {fig!r:.80}")
     with warnings.catch_warnings():  # colorbar axes cannot be tight-laid; bbox_inches="tight" crops them anyway
         warnings.filterwarnings("ignore", message=".*not compatible with tight_layout.*")
         fig.tight_layout()
@@ -348,3 +350,26 @@ def sweep_lines(
     ax.set_title(title)
     legend_outside(ax, title=label(hue))
     return ax
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "DOCS_WIDTH_PX",
+    "DPI",
+    "LABELS",
+    "SCREEN_DPI",
+    "STANDIN_TEXT",
+    "accepted_histogram",
+    "highlight_html",
+    "label",
+    "latency_lines",
+    "legend_outside",
+    "overlapping_ticks",
+    "paper_line",
+    "readability",
+    "save",
+    "speedup_bars",
+    "sweep_lines",
+    "tau_vs_formula",
+    "theme",
+]

@@ -321,3 +321,17 @@ def load_source(entries: dict, name: str, device="cpu", dtype=None):
 def source_path(entry: dict) -> pathlib.Path:
     """Where a source entry's weights are: the package's file, or the real draft's folder."""
     return model_file(entry) if entry["source"] == "package" else REAL_MODELS / entry["folder"]
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "COLUMN_ROWS",
+    "CONVERTED",
+    "ColumnHead",
+    "HASH_CACHE",
+    "INSTALL_HINT",
+    "REAL_MODELS",
+    "RealModelMissing",
+    "ScatterHead",
+    "package_revision",
+]

@@ -198,3 +198,7 @@ def baseline_summary(path=BASELINE_SUMMARY) -> pd.DataFrame:
     frame = frame.sort_values(["target", "model", "train_seed"]).reset_index(drop=True)
     frame.to_csv(path, index=False, lineterminator="\n")
     return frame
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["BASELINE_SUMMARY", "MODULE_DRAFTS", "SEEDED_DRAFTS", "SEED_KEY", "frames_for", "seed_summary"]

@@ -158,3 +158,6 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["MAIN", "SEED_KEY", "SWEEPS", "TABLES", "THEORY", "TRAINING_SUMMARY", "TRAIN_SEEDS", "at_defaults", "main"]

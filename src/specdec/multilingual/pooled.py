@@ -49,3 +49,7 @@ def geo_verdict(name, claim, paper, logs: np.ndarray, detail: str, threshold=1.0
     est, low, high = bootstrap_rows(logs, lambda v: float(np.mean(v)))
     est, low, high = math.exp(est), math.exp(low), math.exp(high)
     return Verdict(name, claim, est, low, high, len(logs), decide(low, high, threshold, greater), paper, detail)
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["RUN", "log_speed"]

@@ -170,8 +170,26 @@ def paper_claims() -> pd.DataFrame:
 
 
 def paper_value(key: str) -> float:
-    value = paper_claims().loc[key, "value"]
+    claims = paper_claims()
+    validate.choice("paper claim", key, list(claims.index), hint="the keys of data/paper/multilingual_claims.csv")
+    value = claims.loc[key, "value"]
     try:
         return float(value)
     except ValueError:
         return math.nan
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "METHODS",
+    "METHOD_LABELS",
+    "NOT_BUILT",
+    "method_table",
+    "not_built_note",
+    "paired_bootstrap",
+    "paper_value",
+    "quality_table",
+    "select",
+    "show",
+    "table1",
+]
