@@ -31,6 +31,8 @@ def _reason(name: str, obj) -> str | None:
     """Why ``name`` needs no probe of its own (``None``: it needs one)."""
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return "an exception type: raised, never called with user input"
+    if inspect.isfunction(obj) and not inspect.signature(obj).parameters:
+        return "takes no argument: there is no input to get wrong"
     for prefix, reason in EXCLUDED.items():
         if name == prefix or (prefix.endswith((".", "_")) and name.startswith(prefix)):
             return reason

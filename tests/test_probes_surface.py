@@ -3,7 +3,9 @@ notebook-facing callables of the declared public API (``tests/probe_coverage.py`
 hostile call with the one clear error it must raise (type and message), before anything is loaded or written."""
 
 import pathlib
+import re
 
+import pandas as pd
 import pytest
 import torch
 
@@ -24,25 +26,30 @@ from specdec import (
 from specdec.aasd import algorithm as aasd_algorithm
 from specdec.aasd import experiments as aasd_experiments
 from specdec.aasd import findings as aasd_findings
+from specdec.aasd import tables as aasd_tables
 from specdec.aasd import train as aasd_train
 from specdec.cos import exactness as cos_exactness
 from specdec.cos import experiments as cos_experiments
 from specdec.cos import findings as cos_findings
 from specdec.cos import tables as cos_tables
 from specdec.cos import tasks as cos_tasks
+from specdec.cos import theory_verdicts as cos_theory
 from specdec.cos import train as cos_train
 from specdec.cos import zoo as cos_zoo
 from specdec.multilingual import experiments as ml_experiments
 from specdec.multilingual import findings as ml_findings
 from specdec.multilingual import hub_run as ml_hub_run
 from specdec.multilingual import parallel as ml_parallel
+from specdec.multilingual import pooled as ml_pooled
 from specdec.multilingual import recipe as ml_recipe
 from specdec.multilingual import seeds as ml_seeds
 from specdec.multilingual import tables as ml_tables
 from specdec.results import ResultStore
 from specdec.tabed import conditions as tabed_conditions
 from specdec.tabed import experiments as tabed_experiments
+from specdec.tabed import findings as tabed_findings
 from specdec.tabed import latency as tabed_latency
+from specdec.tabed import latency_findings as tabed_latency_findings
 from specdec.tabed import seeds as tabed_seeds
 from specdec.tabed import tables as tabed_tables
 from specdec.tabed import windows as tabed_windows
@@ -166,6 +173,36 @@ RAISES = {  # name: (call, error type, message pattern)
         r"fig must be a matplotlib Figure \(plt.subplots\(\)\[0\]\), got str 'x'",
     ),
     # the core: drafters, models, bench, costs, hub, sharding
+    "costs.sd_speedup of negative tokens": (
+        lambda: costs.sd_speedup(-1, 1, 1, costs.implied_regime("x", {"draft": 0.1}, "src")),
+        ValueError,
+        "new_tokens must be counts >= 0, got -1",
+    ),
+    "costs.sd_speedup without a regime": (
+        lambda: costs.sd_speedup(10, 5, 20, None),
+        TypeError,
+        r"regime must be a specdec.costs.Regime \(e.g. implied_regime\(...\)\), got None",
+    ),
+    "plots.accepted_histogram of gamma 0": (
+        lambda: plots.accepted_histogram([1], 0),
+        ValueError,
+        "gamma must be an integer >= 1, got 0",
+    ),
+    "plots.accepted_histogram of a count above gamma": (
+        lambda: plots.accepted_histogram([1, 5], 3),
+        ValueError,
+        r"accepted_per_block holds counts in \[0, gamma = 3\], got \[1, 5\]",
+    ),
+    "tabed.paper_window_table of an unknown setting key": (
+        lambda: tabed_tables.paper_window_table(draft_sise="68M"),
+        ValueError,
+        r"unknown setting key 'draft_sise' \(did you mean 'draft_size'\?\)",
+    ),
+    "tabed.paper_window_table of a draft size Table 3 lacks": (
+        lambda: tabed_tables.paper_window_table(draft_size="1B"),
+        ValueError,
+        r"unknown draft size of Table 3 '1B': choose one of \['68M'\]",
+    ),
     "validate.model of a state dict": (
         lambda: validate.model("draft", {"w": torch.zeros(1)}),
         TypeError,
@@ -374,6 +411,16 @@ def test_a_bad_call_raises_one_clear_error(name):
         call()
 
 
+def test_legal_calls_keep_their_answers():
+    """The checks above refuse only what is wrong: the legal neighbours of those calls still answer."""
+    regime = costs.implied_regime("x", {"draft": 0.1}, "src")
+    assert costs.sd_speedup(10, 5, 20, regime) > 1.0
+    assert tabed_tables.paper_window_table().shape == tabed_tables.paper_window_table(draft_size="68M").shape
+    assert plots.label("no such name") == "no such name"  # a name without a label is its own label
+    assert sharding.shard([{"a": 1}, {"a": 2}], 2) == [[{"a": 1}], [{"a": 2}]]
+    assert bench.pool_acceptance([]) == []
+
+
 def test_known_names_keep_their_answers():
     """A declared parameter without a vocabulary still takes any value (``None``); one with a vocabulary gets it."""
     assert papers.vocabulary("methods", TABED) >= {"M", "T", "MT"}
@@ -382,3 +429,36 @@ def test_known_names_keep_their_answers():
     assert notebook_params.allowed("gamma", spec={"gamma": "int"}) is None  # a notebook outside notebooks/
     assert "methods" in notebook_params.parameter_names(TABED) and "tasks" not in notebook_params.parameter_names(TABED)
     assert notebook_params.runs_on("tiny", TABED) is None
+
+
+# ------------------------------------------------------------------ a foreign frame where a table's rows belong
+FOREIGN = pd.DataFrame({"unrelated": [1.0, 2.0]})
+READS = {  # name: (call on FOREIGN, the column named)
+    "tabed.block_table": (lambda f: tabed_tables.block_table(f, ["M"]), "method"),
+    "tabed.group_means": (lambda f: tabed_tables.group_means(f, ["M"]), "method"),
+    "tabed.rest_table": (lambda f: tabed_tables.rest_table(f, {"a": "b"}, ["M"]), "turn"),
+    "tabed.verdict_t1b_by_rest": (lambda f: tabed_findings.verdict_t1b_by_rest(f, {"a": "b"}), "turn"),
+    "tabed.verdict_batch": (lambda f: tabed_latency_findings.verdict_batch(f, None, "cpu"), "T_q(m) / T_q(1)"),
+    "tabed.verdict_caption": (lambda f: tabed_latency_findings.verdict_caption(f, None, "cpu"), "caption / prefill"),
+    "tabed.verdict_components": (lambda f: tabed_latency_findings.verdict_components(f, "cpu"), "vision encoder"),
+    "tabed.plot_batch_cost": (lambda f: tabed_latency_findings.plot_batch_cost(f, None), "T_q(m) / T_q(1)"),
+    "multilingual.method_table": (lambda f: ml_tables.method_table(f, 3, {}, {}), "method"),
+    "multilingual.quality_table": (lambda f: ml_tables.quality_table(f, {}), "temperature"),
+    "multilingual.select": (lambda f: ml_tables.select(f, {}, 3, [0.0], [0], 8), "pair"),
+    "multilingual.log_speed": (lambda f: ml_pooled.log_speed(f, "a", "b"), "tokens_per_second"),
+    "multilingual.translatable_set": (lambda f: ml_experiments.translatable_set(f, None), "method"),
+    "multilingual.m1_paper_regime": (lambda f: ml_findings.m1_paper_regime(f, 0.0), "method"),
+    "cos.gamma_trend": (lambda f: cos_tables.gamma_trend(f, {}), "gamma"),
+    "cos.theory_table": (lambda f: cos_tables.theory_table(f, {}), "method"),
+    "cos.c3_sanity_verdict": (lambda f: cos_theory.c3_sanity_verdict(f), "alpha"),
+    "cos.c3_verdict": (lambda f: cos_theory.c3_verdict(f), "set"),
+    "aasd.runs": (lambda f: aasd_tables.runs(f, "t1"), "table"),
+    "aasd.side_by_side": (lambda f: aasd_tables.side_by_side(f), "target"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READS))
+def test_a_foreign_frame_names_the_column_it_lacks(name):
+    call, column = READS[name]
+    with pytest.raises(ValueError, match=f"reads the column '{re.escape(column)}', which this frame lacks"):
+        call(FOREIGN)

@@ -21,6 +21,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib import font_manager
 
+from specdec import validate
 from specdec.validate import reads_frame
 
 DPI = 150
@@ -119,6 +120,9 @@ def highlight_html(tokenizer, result) -> str:
 
 def accepted_histogram(accepted_per_block, gamma: int, ax=None, title: str = ""):
     """Bar chart of how many draft tokens each block accepted (0..γ)."""
+    gamma = validate.integer("gamma", gamma, minimum=1)
+    if any(not 0 <= int(a) <= gamma for a in accepted_per_block):
+        raise ValueError(f"accepted_per_block holds counts in [0, gamma = {gamma}], got {list(accepted_per_block)}")
     ax = ax or plt.subplots(figsize=(5, 3))[1]
     counts = np.bincount(np.asarray(accepted_per_block, dtype=int), minlength=gamma + 1)
     ax.bar(range(gamma + 1), counts, color="#40916c")

@@ -25,6 +25,7 @@ from specdec.aasd.tables import ABLATIONS, MATCHED_DRAFT, runs
 from specdec.aasd.zoo import zoo_for
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
+from specdec.validate import reads_frame
 
 SEED_KEY = [*KEY, "train_seed"]  # ``recompute`` (``experiments.recompute``) decodes such keys with their seed's modules
 MODULE_DRAFTS = {"table1": ("AASD", MATCHED_DRAFT), "ablations": tuple(ABLATIONS)}  # the module's methods
@@ -123,6 +124,7 @@ def pooled_frame(frames: dict[int, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(list(frames.values()), ignore_index=True)
 
 
+@reads_frame
 def frames_for(frame: pd.DataFrame, profile, table: str, **settings) -> dict[int, pd.DataFrame]:
     """``{train seed: runs}`` for a notebook's own ``frame`` (``tables.runs`` of ``table``; seed 0) and the other
     seeds' stored rows on the same targets, requests, γ and drafts. ``settings`` (the notebook's ``gammas``,

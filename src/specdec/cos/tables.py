@@ -173,6 +173,7 @@ def stored_gpu_table(profile: str):
     return df.pivot_table(index=["device", "set", "temperature", "method"], columns="task", values="speedup").round(2)
 
 
+@reads_frame
 def theory_table(table: pd.DataFrame, costs: dict) -> pd.DataFrame:
     """Measured speedups of Naive-CoS and CoS beside Thm 3.1 / 3.6 evaluated at the measured α and
     ``c = T_proposer / T_verifier`` (two-model sets; the proposer is model 0, the verifier model 1)."""
@@ -201,6 +202,7 @@ def theory_table(table: pd.DataFrame, costs: dict) -> pd.DataFrame:
     return out
 
 
+@reads_frame
 def gamma_trend(curves: pd.DataFrame, costs: dict, tolerance: float = 0.10) -> pd.DataFrame:
     """Shape of each speedup-vs-γ curve (columns ``curve`` "set/task", ``gamma``, ``speedup``, ``acceptance``).
 

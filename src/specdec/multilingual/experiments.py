@@ -37,6 +37,7 @@ from specdec.multilingual.drafters import Drafters, prompt_set, table1_drafters
 from specdec.multilingual.metrics import chrf
 from specdec.multilingual.tables import METHODS
 from specdec.sampling import SamplingConfig
+from specdec.validate import reads_frame
 from specdec.zoo.tasks import text_digest
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
@@ -342,6 +343,7 @@ def latency_ratios(store, drafters: Drafters, names: list[str], context: int = 4
     return out
 
 
+@reads_frame
 def translatable_set(frame: pd.DataFrame, drafters: Drafters, quantile: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """Table 7's evaluation set: the held-out prompts the target demonstrably translates (the paper's target,
     Vicuna 7B, translates IWSLT14; a set it cannot translate tests nothing about the drafters).

@@ -119,6 +119,7 @@ def in_two_regimes(make, frame: pd.DataFrame, *args, machine: str, speed_only: i
     )  # fmt: skip
 
 
+@reads_frame
 def m1_paper_regime(frame: pd.DataFrame, temperature: float) -> list[Verdict]:
     """M1 decided in the paper's regime (``m1_verdicts`` on the counts priced, ``with_priced_speed``) and M1-τ at
     ``temperature``: the M1 findings as the scoreboard decides them, per training seed in ``verdict.seed_table``

@@ -15,11 +15,13 @@ import math
 import numpy as np
 import pandas as pd
 
+from specdec.validate import reads_frame
 from specdec.verdict import Verdict, bootstrap_rows, decide
 
 RUN = ["pair", "source", "temperature", "seed", "prompt"]  # one run of one method
 
 
+@reads_frame
 def log_speed(frame: pd.DataFrame, a: str, b: str, value: str = "tokens_per_second") -> pd.Series:
     """Per prompt: mean over its seeds of log(``value`` of method ``a`` / ``value`` of ``b``) on the same run
     (``value``: measured ``tokens_per_second`` or ``priced_speed``, ``with_priced_speed``)."""

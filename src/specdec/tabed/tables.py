@@ -105,6 +105,7 @@ def runs(frame: pd.DataFrame, *, gamma: int = 5, window="ALL", criterion: str = 
     return frame[keep]
 
 
+@reads_frame
 def block_table(frame: pd.DataFrame, methods, turns=(1, 2)) -> pd.DataFrame:
     """Mean τ per (turn, dataset) x method, with the paper's dataset names and an ``Avg.`` of the benchmark
     datasets per turn (as in the paper's Table 10).
@@ -142,6 +143,7 @@ def block_table(frame: pd.DataFrame, methods, turns=(1, 2)) -> pd.DataFrame:
     ]
 
 
+@reads_frame
 def rest_table(frame: pd.DataFrame, rests: dict[str, str], methods) -> pd.DataFrame:
     """Mean τ per kind of second turn (what its answer rests on, ``rests_on``) x method, with the number of requests
     and τ(T) − τ(M) where both ran: the second turns of ``block_table`` regrouped by follow-up instead of dataset."""
@@ -254,17 +256,22 @@ def paper_group_table(methods, **setting) -> pd.DataFrame:
 def paper_window_table(**setting) -> pd.DataFrame:
     """The paper's Table 3 (MT*, first turn): τ per dataset (rows) and window h (columns)."""
     paper = results.paper_numbers("tabed_table3_window")
-    paper = paper[paper.draft_size == setting.get("draft_size", PAPER_SETTING["draft_size"])]
+    for key in setting:  # a pair setting (``pair_setting``); Table 3 is read by its draft size only
+        validate.choice("setting key", key, list(PAPER_SETTING))
+    size = setting.get("draft_size", PAPER_SETTING["draft_size"])
+    paper = paper[paper.draft_size == validate.choice("draft size of Table 3", size, sorted(set(paper.draft_size)))]
     paper = paper.assign(block_efficiency=paper.block_efficiency.astype(float))
     return paper.pivot_table(index="dataset", columns="h", values="block_efficiency")
 
 
+@reads_frame
 def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     """One column pair per method: ``ours`` and ``paper``."""
     both = pd.concat({"ours": ours, "paper": paper.reindex(ours.index)}, axis=1)
     return both.swaplevel(0, 1, axis=1)[[(m, s) for m in ours.columns for s in ("ours", "paper")]].round(2)
 
 
+@reads_frame
 def group_means(frame: pd.DataFrame, methods) -> pd.DataFrame:
     """Mean τ per method over the groups of the paper's Table 2: benchmark first / second turn, OOD, NLP."""
     frame = frame[frame.method.isin(methods)]
