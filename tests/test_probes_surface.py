@@ -15,10 +15,12 @@ from specdec import (
     cache,
     costs,
     drafters,
+    engine_findings,
     hub,
     notebook_params,
     papers,
     plots,
+    realmodel,
     sharding,
     validate,
     verdict,
@@ -31,11 +33,14 @@ from specdec.aasd import train as aasd_train
 from specdec.cos import exactness as cos_exactness
 from specdec.cos import experiments as cos_experiments
 from specdec.cos import findings as cos_findings
+from specdec.cos import seeds as cos_seeds
 from specdec.cos import tables as cos_tables
 from specdec.cos import tasks as cos_tasks
 from specdec.cos import theory_verdicts as cos_theory
 from specdec.cos import train as cos_train
 from specdec.cos import zoo as cos_zoo
+from specdec.multilingual import batches as ml_batches
+from specdec.multilingual import drafter_verdicts as ml_drafter_verdicts
 from specdec.multilingual import experiments as ml_experiments
 from specdec.multilingual import findings as ml_findings
 from specdec.multilingual import hub_run as ml_hub_run
@@ -171,6 +176,31 @@ RAISES = {  # name: (call, error type, message pattern)
         lambda: plots.save("x", "never.png"),
         TypeError,
         r"fig must be a matplotlib Figure \(plt.subplots\(\)\[0\]\), got str 'x'",
+    ),
+    "cos.answer_correct of an unknown task": (
+        lambda: cos_tables.answer_correct("gsm8", "The answer is 4.", {"answer": 4}),
+        ValueError,
+        r"unknown task 'gsm8' \(did you mean 'gsm8k'\?\)",
+    ),
+    "cos.at_defaults of a string": (
+        lambda: cos_seeds.at_defaults("x", {}),
+        TypeError,
+        "params and defaults must be dicts",
+    ),
+    "multilingual.m1_rules of a negative temperature": (
+        lambda: ml_drafter_verdicts.m1_rules(-1.0),
+        ValueError,
+        "temperature must be a finite number >= 0.0, got -1.0",
+    ),
+    "multilingual.EpochBatches of batch size 0": (
+        lambda: ml_batches.EpochBatches(None, 0),
+        ValueError,
+        "batch_size must be an integer >= 1, got 0",
+    ),
+    "realmodel.package_revision of an empty entry": (
+        lambda: realmodel.package_revision({}),
+        ValueError,
+        r"entry must be a packaged model's entry of a profile yaml \(with 'module'\), got \{\}",
     ),
     # the core: drafters, models, bench, costs, hub, sharding
     "costs.sd_speedup of negative tokens": (
@@ -419,6 +449,9 @@ def test_legal_calls_keep_their_answers():
     assert plots.label("no such name") == "no such name"  # a name without a label is its own label
     assert sharding.shard([{"a": 1}, {"a": 2}], 2) == [[{"a": 1}], [{"a": 2}]]
     assert bench.pool_acceptance([]) == []
+    assert cos_tables.answer_correct("cnndm", "x", {}) is None  # a task without an accuracy: None, as documented
+    assert cos_tables.answer_correct("gsm8k", "The answer is 4.", {"answer": 4}) is True
+    assert len(ml_drafter_verdicts.m1_rules(0.0)) == 4
 
 
 def test_known_names_keep_their_answers():
@@ -434,6 +467,10 @@ def test_known_names_keep_their_answers():
 # ------------------------------------------------------------------ a foreign frame where a table's rows belong
 FOREIGN = pd.DataFrame({"unrelated": [1.0, 2.0]})
 READS = {  # name: (call on FOREIGN, the column named)
+    "plots.sweep_lines": (lambda f: plots.sweep_lines(f, "x", "y", "h"), "x"),
+    "engine_findings.priced_speed_verdict": (lambda f: engine_findings.priced_speed_verdict(f, None), "method"),
+    "engine_findings.sweep_frames": (lambda f: engine_findings.sweep_frames(f, f), "prompts"),
+    "engine_findings.speed_frames": (lambda f: engine_findings.speed_frames(f, f, "d"), "draft"),
     "tabed.block_table": (lambda f: tabed_tables.block_table(f, ["M"]), "method"),
     "tabed.group_means": (lambda f: tabed_tables.group_means(f, ["M"]), "method"),
     "tabed.rest_table": (lambda f: tabed_tables.rest_table(f, {"a": "b"}, ["M"]), "turn"),

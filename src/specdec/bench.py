@@ -349,11 +349,15 @@ def real_size_latency(
 
 
 def _rows(rows, columns: tuple[str, ...], made_by: str, *, empty_ok: bool = False) -> None:
-    """Refuse ``rows`` unless a list of dicts with ``columns`` (the rows ``made_by`` returns)."""
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+    """Refuse ``rows`` unless a list of dicts (or a DataFrame of them) with ``columns`` (the rows ``made_by``
+    returns)."""
+    if hasattr(rows, "columns") and hasattr(rows, "to_dict"):  # a DataFrame of those rows
+        missing = sorted(set(columns) - set(rows.columns))
+    elif not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise TypeError(f"rows must be a list of dicts ({made_by}'s rows), got {type(rows).__name__} {rows!r:.80}")
-    missing = sorted({c for r in rows for c in columns if c not in r})
-    if missing or not (rows or empty_ok):
+    else:
+        missing = sorted({c for r in rows for c in columns if c not in r})
+    if missing or not (len(rows) or empty_ok):
         raise ValueError(
             f"rows must be {made_by}'s rows, with the columns {list(columns)}: got {len(rows)} rows"
             + (f" lacking {missing}" if missing else "")

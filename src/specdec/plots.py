@@ -312,6 +312,7 @@ def speedup_bars(ours, paper=None, title: str = "", ax=None, ylabel: str = "spee
     return ax
 
 
+@reads_frame
 def sweep_lines(
     frame,
     x: str,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
+from specdec import validate
 from specdec.cos.algorithm import decode, make_combination, theorem_3_1, theorem_3_6, we_acceptance
 from specdec.results import RESULTS, paper_numbers
 from specdec.validate import reads_frame
@@ -149,6 +150,9 @@ def answer_correct(task: str, text: str, row: dict) -> bool | None:
     """Task accuracy of one output: GSM8K-like final number, MMLU-like letter; ``None`` for other tasks."""
     import re
 
+    from specdec.cos.tasks import TASKS
+
+    validate.choice("task", task, list(TASKS))  # an unknown task is an error, never "no accuracy" (None)
     if task == "gsm8k":
         found = re.search(r"answer is\s*(-?\d+)", text) or None
         numbers = re.findall(r"-?\d+", text)
