@@ -2,7 +2,9 @@
 
 The public API (``public_api``): every public function and class defined in the core modules (``specdec/*.py``), in
 every module of each paper's package (``specdec.papers.STUDIES``) and in every ``python -m`` command line
-(``specdec`` modules with a ``__main__`` block: their ``main``). A callable is probed when a probe file
+(``specdec`` modules with a ``__main__`` block: their ``main``). Public is declared (``declared_public``): a module's
+``__all__`` when it has one, else every name without a leading underscore; what the notebooks call
+(``notebook_references``) must be declared public. A callable is probed when a probe file
 (``PROBE_FILES``) refers to it (``probed``): an import, an attribute of an imported module, a ``"specdec.x.y"``
 string handed to ``importlib``; each is resolved to the object it names, so re-exports count once.
 ``tests/test_probe_coverage.py`` checks every callable is probed or excluded (``EXCLUDED``, with its reason)."""
@@ -12,6 +14,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import pathlib
 import pkgutil
 
@@ -47,12 +50,36 @@ def public_api() -> dict[str, object]:
     for name in api_modules():
         module = importlib.import_module(name)
         for attr, obj in vars(module).items():
-            if attr.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            if not declared_public(module, attr) or not (inspect.isfunction(obj) or inspect.isclass(obj)):
                 continue
             if getattr(obj, "__module__", None) != name or (name not in core_or_study and attr != "main"):
                 continue
             out[f"{name}.{attr}"] = obj
     return out
+
+
+def declared_public(module, attr: str) -> bool:
+    """Whether ``attr`` is part of ``module``'s declared API: listed in its ``__all__`` when it has one (the names
+    it leaves out are the package's internals, shared between its modules but not meant for users), else any name
+    without a leading underscore; a command line's ``main`` always is."""
+    if attr.startswith("_"):
+        return False
+    if attr == "main" and 'if __name__ == "__main__"' in pathlib.Path(module.__file__).read_text():
+        return True
+    names = getattr(module, "__all__", None)
+    return names is None or attr in names
+
+
+def notebook_references() -> set[str]:
+    """The dotted ``specdec`` names the committed notebooks' code cells refer to (as ``references`` reads a file;
+    IPython's ``%`` and ``!`` lines left out)."""
+    found: set[str] = set()
+    for path in sorted((TESTS.parent / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+        lines = [ln for cell in code for ln in cell.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+        found |= references(path, "\n".join(lines))
+    return found
 
 
 def _cli_only(module: str) -> bool:
@@ -70,7 +97,7 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _resolve(dotted: str):
+def resolve(dotted: str):
     """The object a dotted name names (``None``: none), importing modules along the way."""
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
@@ -86,9 +113,10 @@ def _resolve(dotted: str):
     return None
 
 
-def references(path: pathlib.Path) -> set[str]:
-    """The dotted ``specdec`` names a probe file refers to (aliases of its imports expanded; every prefix)."""
-    tree = ast.parse(path.read_text())
+def references(path: pathlib.Path, source: str | None = None) -> set[str]:
+    """The dotted ``specdec`` names a probe file (``source``: its text, default read from ``path``) refers to
+    (aliases of its imports expanded; every prefix)."""
+    tree = ast.parse(path.read_text() if source is None else source, filename=str(path))
     alias = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -124,7 +152,7 @@ def references(path: pathlib.Path) -> set[str]:
 def probed(files: list[pathlib.Path] | None = None) -> set[int]:
     """The ids of the objects the probe files refer to."""
     names = set().union(*(references(p) for p in (files or PROBE_FILES)))
-    return {id(obj) for obj in map(_resolve, sorted(names)) if obj is not None}
+    return {id(obj) for obj in map(resolve, sorted(names)) if obj is not None}
 
 
 if __name__ == "__main__":  # the uncovered callables, one per line

@@ -6,12 +6,13 @@ study's modules, every ``python -m`` command line; the probe files' references, 
 (``EXCLUDED``) is a gap listed in ``tests/probe_gaps.txt``: the list may only shrink. A new public callable without
 a probe fails here, and so does a listed gap that is probed now (take it off the list)."""
 
+import importlib
 import inspect
 import pathlib
 
 import pytest
 import test_probes_api
-from probe_coverage import probed, public_api
+from probe_coverage import declared_public, notebook_references, probed, public_api, resolve
 
 GAPS = pathlib.Path(__file__).with_name("probe_gaps.txt")
 
@@ -35,6 +36,8 @@ def _reason(name: str, obj) -> str | None:
     """Why ``name`` needs no probe of its own (``None``: it needs one)."""
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return "an exception type: raised, never called with user input"
+    if inspect.isfunction(obj) and not inspect.signature(obj).parameters:
+        return "takes no argument: there is no input to get wrong"
     for prefix, reason in EXCLUDED.items():
         if name == prefix or (prefix.endswith((".", "_")) and name.startswith(prefix)):
             return reason
@@ -101,3 +104,20 @@ def test_the_probe_counts_read_each_outcome():
         tally.pytest_runtest_logreport(r)
     assert dict(tally.counts) == {"clear": 1, "wrong": 1, "unclear": 1}
     assert tally.failed == ["a.py::test_y", "a.py::test_z"]
+
+
+def test_what_the_notebooks_and_the_package_export_is_declared_public():
+    """A module's ``__all__`` may leave out its internals, never what a user calls: every ``specdec`` function or
+    class a committed notebook refers to, and every name ``specdec.__all__`` exports, is in its module's API."""
+    import specdec
+
+    names = notebook_references() | {f"specdec.{n}" for n in specdec.__all__}
+    hidden = []
+    for name in sorted(names):
+        obj = resolve(name)
+        if not (inspect.isfunction(obj) or inspect.isclass(obj)) or not obj.__module__.startswith("specdec"):
+            continue
+        module = importlib.import_module(obj.__module__)
+        if vars(module).get(obj.__name__) is obj and not declared_public(module, obj.__name__):
+            hidden.append(f"{obj.__module__}.{obj.__name__}")
+    assert not hidden, f"called by a notebook or exported by specdec, yet left out of its module's __all__: {hidden}"

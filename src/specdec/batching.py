@@ -274,3 +274,7 @@ class _BatchLoop:
         elif res.new_tokens >= self.max_new_tokens:
             res.stop_reason = "max_new_tokens"
         return bool(res.stop_reason)
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["generate_batch"]

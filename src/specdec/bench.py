@@ -14,6 +14,7 @@ import statistics
 import torch
 from tqdm.auto import tqdm
 
+from specdec import validate
 from specdec.batching import generate_batch
 from specdec.cache import crop_cache
 from specdec.costs import expected_block_efficiency, expected_speedup  # Eq. (1): one formula, in costs
@@ -38,6 +39,8 @@ def iid_acceptance(block_efficiency: float, gamma: int, tol: float = 1e-10) -> f
 
 def timed(device, fn) -> tuple[float, object]:
     """``(seconds, fn())``: wall time of one call, read with ``engine.now`` (synchronised on CUDA)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable of no argument (the work to time), got {type(fn).__name__} {fn!r}")
     t0 = now(device)
     out = fn()
     return now(device) - t0, out
@@ -54,6 +57,9 @@ def forward_latency(
     seed: int = 0,
 ) -> float:
     """Median seconds of T(B=batch_size, S=context, γ=new_tokens) for ``model`` (random token ids)."""
+    validate.model("model", model)
+    for name, value in dict(batch_size=batch_size, context=context, new_tokens=new_tokens, repeats=repeats).items():
+        validate.integer(name, value, minimum=1)
     from transformers import DynamicCache
 
     device = next(model.parameters()).device
@@ -83,6 +89,7 @@ def latency_grid(
     device_name: str | None = None,
 ) -> list[dict]:
     """Tidy rows ``{model, device, B, S, gamma, seconds}`` over the grid (median of ``repeats``)."""
+    validate.model("model", model)
     device_name = device_name or describe_device(next(model.parameters()).device)
     grid = [(b, s, k) for b in batch_sizes for s in contexts for k in new_tokens]
     rows = []
@@ -167,6 +174,9 @@ def summarize_speedup(
     refined prediction ``τ / (γ·T_q/T_p + verify_cost)`` says how much of the gap that explains."""
     import pandas as pd
 
+    _rows(rows, ("prompt", "method", "total_time", "new_tokens", "target_calls"), "speedup_rows")
+    validate.integer("gamma", gamma, minimum=1)
+    validate.number("latency_ratio_value", latency_ratio_value, minimum=0.0)
     df = pd.DataFrame(rows)
     per_prompt = (
         df.groupby(["prompt", "method"])
@@ -259,6 +269,9 @@ def pool_acceptance(rows) -> list[dict]:
     """Pool ``acceptance_rows`` over prompts, per draft and γ (first-seen order): ``draft, gamma,
     block_efficiency`` (Σ new tokens ÷ Σ target calls), ``acceptance_rate`` (Σ accepted ÷ Σ drafted),
     ``expected_block_efficiency`` (the i.i.d. formula at that α), ``new_tokens``, ``target_calls``."""
+    _rows(
+        rows, ("draft", "gamma", "new_tokens", "target_calls", "accepted", "drafted"), "acceptance_rows", empty_ok=True
+    )
     groups: dict[tuple, list] = {}
     for r in rows:
         groups.setdefault((r["draft"], int(r["gamma"])), []).append(r)
@@ -333,3 +346,19 @@ def real_size_latency(
         del model
         if torch.device(device).type == "cuda":
             torch.cuda.empty_cache()
+
+
+def _rows(rows, columns: tuple[str, ...], made_by: str, *, empty_ok: bool = False) -> None:
+    """Refuse ``rows`` unless a list of dicts (or a DataFrame of them) with ``columns`` (the rows ``made_by``
+    returns)."""
+    if hasattr(rows, "columns") and hasattr(rows, "to_dict"):  # a DataFrame of those rows
+        missing = sorted(set(columns) - set(rows.columns))
+    elif not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise TypeError(f"rows must be a list of dicts ({made_by}'s rows), got {type(rows).__name__} {rows!r:.80}")
+    else:
+        missing = sorted({c for r in rows for c in columns if c not in r})
+    if missing or not (len(rows) or empty_ok):
+        raise ValueError(
+            f"rows must be {made_by}'s rows, with the columns {list(columns)}: got {len(rows)} rows"
+            + (f" lacking {missing}" if missing else "")
+        )

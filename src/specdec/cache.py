@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from specdec import decode_call
+from specdec import decode_call, validate
 
 
 @runtime_checkable
@@ -63,7 +63,7 @@ class _ModelCache:
     its decode calls may bypass ``model(...)`` (``decode_call.fast_path``; a hooked model is called all the same)."""
 
     def __init__(self, model):
-        self.model = model
+        self.model = validate.model("model", model)
         self.device = next(model.parameters()).device
         self.cache = None
         self.fast = decode_call.fast_path(model)  # once: the class and config checks cost more than a tiny call
@@ -324,3 +324,7 @@ class BatchedLM(_ModelCache):
         if width < self.valid.shape[1]:
             crop_cache(self.cache, width)
             self.valid = self.valid[:, :width]
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["BatchedLM", "CachedLM"]

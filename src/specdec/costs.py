@@ -96,6 +96,11 @@ def speedup(method_calls: Mapping[str, float], baseline_calls: Mapping[str, floa
 def sd_speedup(new_tokens, target_calls, draft_calls, regime: Regime, draft: str = "draft"):
     """Speedup of speculative decoding over plain decoding (``new_tokens`` target steps): every target call of SD
     verifies a block (``regime.verify``), every draft call costs ``regime.cost(draft)``."""
+    if not isinstance(regime, Regime):
+        raise TypeError(f"regime must be a specdec.costs.Regime (e.g. implied_regime(...)), got {regime!r:.80}")
+    for name, calls in (("new_tokens", new_tokens), ("target_calls", target_calls), ("draft_calls", draft_calls)):
+        if np.any(np.asarray(calls, dtype=float) < 0) or np.any(np.isnan(np.asarray(calls, dtype=float))):
+            raise ValueError(f"{name} must be counts >= 0, got {calls!r}")
     sd = priced_time({TARGET: target_calls, draft: draft_calls}, regime, {TARGET: target_calls})
     out = np.asarray(new_tokens, dtype=float) / sd
     return float(out) if np.ndim(out) == 0 else out

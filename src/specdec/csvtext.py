@@ -114,3 +114,7 @@ def csv_lines(rows: list[list[str]]) -> bytes:
 
 def digest(data: bytes | None) -> str:
     return "" if data is None else hashlib.sha256(data).hexdigest()
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["cell_value", "complete_prefix", "csv_lines", "float_text", "parse_csv", "render"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specdec.bench import iid_acceptance, summarize_speedup
+from specdec.validate import reads_frame
 from specdec.verdict import INCONCLUSIVE, Verdict, bootstrap_ci, decide, judge_all, over_seeds, validity
 
 IID_TOLERANCE = 0.1
@@ -243,6 +244,7 @@ SPEED_CLAIM = "speculative decoding in this engine is faster than plain decoding
 SPEED_PAPER = "(our check: SD must beat plain decoding where the draft's measured cost leaves room for it)"
 
 
+@reads_frame
 def priced_speed_verdict(frame, regime) -> Verdict:
     """The paper-regime half of ``engine_speed_verdict``: the speculative runs' counts (``new_tokens``,
     ``target_calls``, ``draft_calls``) priced at ``regime``, pooled over prompts; a prompt is one unit (its counts
@@ -285,6 +287,7 @@ def seed_rows(folder):
     return pd.read_csv(path, dtype=results.DIGEST_DTYPES) if path.exists() else None
 
 
+@reads_frame
 def sweep_frames(seed0, rows) -> dict:
     """``{train seed: its τ-sweep rows}`` (columns ``draft, gamma, prompt, new_tokens, target_calls``): seed 0 from
     ``tau_vs_gamma`` (``seed0``), each seed k > 0 from its ``engine_seeds`` rows on the same prompts and token
@@ -300,6 +303,7 @@ def sweep_frames(seed0, rows) -> dict:
     return frames
 
 
+@reads_frame
 def speed_frames(timed, rows, draft: str) -> dict:
     """``{train seed: rows of engine_speed_verdict}``: seed 0 the timed rows of (d) (``timed``), each seed k > 0 its
     ``engine_seeds`` runs of ``draft`` on the same prompts, γ and budget as method ``speculative`` (counts, no time)."""
@@ -370,3 +374,23 @@ def findings_from_results(
     found = judge_all([iid, engine, speed], validities, strict=strict)
     # ``projection``: also the labelled projection, per training seed (the docs' seeds table; never a board row)
     return found + [replace(projected, name="engine speed, projection")] if projection else found
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "ENGINE_EFFICIENCY_GOAL",
+    "ENGINE_VALIDITY",
+    "IID_TOLERANCE",
+    "SEED_TABLE",
+    "SPEED_CLAIM",
+    "SPEED_PAPER",
+    "SPEED_ROOM",
+    "engine_speed_verdict",
+    "engine_verdict",
+    "findings_from_results",
+    "iid_verdict",
+    "priced_speed_verdict",
+    "speed_frames",
+    "speed_validity",
+    "sweep_frames",
+]

@@ -52,3 +52,7 @@ def apply(environ=os.environ) -> dict[str, str]:
     added = {k: v for k, v in defaults().items() if k not in environ}
     environ.update(added)
     return added
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["CACHES", "OFFLINE", "ROOT"]

@@ -15,12 +15,10 @@ the papers (it is the notebooks' entry check); the core never imports it.
 
 from __future__ import annotations
 
-import ast
-import json
 import math
-import pathlib
 
 from specdec import papers, validate
+from specdec.papers import declared, parameter_names
 
 # list parameters whose entries are counts or lengths (>= 1); ``windows`` may also hold "ALL"
 SIZE_LISTS = {
@@ -91,26 +89,6 @@ NOT_SIZES = {"seed"}
 _KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 
 
-def declared(notebook: str | pathlib.Path) -> dict[str, str]:
-    """``{name: annotation text}`` of the cell tagged ``parameters`` (``"any"`` when a name has no annotation)."""
-    nb = json.loads(pathlib.Path(notebook).read_text(encoding="utf-8"))
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
-            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            return _declared_in(source)
-    return {}
-
-
-def _declared_in(source: str) -> dict[str, str]:
-    out = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            out[node.target.id] = ast.unparse(node.annotation)
-        elif isinstance(node, ast.Assign):
-            out.update({t.id: "any" for t in node.targets if isinstance(t, ast.Name)})
-    return out
-
-
 def check(params: dict, spec: dict[str, str], notebook: str = "the notebook") -> dict:
     """Raise ``ValueError`` on the first parameter of ``params`` that ``spec`` (``declared``) does not allow;
     returns ``params``."""
@@ -119,7 +97,7 @@ def check(params: dict, spec: dict[str, str], notebook: str = "the notebook") ->
             validate.choice(f"parameter of {notebook}", name, sorted(spec), hint="see its parameters cell")
         _check_type(name, value, spec[name], notebook)
         _check_range(name, value, spec[name], notebook)
-        known = allowed(name, notebook)
+        known = allowed(name, notebook, spec=spec)
         if known is not None:
             for item in value if isinstance(value, list) else [value]:
                 if not (isinstance(item, str) and item in known):
@@ -138,7 +116,9 @@ def runs_on(profile: str, notebook: str) -> None:
     from specdec import zoo
 
     path = zoo.DATA / "profiles" / f"{validate.plain_name('profile', profile)}.yaml"
-    runs = (yaml.safe_load(path.read_text()) or {}).get("notebooks") if path.exists() else None
+    if not path.exists():
+        validate.choice("profile", profile, sorted(allowed("profile") or ()), hint="a yaml file in data/profiles/")
+    runs = (yaml.safe_load(path.read_text()) or {}).get("notebooks")
     if runs is None or not notebook[:1].isdigit() or notebook.startswith(tuple(runs)):
         return
     raise ValueError(
@@ -253,10 +233,31 @@ def _check_rule(where: str, value, rule) -> None:
             _check_rule(f"{where}[{key!r}]", item, rules[key])
 
 
-def allowed(name: str, notebook: str = "") -> set[str] | None:
-    """The known values of a parameter (a list parameter: of its entries), or ``None`` when it takes any."""
+def allowed(name: str, notebook: str = "", *, spec: dict[str, str] | None = None) -> set[str] | None:
+    """The known values of parameter ``name`` (a list parameter: of its entries), or ``None`` when it takes any.
+
+    ``name`` must be a parameter of ``spec`` (``declared``) when it is given, else of ``notebook`` (a committed
+    notebook's file name; any other text: of any committed notebook, ``parameter_names``): an unknown name is an
+    error that lists them, never ``None`` (which would read as "takes any value")."""
+    names = sorted(spec) if spec is not None else parameter_names(notebook)
+    if name not in names:
+        validate.choice(f"parameter of {notebook or 'the notebooks'}", name, names, hint="see its parameters cell")
     if name == "profile":
         from specdec import zoo
 
         return {p.stem for p in (zoo.DATA / "profiles").glob("*.yaml")}
-    return papers.vocabulary(name, notebook)  # a paper's names (TABED's methods, CoS's tasks, ...) or None
+    return papers.vocabulary(name, notebook, names=names)  # a paper's names (TABED's methods, ...) or None
+
+
+# The declared API (tests/probe_coverage.py): ``declared`` and ``parameter_names`` live in the registry.
+__all__ = [
+    "NOT_SIZES",
+    "RANGES",
+    "SIZE_LISTS",
+    "allowed",
+    "check",
+    "check_parameters",
+    "declared",
+    "parameter_names",
+    "runs_on",
+]

@@ -5,16 +5,20 @@ notebook parameter check iterate, so that nothing else lists the papers.
 that has one (``discover``), ordered by notebook number; ``ENGINE``: the engine's study (notebooks 00-02);
 ``STUDIES``: both. ``findings()``: each paper's findings module (``findings_from_results``);
 ``vocabulary(parameter, notebook)``: the values a paper's notebook parameter may take (TABED's ensembles, CoS's
-tasks, the multilingual languages, AASD's drafts), or ``None`` when the parameter is no paper's. This module sits
-above the papers; the core, ``vlm`` and ``zoo`` never import it.
+tasks, the multilingual languages, AASD's drafts), or ``None`` when a declared parameter takes any value (an
+unknown name is an error). This module sits above the papers; the core, ``vlm`` and ``zoo`` never import it.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
+import json
 import pathlib
 
 import specdec
+from specdec import validate
 from specdec.harness.study import Study, Table
 
 Paper = Study  # the name this registry had before studies declared themselves
@@ -74,10 +78,68 @@ def findings(papers: dict[str, Study] | None = None) -> dict:
     return {name: importlib.import_module(f"specdec.{paper.package}.findings") for name, paper in papers.items()}
 
 
-def vocabulary(parameter: str, notebook: str = "") -> set[str] | None:
-    """The values a paper's notebook parameter (a list parameter: its entries) may take; ``None``: no paper's."""
+def vocabulary(parameter: str, notebook: str = "", *, names: list[str] | None = None) -> set[str] | None:
+    """The values a paper's notebook parameter may take (a list parameter: its entries); ``None``: the parameter
+    is declared but takes any value (no paper names its values). ``parameter`` must be one of ``names`` (default:
+    the parameters of ``notebook``, or of every committed notebook: ``parameter_names``); an
+    unknown name is an error that lists them."""
+    names = parameter_names(notebook) if names is None else names
+    if parameter not in names:
+        validate.choice(f"parameter of {notebook or 'the notebooks'}", parameter, names, hint="see its parameters cell")
     for study in PAPERS.values():
         found = study.vocabulary(parameter, notebook) if study.vocabulary else None
         if found is not None:
             return found
     return None
+
+
+def declared(notebook: str | pathlib.Path) -> dict[str, str]:
+    """``{name: annotation text}`` of the cell tagged ``parameters`` (``"any"`` when a name has no annotation)."""
+    nb = json.loads(pathlib.Path(notebook).read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            return _declared_in(source)
+    return {}
+
+
+def _declared_in(source: str) -> dict[str, str]:
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out[node.target.id] = ast.unparse(node.annotation)
+        elif isinstance(node, ast.Assign):
+            out.update({t.id: "any" for t in node.targets if isinstance(t, ast.Name)})
+    return out
+
+
+def parameter_names(notebook: str = "") -> list[str]:
+    """The parameter names a committed notebook declares (``notebook``: its file name, ``10_tabed_benchmark.ipynb``;
+    any text not ending in ``.ipynb``, such as ``"this notebook"``: the names of every committed notebook)."""
+    from specdec.environment import ROOT
+
+    folder = ROOT / "notebooks"
+    committed = sorted(folder.glob("*.ipynb"))
+    if notebook.endswith(".ipynb"):
+        validate.choice("notebook", notebook, [p.name for p in committed], hint=f"the notebooks in {folder}")
+        committed = [folder / notebook]
+    return sorted({name for path in committed for name in _declared_cached(path, path.stat().st_mtime_ns)})
+
+
+@functools.lru_cache(maxsize=64)
+def _declared_cached(path: pathlib.Path, mtime_ns: int) -> tuple[str, ...]:
+    return tuple(declared(path))  # keyed by the file's time: an edited notebook is read again
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "ENGINE",
+    "PAPERS",
+    "Paper",
+    "SCOREBOARD",
+    "STUDIES",
+    "declared",
+    "findings",
+    "parameter_names",
+    "vocabulary",
+]

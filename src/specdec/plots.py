@@ -21,6 +21,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib import font_manager
 
+from specdec import validate
 from specdec.validate import reads_frame
 
 DPI = 150
@@ -119,6 +120,9 @@ def highlight_html(tokenizer, result) -> str:
 
 def accepted_histogram(accepted_per_block, gamma: int, ax=None, title: str = ""):
     """Bar chart of how many draft tokens each block accepted (0..γ)."""
+    gamma = validate.integer("gamma", gamma, minimum=1)
+    if any(not 0 <= int(a) <= gamma for a in accepted_per_block):
+        raise ValueError(f"accepted_per_block holds counts in [0, gamma = {gamma}], got {list(accepted_per_block)}")
     ax = ax or plt.subplots(figsize=(5, 3))[1]
     counts = np.bincount(np.asarray(accepted_per_block, dtype=int), minlength=gamma + 1)
     ax.bar(range(gamma + 1), counts, color="#40916c")
@@ -242,6 +246,8 @@ def save(fig, path) -> None:
     """``path`` as a PNG at ``DPI``, cropped to what is drawn (legends outside the axes included). The PNG carries
     its ``readability`` at the docs size (text chunk "Readability", which tests/test_figures.py checks), and an
     unreadable figure warns here, where its code can still reflow it."""
+    if not hasattr(fig, "savefig"):
+        raise TypeError(f"fig must be a matplotlib Figure (plt.subplots()[0]), got {type(fig).__name__} {fig!r:.80}")
     with warnings.catch_warnings():  # colorbar axes cannot be tight-laid; bbox_inches="tight" crops them anyway
         warnings.filterwarnings("ignore", message=".*not compatible with tight_layout.*")
         fig.tight_layout()
@@ -306,6 +312,7 @@ def speedup_bars(ours, paper=None, title: str = "", ax=None, ylabel: str = "spee
     return ax
 
 
+@reads_frame
 def sweep_lines(
     frame,
     x: str,
@@ -348,3 +355,26 @@ def sweep_lines(
     ax.set_title(title)
     legend_outside(ax, title=label(hue))
     return ax
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "DOCS_WIDTH_PX",
+    "DPI",
+    "LABELS",
+    "SCREEN_DPI",
+    "STANDIN_TEXT",
+    "accepted_histogram",
+    "highlight_html",
+    "label",
+    "latency_lines",
+    "legend_outside",
+    "overlapping_ticks",
+    "paper_line",
+    "readability",
+    "save",
+    "speedup_bars",
+    "sweep_lines",
+    "tau_vs_formula",
+    "theme",
+]

@@ -79,6 +79,8 @@ def file_sha256(path: pathlib.Path) -> str:
 
 def package_revision(entry: dict) -> str:
     """``<dist>==<version>+sha256:<hex>``: the package version and the sha256 of the file it ships."""
+    if not isinstance(entry, dict) or "module" not in entry:
+        raise ValueError(f"entry must be a packaged model's entry of a profile yaml (with 'module'), got {entry!r:.80}")
     path = model_file(entry)
     version = importlib.metadata.version(entry.get("dist") or entry["module"])
     return f"{entry.get('dist') or entry['module']}=={version}+sha256:{file_sha256(path)}"
@@ -321,3 +323,17 @@ def load_source(entries: dict, name: str, device="cpu", dtype=None):
 def source_path(entry: dict) -> pathlib.Path:
     """Where a source entry's weights are: the package's file, or the real draft's folder."""
     return model_file(entry) if entry["source"] == "package" else REAL_MODELS / entry["folder"]
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "COLUMN_ROWS",
+    "CONVERTED",
+    "ColumnHead",
+    "HASH_CACHE",
+    "INSTALL_HINT",
+    "REAL_MODELS",
+    "RealModelMissing",
+    "ScatterHead",
+    "package_revision",
+]

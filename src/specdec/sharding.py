@@ -40,8 +40,9 @@ def shard(keys: list[dict], n: int, by: list[str] | None = None) -> list[list[di
     ratio is measured on one device); keys sharing those values land in one shard, at the place of their
     first occurrence. Without ``by`` every key is its own group. The split depends only on ``keys``, ``n`` and
     ``by``, so a re-run builds the same shards."""
-    if n < 1:
-        raise ValueError(f"need at least one shard, got {n}")
+    _keys(keys)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"need at least one shard, got {n!r}")
     groups: dict[tuple, list[dict]] = {}
     for i, key in enumerate(keys):
         groups.setdefault(tuple(key[c] for c in by) if by else (i,), []).append(key)
@@ -55,6 +56,9 @@ def shard(keys: list[dict], n: int, by: list[str] | None = None) -> list[list[di
 
 def shard_store(store: ResultStore, index: int, count: int) -> ResultStore:
     """The table of shard ``index`` of ``count``: ``<table>.shards/<index>-of-<count>.csv`` beside ``store``."""
+    _store(store)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1 or index not in range(count):
+        raise ValueError(f"shard index must be an integer in [0, count) and count >= 1, got {index!r} of {count!r}")
     name = f"{store.table}.shards/{index:03d}-of-{count:03d}"
     return ResultStore(store.profile, name, store.key, root=store.root)
 
@@ -63,6 +67,8 @@ def run_shard(store: ResultStore, keys: list[dict], setup, provenance: dict) -> 
     """Compute the keys of one shard into its own table (``store``; keys it holds already are skipped) and
     return ``(rows, lines)``: its stored rows of ``keys`` and its provenance lines (this worker's environment,
     ``provenance`` and what ``setup`` added). ``setup(store)`` is called only if a key is missing."""
+    _store(store)
+    _keys(keys)
     store = ResultStore(store.profile, store.table, store.key, root=store.root)  # re-read here, on the worker
     store.provenance.update(provenance, cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES", ""))
     missing = [k for k in keys if not store.done(**k)]
@@ -73,7 +79,7 @@ def run_shard(store: ResultStore, keys: list[dict], setup, provenance: dict) -> 
 
 def provenance_lines(store: ResultStore) -> list[dict]:
     """The provenance lines of ``store`` (``[]`` when it has none)."""
-    if not store.provenance_path.exists():
+    if not _store(store).provenance_path.exists():
         return []
     return [json.loads(line) for line in store.provenance_path.read_text().splitlines() if line.strip()]
 
@@ -81,6 +87,8 @@ def provenance_lines(store: ResultStore) -> list[dict]:
 def harvest(store: ResultStore, keys: list[dict]) -> None:
     """Merge the rows of ``keys`` that shard tables beside ``store`` hold already: the work of an interrupted
     run, whatever its split was (a resumed sweep splits only what is still missing, so the shards change)."""
+    _store(store)
+    _keys(keys)
     for path in sorted(store.path.parent.glob(f"{store.table}.shards/*.csv")):
         part = ResultStore(store.profile, f"{store.table}.shards/{path.stem}", store.key, root=store.root)
         rows = part.rows(keys)
@@ -91,6 +99,7 @@ def harvest(store: ResultStore, keys: list[dict]) -> None:
 def merge(store: ResultStore, rows: list[dict], lines: list[dict], shard_name: str = "") -> None:
     """Append a shard's ``rows`` to ``store`` with the shard's provenance: the rows of each provenance line
     (the keys it names) under that line's fields plus ``shard``. Keys already in ``store`` are skipped."""
+    _store(store)
     by_key: dict[tuple, list[dict]] = {}
     for row in rows:  # a key's computation may give several rows: all are kept, in order
         by_key.setdefault(store.key_of(row), []).append(row)
@@ -131,6 +140,17 @@ def run_sharded(
     for (rows, lines), part in outputs:
         merge(store, rows, lines, part)  # as each shard finishes
     return len(parts)
+
+
+def _store(store) -> ResultStore:
+    if not isinstance(store, ResultStore):
+        raise TypeError(f"store must be a specdec.results.ResultStore, got {type(store).__name__} {store!r}")
+    return store
+
+
+def _keys(keys) -> None:
+    if not isinstance(keys, list) or not all(isinstance(k, dict) for k in keys):
+        raise TypeError(f"keys must be a list of dicts (each row's key columns), got {type(keys).__name__} {keys!r}")
 
 
 def _run_serial(tasks):

@@ -81,6 +81,18 @@ def numbers_list(name: str, values, *, length: int | None = None, minimum: float
     return [number(f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(values)]
 
 
+def model(name: str, value):
+    """``value`` if it is a torch model (a ``torch.nn.Module``, e.g. from ``specdec.zoo.models.load``)."""
+    import torch
+
+    if not isinstance(value, torch.nn.Module):
+        raise TypeError(
+            f"{name} must be a torch model (torch.nn.Module, e.g. specdec.zoo.models.load(...)), "
+            f"got {type(value).__name__} {value!r:.80}"
+        )
+    return value
+
+
 def choice(name: str, value, allowed: Iterable, *, hint: str = ""):
     """``value`` if it is one of ``allowed``; otherwise the error lists them and suggests the closest."""
     allowed = list(allowed)
@@ -225,3 +237,20 @@ def _missing_column(error: Exception, columns) -> str | None:
         name = error.args[0] if len(error.args) == 1 else None
         name = name.removeprefix("Column not found: ") if isinstance(name, str) else None
     return name if name is not None and name not in set(map(str, columns)) else None
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "choice",
+    "draft_scores",
+    "finite_tensor",
+    "model",
+    "integer",
+    "model_inputs",
+    "name_part",
+    "number",
+    "numbers_list",
+    "plain_name",
+    "reads_frame",
+    "strings",
+]

@@ -352,3 +352,7 @@ class AASDDrafter:
                     break
                 keep += 1
             self.own = (self.own[0][:keep], self.own[1][:, :, :keep], self.own[2][:, :, :keep])
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["AASDDrafter", "NEVER", "load_module", "repeat_kv", "rope_tables"]

@@ -102,3 +102,7 @@ def text_drafter(
     if vocab_size is not None and vocab_size != model.config.vocab_size:
         return PrefixVocabularyDrafter(model, vocab_size, make_rows=rows)
     return ModelDrafter(model, make_rows=rows)
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["NEWLINE", "batch_member", "image_rows"]

@@ -353,3 +353,26 @@ def recompute(keys: list[dict], *, profile="tiny") -> pd.DataFrame:
             for i, row in zip(where, exp.recompute(group).to_dict("records")):
                 fresh[i] = row
     return pd.DataFrame([fresh[i] for i in range(len(keys))])
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "EXACT_COLUMNS",
+    "KEY",
+    "TASKS",
+    "WALLTIME",
+    "ablation_target",
+    "ablations",
+    "draft_source",
+    "experiment",
+    "load_requests",
+    "load_target",
+    "make_drafter",
+    "method",
+    "profile_targets",
+    "recompute",
+    "store",
+    "suite",
+    "table1",
+    "weights_of",
+]

@@ -70,7 +70,7 @@ def with_priced_speedup(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def paper_regime_label() -> str:
+def _paper_regime_label() -> str:
     c = paper_costs()
     return (
         f"paper regime: c per draft and γ implied by the paper's Table 1 (Eq. (1), c = (τ/ω − 1)/γ), "
@@ -145,7 +145,7 @@ def verdict_a1(frame: pd.DataFrame, metric: str = "tau", module: str = "AASD") -
 def a1_omega(frame: pd.DataFrame, module: str = "AASD") -> Verdict:
     """A1-omega in two regimes: the counts priced at the paper's costs (decides) and the measured walltime ω."""
     paper = verdict_a1(with_priced_speedup(frame), "omega-priced", module)
-    return two_regimes(paper, verdict_a1(frame, "omega", module), paper_regime_label(), machine_label(frame))
+    return two_regimes(paper, verdict_a1(frame, "omega", module), _paper_regime_label(), machine_label(frame))
 
 
 @reads_frame
@@ -217,7 +217,7 @@ def ablation_findings(frame: pd.DataFrame) -> list[Verdict]:
     return [verdict_a2(frame), verdict_a3(frame), verdict_a4(frame)]
 
 
-def findings_over_seeds(stored: pd.DataFrame, seeded: pd.DataFrame, target: str) -> list[Verdict]:
+def _findings_over_seeds(stored: pd.DataFrame, seeded: pd.DataFrame, target: str) -> list[Verdict]:
     """A1-A5 from the stored runs (``aasd_runs``) and the other training seeds' runs (``aasd_runs_seeds``; empty:
     seed 0 alone): each is read per seed and pooled (A1-A4 rest on the module, A1 and A5 on the baselines too).
     The ablations are read on ``target`` (notebook 41's; the table keeps older targets' rows)."""
@@ -243,7 +243,7 @@ def findings_from_results(profile: str | Profile = "tiny", root=None) -> list[Ve
     if stored.empty:  # a header without rows: nothing to decide, said as such (not an empty board section)
         raise results.MissingResults(f"aasd_runs.csv of profile {profile.name!r} has no rows: run notebook 40_ first")
     seeded = results.ResultStore(profile.name, "aasd_runs_seeds", seeds.SEED_KEY, root=root).frame()
-    return board_reading(findings_over_seeds(stored, seeded, ablation_target(profile)), profile, root, stored)
+    return board_reading(_findings_over_seeds(stored, seeded, ablation_target(profile)), profile, root, stored)
 
 
 def board_reading(verdicts: list[Verdict], profile="tiny", root=None, stored=None) -> list[Verdict]:
@@ -367,7 +367,7 @@ def a2_validity(root=None) -> tuple[str, str]:
     return validity("no", TINY_WHY, measured + ": the projector has too little to compress for its effect to show")
 
 
-def a5_measured(root=None) -> pd.DataFrame:
+def _a5_measured(root=None) -> pd.DataFrame:
     """The A5 rows of ``<root>/tiny/proxy_conditions.csv`` (``scripts/proxy_conditions.py``) as one row per
     ``subset`` (draft on target) with a column per quantity."""
     rows = conditions("A5", root)
@@ -400,9 +400,9 @@ def a5_table(root=None) -> pd.DataFrame:
 
 
 def a5_validity(root=None) -> tuple[str, str]:
-    """A5's proxy validity, from the measurement (``a5_measured``): ``partly`` (the tiny proxies) when every LLaVA
+    """A5's proxy validity, from the measurement (``_a5_measured``): ``partly`` (the tiny proxies) when every LLaVA
     baseline reads its image by the condition above, else ``no``, with the measured numbers either way."""
-    m = a5_measured(root)
+    m = _a5_measured(root)
     control = m.loc[A5_CONTROL, "share of requests where the image changes tau"]
     cells = m.drop(index=A5_CONTROL)
     gain, share = cells["tau real - blank"], cells["share of requests where the image changes tau"]

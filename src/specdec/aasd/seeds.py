@@ -25,6 +25,7 @@ from specdec.aasd.tables import ABLATIONS, MATCHED_DRAFT, runs
 from specdec.aasd.zoo import zoo_for
 from specdec.harness.experiment import Suite
 from specdec.harness.profile import Profile
+from specdec.validate import reads_frame
 
 SEED_KEY = [*KEY, "train_seed"]  # ``recompute`` (``experiments.recompute``) decodes such keys with their seed's modules
 EXACT_COLUMNS = experiments.EXACT_COLUMNS  # as seed 0's (``study.TABLES``)
@@ -124,6 +125,7 @@ def pooled_frame(frames: dict[int, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(list(frames.values()), ignore_index=True)
 
 
+@reads_frame
 def frames_for(frame: pd.DataFrame, profile, table: str, **settings) -> dict[int, pd.DataFrame]:
     """``{train seed: runs}`` for a notebook's own ``frame`` (``tables.runs`` of ``table``; seed 0) and the other
     seeds' stored rows on the same targets, requests, γ and drafts. ``settings`` (the notebook's ``gammas``,
@@ -199,3 +201,7 @@ def baseline_summary(path=BASELINE_SUMMARY) -> pd.DataFrame:
     frame = frame.sort_values(["target", "model", "train_seed"]).reset_index(drop=True)
     frame.to_csv(path, index=False, lineterminator="\n")
     return frame
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["BASELINE_SUMMARY", "MODULE_DRAFTS", "SEEDED_DRAFTS", "SEED_KEY", "frames_for", "seed_summary"]

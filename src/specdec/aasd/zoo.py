@@ -173,3 +173,7 @@ ZOOS = {"shipped": ShippedAASD, "hub": HubAASD}
 def zoo_for(profile, train_seed: int = 0) -> HubAASD:
     """AASD's models under ``profile`` at ``train_seed`` (``Profile.zoo``: the class of its model source)."""
     return Profile.load(profile).zoo(ZOOS, "AASD").at_seed(train_seed)
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["HubAASD", "ShippedAASD", "ZOOS", "zoo_for"]

@@ -211,3 +211,26 @@ def missing(path: pathlib.Path, what: str, target: str) -> hub.ModelNotAvailable
         f"`python -m specdec.aasd.train paper --target {target}` (or under `accelerate launch`), or point "
         "SPECDEC_AASD_ZOO at a folder holding one"
     )
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "ALL_VARIANTS",
+    "BASELINE_LLAVA",
+    "BASELINE_LLAVA_TRAIN",
+    "BASELINE_PRETRAIN",
+    "BASELINE_TEXT",
+    "MATCHED",
+    "MATCHED_VARIANT",
+    "MODULE_VARIANTS",
+    "P8",
+    "P8_PATCH",
+    "P8_TARGET",
+    "SECOND_TARGET",
+    "SEEDED_BASELINES",
+    "SEED_STEP",
+    "TARGETS",
+    "TARGET_SPECS",
+    "TINY",
+    "TRAIN_SEEDS",
+]

@@ -466,3 +466,7 @@ def we_acceptance(proposer_probs: torch.Tensor, other_probs: torch.Tensor, lam: 
     """Exact Naive-CoS acceptance ``α = Σ min(q, r)`` with ``r = λ q + (1 − λ) p`` (Thm 3.2: ``α ≥ λ``)."""
     r = lam * proposer_probs + (1 - lam) * other_probs
     return torch.minimum(proposer_probs, r).sum(-1)
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["METHODS", "decode", "make_combination"]

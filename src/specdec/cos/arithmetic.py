@@ -413,3 +413,7 @@ def template_overlap(test_rows: list[dict], train_rows: list[dict], n: int = 8) 
     worked solution with any of ``train_rows``: 0 means no test problem repeats a training template's wording."""
     seen = set().union(*(skeleton_ngrams(r["prompt"] + r["reference"], n) for r in train_rows))
     return sum(bool(skeleton_ngrams(r["prompt"] + r["reference"], n) & seen) for r in test_rows)
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["ARITHMETIC_TEMPLATES", "HELD_OUT_TEMPLATES", "template_overlap"]

@@ -133,3 +133,7 @@ class Combination:
             return contrastive(logits[1], logits[0], self.mu, self.temperature)
         w = self.weights or (1 / self.n_models,) * self.n_models
         return sum(wi * (x.float() / self.temperature).softmax(-1) for wi, x in zip(w, logits))
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["Combination", "contrastive", "weighted_ensemble"]

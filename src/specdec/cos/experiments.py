@@ -45,7 +45,7 @@ EXACT_COLUMNS = [
 ]
 
 
-def collab_row(tokenizer, result) -> dict:
+def _collab_row(tokenizer, result) -> dict:
     """One stored row of a decode: ``CollabResult.summary()`` with every per-model column (``EMPTY``) and the
     decoded ``text``."""
     row = {**EMPTY, **result.summary()}
@@ -54,8 +54,8 @@ def collab_row(tokenizer, result) -> dict:
     return row
 
 
-def decode_row(models, tokenizer, prompt_ids, combine, method, gamma, default, max_new_tokens, sampling, seed):
-    """``collab_row`` of ``algorithm.decode`` of one prompt (``gamma`` 0 means 1: methods without proposals)."""
+def _decode_row(models, tokenizer, prompt_ids, combine, method, gamma, default, max_new_tokens, sampling, seed):
+    """``_collab_row`` of ``algorithm.decode`` of one prompt (``gamma`` 0 means 1: methods without proposals)."""
     res = algorithm.decode(
         models,
         prompt_ids,
@@ -67,7 +67,7 @@ def decode_row(models, tokenizer, prompt_ids, combine, method, gamma, default, m
         sampling=sampling,
         seed=seed,
     )
-    return collab_row(tokenizer, res)
+    return _collab_row(tokenizer, res)
 
 
 def requests(tokenizer, task: str, rows) -> list[Request]:
@@ -138,7 +138,7 @@ def cell(
         fixed=fixed,
         setting=setting,
         reference="standard/0" if ("standard", 0) in methods else None,
-        row=lambda request, result: collab_row(models.tokenizer, result),
+        row=lambda request, result: _collab_row(models.tokenizer, result),
         output_column="text",
         lossless_column=None,  # the committed tables have no such column; ``frame`` marks it
         warm_up=lambda: algorithm.decode(models.models, reqs[0].prompt_ids, combine, "cos", gamma=2, max_new_tokens=4),
@@ -212,7 +212,7 @@ def main_table(
 def main_grid(store: ResultStore, cost_store: ResultStore, *, profile, device=None, executor=None, shards=2, **grid):
     """``main_table``'s grid run into ``store``, here (``executor`` None) or split into ``shards`` shards of whole
     prompts (every method of a prompt on one device) run by ``sharding.run_sharded`` (``"serial"`` or ``"ray"``;
-    ``GridSetup`` loads the models in each worker). Same rows either way, except the walltime columns. Returns
+    ``_GridSetup`` loads the models in each worker). Same rows either way, except the walltime columns. Returns
     ``{set: per-model call costs}``, measured here, on ``device``."""
     suite = main_table(Profile.load(profile, device), runs=store, costs=cost_store, **grid)
     if executor is None:
@@ -225,12 +225,12 @@ def main_grid(store: ResultStore, cost_store: ResultStore, *, profile, device=No
         prompts.setdefault(e.fixed["task"], {}).update({r.id: r.data["prompt"] for r in e.requests})
     by = [k for k in ROW_KEY if k not in ("method", "gamma")]
     name = profile if isinstance(profile, str) else profile.name
-    sharding.run_sharded(store, keys, GridSetup(name, device, prompts), shards=shards, executor=executor, by=by)
+    sharding.run_sharded(store, keys, _GridSetup(name, device, prompts), shards=shards, executor=executor, by=by)
     return suite.context["costs"]
 
 
 @dataclass
-class GridSetup:
+class _GridSetup:
     """The ``setup`` of ``main_grid``'s shards (``sharding.run_sharded``): called in a shard's worker, returns
     ``compute(**key)``, which loads a set's models on first use (on ``device``; ``None``: the profile's) and
     decodes one key as ``cell`` does. ``prompts``: ``{task: {prompt id: prompt text}}``."""
@@ -258,7 +258,7 @@ class GridSetup:
                 algorithm.decode(ms.models, ids, combine, "cos", gamma=2, max_new_tokens=4)  # one-time costs first
                 warm.add((set, task))
             default = algorithm.default_proposer(ms.kind, len(ms.models), lam)
-            return decode_row(
+            return _decode_row(
                 ms.models, ms.tokenizer, ids, combine, method, gamma, default, max_new_tokens, sampling, seed
             )
 
@@ -404,7 +404,7 @@ def theory(
 
 def recompute(keys: list[dict], *, profile="tiny", n_prompts: int = 64) -> pd.DataFrame:
     """Decode the stored CoS rows of ``keys`` (rows of ``ROW_KEY``, e.g. a sample of a committed table) again and
-    return the fresh rows (key columns + ``decode_row``'s) in the order of ``keys``, under today's weights and
+    return the fresh rows (key columns + ``_decode_row``'s) in the order of ``keys``, under today's weights and
     prompt text (a row made with other weights, or for another text, comes back stale).
 
     The set label says which models, combination and proposer (``collab_of``); a plain set's proposer follows the
@@ -432,7 +432,7 @@ def recompute(keys: list[dict], *, profile="tiny", n_prompts: int = 64) -> pd.Da
         key = {**key, "weights": ms.weights, "request": text_digest(text)}
         ids, method, gamma = encode(ms.tokenizer, text), str(key["method"]), int(key["gamma"])
         new_tokens, seed = int(key["max_new_tokens"]), int(key["seed"])
-        row = decode_row(ms.models, ms.tokenizer, ids, combine, method, gamma, proposer, new_tokens, sampling, seed)
+        row = _decode_row(ms.models, ms.tokenizer, ids, combine, method, gamma, proposer, new_tokens, sampling, seed)
         out.append({**{k: key[k] for k in ROW_KEY + (["train_seed"] if "train_seed" in key else [])}, **row})
     return pd.DataFrame(out)
 

@@ -73,6 +73,8 @@ def at_defaults(params: dict, defaults: dict) -> bool:
     """Whether a notebook's ``params`` (its ``globals()``) equal ``defaults`` (``MAIN``, ``SWEEPS`` or ``THEORY``) on
     every setting the seeds ran, so that the seeds' rows are of this run's cells; an empty list in ``defaults``
     marks runs the seeds leave out."""
+    if not isinstance(params, dict) or not isinstance(defaults, dict):
+        raise TypeError(f"params and defaults must be dicts (globals() and MAIN / SWEEPS / THEORY), got {params!r:.60}")
     return all(params.get(k) == v for k, v in defaults.items() if v != [])
 
 
@@ -161,3 +163,6 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["MAIN", "SEED_KEY", "SWEEPS", "TABLES", "THEORY", "TRAINING_SUMMARY", "TRAIN_SEEDS", "at_defaults", "main"]

@@ -350,13 +350,8 @@ __all__ = [
     "arithmetic",
     "evaluate",
     "hash_split",
-    "humaneval",
     "load_task",
     "multiple_choice",
-    "split_sentences",
-    "summaries",
-    "training_documents",
-    "training_documents_for",
 ]
 
 

@@ -14,12 +14,14 @@ import pandas as pd
 
 from specdec import verdict
 from specdec.cos.speed_verdicts import wide
+from specdec.validate import reads_frame
 from specdec.verdict import HOLDS, INCONCLUSIVE, Verdict, bootstrap_rows, decide
 
 # ------------------------------------------------------------------------------------------------ C2
 C2_ALPHA = 1e-3  # family-wise level of the χ² tests (Bonferroni over the tests of the table)
 
 
+@reads_frame
 def c2_tests(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (set, test) of ``cos_c2`` rows (``exactness.c2_rows``): draws, cells, the χ² p-value of the draws
     against ``r`` and against the expert alone (the control), and the total variation from ``r``."""
@@ -40,6 +42,7 @@ def c2_tests(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+@reads_frame
 def c2_verdict(cells: pd.DataFrame, alpha: float = C2_ALPHA) -> Verdict:
     """C2 (Sec. 3, Alg. 2): speculative decoding with a combined distribution (WE, CD) samples exactly from it
     (T = 1). ``cells``: ``cos_c2`` rows (``exactness.c2_rows``: per set and test, the seeded draws' cell counts and
@@ -87,6 +90,7 @@ def c2_verdict(cells: pd.DataFrame, alpha: float = C2_ALPHA) -> Verdict:
 
 
 # ------------------------------------------------------------------------------------------------ C3
+@reads_frame
 def c3_sanity_verdict(exact: pd.DataFrame) -> Verdict:
     """Sanity check of Thm 3.2's identity: exact ``α = Σ min(q, r) ≥`` the proposer's weight (columns lam,
     proposer, alpha, bound from ``tables.expected_we_acceptance``). Deterministic: the interval is the point.
@@ -106,6 +110,7 @@ def c3_sanity_verdict(exact: pd.DataFrame) -> Verdict:
     )
 
 
+@reads_frame
 def c3_verdict(theory: pd.DataFrame) -> Verdict:
     """C3 (Thm 3.2 / Cor. 3.3): the *measured* Naive-CoS acceptance (accepted / proposed tokens, T = 1) is at
     least the proposer's weight (λ if model 0 proposes, 1 − λ if model 1) at every λ and proposer.

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from specdec import zoo
+from specdec import validate, zoo
 from specdec.cos import tasks as cos_tasks
 from specdec.zoo import cli
 from specdec.zoo import corpus as corpus_lib
@@ -53,6 +53,8 @@ SEED_STEP = 1000  # training seed k of a model: its seed + SEED_STEP * k, saved 
 def model_seed(name: str, train_seed: int = 0) -> int:
     """The training seed of a CoS model: its position in ``COS_ZOO`` after the foundation zoo's models (the seeds
     the shipped weights were trained with), moved by ``SEED_STEP * train_seed`` for training seed k > 0."""
+    validate.choice("CoS model", name, list(COS_ZOO))
+    validate.integer("train_seed", train_seed, minimum=0)
     return len(zoo.TINY_ZOO) + list(COS_ZOO).index(name) + SEED_STEP * train_seed
 
 
@@ -190,3 +192,16 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "COS_TRAIN",
+    "COS_ZOO",
+    "GENERAL_MIX",
+    "SEED_STEP",
+    "TASK_DOCS",
+    "WE_SIZE",
+    "main",
+    "model_seed",
+    "train_all",
+]

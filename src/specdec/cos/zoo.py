@@ -131,3 +131,7 @@ ZOOS = {"shipped": ShippedCollabs, "hub": HubCollabs}
 def zoo_for(profile) -> HubCollabs:
     """CoS's models under ``profile`` (``Profile.zoo``: the class of the profile's model source)."""
     return Profile.load(profile).zoo(ZOOS, "CoS")
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["HubCollabs", "MAX_MODELS", "ROW_KEY", "ShippedCollabs", "ZOOS", "store", "zoo_for"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from specdec import validate
+
 
 def windows(streams: dict, mix: dict, batch_size: int, seq_len: int, g: torch.Generator) -> torch.Tensor:
     """``LongTensor[batch_size, seq_len + 1]`` windows, kinds drawn by ``mix`` (CPU, seeded by ``g``)."""
@@ -89,7 +91,7 @@ class EpochBatches:
     tokens drawn so far. Called as ``batches(generator)`` by ``training.train``."""
 
     def __init__(self, conversations: Conversations, batch_size: int):
-        self.conversations, self.batch_size = conversations, batch_size
+        self.conversations, self.batch_size = conversations, validate.integer("batch_size", batch_size, minimum=1)
         self.order, self.cursor, self.tokens = None, 0, 0
 
     def __call__(self, g: torch.Generator) -> torch.Tensor:
@@ -102,3 +104,7 @@ class EpochBatches:
         self.cursor += self.batch_size
         self.tokens += int(self.conversations.answer_len[rows].sum())
         return rows
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["EpochBatches"]

@@ -210,3 +210,17 @@ def sphinx_catalogs() -> dict[str, pathlib.Path]:
             tmp.write_bytes(archive.read(_sphinx_po_name(lang)))
             tmp.replace(target)  # atomic: a concurrent reader never sees half a file
     return files
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "ALIASES",
+    "CACHE",
+    "CLEANING_RULES",
+    "DROP_REASONS",
+    "LANGUAGES",
+    "ROOT",
+    "SPHINX_VERSION",
+    "SPHINX_WHEEL",
+    "SPHINX_WHEEL_SHA256",
+]

@@ -18,6 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from specdec import validate
 from specdec.multilingual.pooled import RUN, geo_verdict, log_speed, pooled_tau, tau_arrays
 from specdec.multilingual.tables import paper_value
 from specdec.validate import reads_frame
@@ -87,7 +88,7 @@ def m1_verdicts(frame: pd.DataFrame, temperature: float = 0.0, value: str = MEAS
 
 def m1_rules(temperature: float) -> dict:
     """``verdict.over_seeds``'s rules for ``m1_verdicts``: each is a speed ratio, decided at 1.0."""
-    t = f"T={temperature:g}"
+    t = f"T={validate.number('temperature', temperature, minimum=0.0):g}"
     return {f"M1 {t}": (1.0, True), **{f"M1 vs {name} {t}": (1.0, True) for name in BASELINES.values()}}
 
 

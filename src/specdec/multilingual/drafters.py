@@ -265,3 +265,20 @@ def prompt_set(
             f"only {len(rows)} held-out {source} prompts {src}->{tgt} of <= {max_prompt_tokens} tokens; asked for {n}"
         )
     return random.Random(f"{seed}:{source}:{src}-{tgt}").sample(rows, n)
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "Drafters",
+    "GRID",
+    "HubDrafters",
+    "PAIRS",
+    "PAIR_DRAFTERS",
+    "SEED_TRAIN_COMMAND",
+    "SHARED_BY_SEEDS",
+    "ShippedDrafters",
+    "TRAIN_COMMAND",
+    "ZOOS",
+    "drafter_name",
+    "prompt_set",
+]

@@ -37,6 +37,7 @@ from specdec.multilingual.drafters import Drafters, prompt_set, table1_drafters
 from specdec.multilingual.metrics import chrf
 from specdec.multilingual.tables import METHODS
 from specdec.sampling import SamplingConfig
+from specdec.validate import reads_frame
 from specdec.zoo.tasks import text_digest
 
 LANGS = tuple(parallel.LANGUAGES)  # de fr ru ja zh
@@ -60,7 +61,7 @@ def prompt_seed(seed: int, prompt_id: str) -> int:
     return 10_007 * seed + zlib.crc32(str(prompt_id).encode()) % 10_007
 
 
-def result_row(drafters: Drafters, spec, res, reference_ids, prompt: dict) -> dict:
+def _result_row(drafters: Drafters, spec, res, reference_ids, prompt: dict) -> dict:
     """The stored columns of one decode: τ, α, timings, ``same_as_ar`` (its tokens equal plain decoding's; empty
     without a plain run), the output text and its chrF against the prompt's reference."""
     text = drafters.decode_text(res.output_ids)
@@ -95,7 +96,7 @@ def decode(drafters: Drafters, target, spec, prompt_ids, *, gamma: int, setting:
     )
 
 
-def check_methods(methods: dict) -> None:
+def _check_methods(methods: dict) -> None:
     """A typo in a method name must not store plain decoding under it: only ``ar`` may have no drafter."""
     for method, spec in methods.items():
         if spec is None and method != "ar":
@@ -117,9 +118,9 @@ def run_group(
     max_new_tokens: int,
 ) -> list[dict]:
     """Every method of ``methods`` (``{method: spec}``, ``ar`` first) on one prompt, back to back, outside any store
-    (``recompute``): rows of ``method`` + ``result_row``'s columns. At T = 0 raises ``AssertionError`` if a method's
+    (``recompute``): rows of ``method`` + ``_result_row``'s columns. At T = 0 raises ``AssertionError`` if a method's
     tokens differ from plain decoding's."""
-    check_methods(methods)
+    _check_methods(methods)
     setting = Setting(max_new_tokens, SamplingConfig(temperature=temperature), seed)
     rows, reference_ids = [], None
     for method, spec in methods.items():
@@ -130,7 +131,7 @@ def run_group(
             assert res.output_ids == reference_ids, (
                 f"greedy {method} differs from plain decoding on {prompt['id']}: lossless SD is broken"
             )
-        rows.append({"method": method, **result_row(drafters, spec, res, reference_ids, prompt)})
+        rows.append({"method": method, **_result_row(drafters, spec, res, reference_ids, prompt)})
     return rows
 
 
@@ -156,7 +157,7 @@ def cell(
     samples with its own seed (``prompt_seed``). ``batch_size`` > 1: each method decodes the missing prompts that
     many at a time (``batching.generate_batch``, plain decoding first): rows equal to their batch-1 runs in every
     column but the ``WALLTIME`` ones, which stay empty (they time one decode alone; ``Experiment``'s ``walltime``)."""
-    check_methods(methods)
+    _check_methods(methods)
     setting = Setting(max_new_tokens, SamplingConfig(temperature=temperature), seed, drafters.tokenizer.eos_token_id)
     reference_ids: dict = {}  # prompt id -> plain decoding's tokens, decoded in this run (or again, when stored)
 
@@ -177,7 +178,7 @@ def cell(
                 assert res.output_ids == ref, (
                     f"greedy {name} differs from plain decoding on {request.id}: lossless SD is broken"
                 )
-            return result_row(drafters, spec, res, ref, request.data)
+            return _result_row(drafters, spec, res, ref, request.data)
 
         return Method(on_engine.decode, dict(weights=drafters.weights_digest(spec)), on_engine.decode_batch, row)
 
@@ -194,7 +195,7 @@ def cell(
         fixed=dict(fixed, seed=seed, device=device),
         setting=setting,
         reference="ar" if "ar" in methods else None,
-        row=lambda request, result: {},  # the methods' own rows (``result_row``)
+        row=lambda request, result: {},  # the methods' own rows (``_result_row``)
         output_column="text",
         lossless_column=None,  # ``same_as_ar`` is the committed tables' column
         warm_up=warm_up,
@@ -262,7 +263,7 @@ def grid(
 def recompute(keys: list[dict], *, profile="tiny", seed_drafters=None) -> pd.DataFrame:
     """Decode the stored rows of ``keys`` (rows of ``KEYS`` plus ``drafter``, the method's spec as stored: a zoo
     name, ``pld`` or empty for plain decoding; ``weights`` may be left out) again and return the fresh rows
-    (``KEYS`` + ``result_row``'s columns; ``weights`` that of the models as they are now) in the order of ``keys``.
+    (``KEYS`` + ``_result_row``'s columns; ``weights`` that of the models as they are now) in the order of ``keys``.
     Every prompt is looked up among all held-out pairs of its direction and source, with its row's seed
     (``prompt_seed``); plain decoding runs first, so ``same_as_ar`` is recomputed too, unless the key says
     ``plain_first=False`` (a grid without an ``ar`` method, as notebook 32's: its rows' ``same_as_ar`` is empty).
@@ -342,6 +343,7 @@ def latency_ratios(store, drafters: Drafters, names: list[str], context: int = 4
     return out
 
 
+@reads_frame
 def translatable_set(frame: pd.DataFrame, drafters: Drafters, quantile: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """Table 7's evaluation set: the held-out prompts the target demonstrably translates (the paper's target,
     Vicuna 7B, translates IWSLT14; a set it cannot translate tests nothing about the drafters).

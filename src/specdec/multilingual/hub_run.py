@@ -382,3 +382,7 @@ def main(argv=None, accelerator=None) -> int:
         **overrides,
     )
     return 0
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["SUMMARY_COLUMNS", "distil", "load_pair", "main", "run"]

@@ -75,3 +75,7 @@ def load_paper_prompts(src: str, tgt: str, n: int | None, generalization: bool =
             }
         )
     return rows
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["JPARACRAWL", "JPARACRAWL_COLUMNS", "JPARACRAWL_HELDOUT"]

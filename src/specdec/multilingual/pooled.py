@@ -15,11 +15,13 @@ import math
 import numpy as np
 import pandas as pd
 
+from specdec.validate import reads_frame
 from specdec.verdict import Verdict, bootstrap_rows, decide
 
 RUN = ["pair", "source", "temperature", "seed", "prompt"]  # one run of one method
 
 
+@reads_frame
 def log_speed(frame: pd.DataFrame, a: str, b: str, value: str = "tokens_per_second") -> pd.Series:
     """Per prompt: mean over its seeds of log(``value`` of method ``a`` / ``value`` of ``b``) on the same run
     (``value``: measured ``tokens_per_second`` or ``priced_speed``, ``with_priced_speed``)."""
@@ -49,3 +51,7 @@ def geo_verdict(name, claim, paper, logs: np.ndarray, detail: str, threshold=1.0
     est, low, high = bootstrap_rows(logs, lambda v: float(np.mean(v)))
     est, low, high = math.exp(est), math.exp(low), math.exp(high)
     return Verdict(name, claim, est, low, high, len(logs), decide(low, high, threshold, greater), paper, detail)
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["RUN", "log_speed"]

@@ -290,3 +290,18 @@ def m2_seed_tau(frames: dict, grid: pd.DataFrame) -> pd.DataFrame:
     tau = tau_by_seed({k: f[f.method.isin(grid.model)] for k, f in frames.items()}, ["method"])
     tau = tau.rename(columns=lambda c: f"tau {c}")
     return grid.merge(tau, left_on="model", right_index=True)[["recipe", "finetune_tokens", *tau.columns]]
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "LINEAR_BEND",
+    "M2_MIN_PAST",
+    "M2_ONSET_F",
+    "loglinear_fit",
+    "m2_linear_validity",
+    "m2_seed_table",
+    "m2_seed_tau",
+    "m3_verdict",
+    "m4_verdicts",
+    "ood_matrix",
+]

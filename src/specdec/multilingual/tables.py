@@ -65,6 +65,7 @@ def paired_bootstrap(a, b, n_boot: int = 2000, seed: int = 0) -> dict:
     }
 
 
+@reads_frame
 def method_table(frame: pd.DataFrame, gamma: int, ratios: dict, references: dict) -> pd.DataFrame:
     """One row per (pair, temperature, method): τ (pooled: Σ new tokens / Σ target calls), α, expected
     speedup from τ and ``T_q/T_p``, measured speedup (median over prompts × seeds of the tokens/s ratio to
@@ -114,6 +115,7 @@ def not_built_note() -> str:
     return "; ".join(f"{k}: {v}" for k, v in NOT_BUILT.items())
 
 
+@reads_frame
 def quality_table(frame: pd.DataFrame, references: dict) -> pd.DataFrame:
     """Output quality per temperature and method: corpus chrF; at T = 0 whether every output equals plain
     decoding's; at T > 0 a paired bootstrap over (prompt, seed) of sentence chrF against plain decoding. ``references``:
@@ -144,6 +146,7 @@ def quality_table(frame: pd.DataFrame, references: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@reads_frame
 def select(frame: pd.DataFrame, prompts: dict, gamma: int, temperatures, seeds, max_new_tokens: int) -> pd.DataFrame:
     """The rows of this run's configuration (a results file may hold other runs' rows too)."""
     ids = {r["id"] for rows in prompts.values() for r in rows}
@@ -170,8 +173,26 @@ def paper_claims() -> pd.DataFrame:
 
 
 def paper_value(key: str) -> float:
-    value = paper_claims().loc[key, "value"]
+    claims = paper_claims()
+    validate.choice("paper claim", key, list(claims.index), hint="the keys of data/paper/multilingual_claims.csv")
+    value = claims.loc[key, "value"]
     try:
         return float(value)
     except ValueError:
         return math.nan
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "METHODS",
+    "METHOD_LABELS",
+    "NOT_BUILT",
+    "method_table",
+    "not_built_note",
+    "paired_bootstrap",
+    "paper_value",
+    "quality_table",
+    "select",
+    "show",
+    "table1",
+]

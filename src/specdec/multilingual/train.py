@@ -141,3 +141,6 @@ def tiny_main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["main"]

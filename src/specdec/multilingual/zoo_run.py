@@ -455,3 +455,7 @@ def heldout_greedy(run: Run, data: dict, target):
         target, eval_prompts, 0.0, cfg["max_new_tokens"], cfg["gen_batch_size"], model_seed(TARGET)
     )
     return eval_idx, eval_prompts, greedy
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = []

@@ -365,3 +365,18 @@ def make_drafter(
     else:
         policy = functools.partial(softmax_weights, kind=divergence, temperature=temperature, window=window)
     return AdaptiveEnsembleDrafter(draft, rows, policy)
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "CAPTION_PREFIX",
+    "DraftingRows",
+    "ENSEMBLES",
+    "History",
+    "METHODS",
+    "NEWLINE",
+    "divergence",
+    "grid_weights",
+    "make_drafter",
+    "softmax_weights",
+]

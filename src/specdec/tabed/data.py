@@ -382,3 +382,24 @@ def recompute(keys: list[dict]) -> pd.DataFrame:
         first_turn_answers(target, processor, firsts, int(keys[0]["max_new_tokens"]), store)
         fresh = {r["row"]: r for r in store.rows()}
     return pd.DataFrame([fresh[str(k["row"])] for k in keys])
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "ANSWER_KEY",
+    "ANSWER_TOKENS",
+    "APP_I_INSTRUCTION",
+    "FOLLOW_UPS",
+    "GROUP",
+    "INTERLEAVE",
+    "INTERLEAVE_TASKS",
+    "PAPER_DATASETS",
+    "RESTS_ON",
+    "TEXT_AFTER",
+    "TEXT_PROMPTS",
+    "TINY_TARGET",
+    "load_suite",
+    "own_first_answers",
+    "recompute",
+    "second_turn_rows",
+]

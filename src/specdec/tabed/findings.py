@@ -129,6 +129,7 @@ def verdict_t1(
     )
 
 
+@reads_frame
 def verdict_t1b_by_rest(
     frame: pd.DataFrame,
     rests: dict[str, str] | None,

@@ -16,6 +16,7 @@ from specdec.validate import reads_frame
 
 
 # ------------------------------------------------------------------------------------------------- findings
+@reads_frame
 def verdict_caption(captions: pd.DataFrame, components: pd.DataFrame | None, device: str) -> str:
     """Table 4: does captioning finish before the target's prefill, and what share of a whole generation is it."""
     ours = captions.loc["caption / prefill"]
@@ -45,6 +46,7 @@ def verdict_caption(captions: pd.DataFrame, components: pd.DataFrame | None, dev
     return text
 
 
+@reads_frame
 def verdict_components(table: pd.DataFrame, device: str) -> str:
     """Fig. 9: vision encoder and prefill take longer with more images (fewest vs most), decode dominates."""
     grows = {c: bool(table[c].iloc[-1] > table[c].iloc[0]) for c in ("vision encoder", "prefill")}
@@ -68,6 +70,7 @@ def verdict_components(table: pd.DataFrame, device: str) -> str:
     )
 
 
+@reads_frame
 def verdict_batch(
     table: pd.DataFrame, gpu: pd.DataFrame | None, device: str, tol: float = 0.05, load: float | None = None
 ) -> str:
@@ -110,6 +113,7 @@ def _gpu_reading(values, tol: float) -> str:
     return "Remark 3 does not hold there either"
 
 
+@reads_frame
 def verdict_speedup(table: pd.DataFrame, ratio: float, device: str, ratio_paper: float = PAPER_RATIO) -> str:
     """Eq. (1): which method is fastest with the measured and with the paper's latency ratio (``ratio_paper``: Table
     6's for the pair's sizes, ``tables.pair_latency_ratio``)."""
@@ -180,6 +184,7 @@ def plot_components(table: pd.DataFrame, ax=None, title: str = ""):
     return ax
 
 
+@reads_frame
 def plot_batch_cost(table: pd.DataFrame, gpu: pd.DataFrame | None, ax=None, device: str = "", tol: float = 0.05):
     """T_q(m)/T_q(1) against m, with the paper's ±tol band and the stored GPU reference if given."""
     import matplotlib.pyplot as plt

@@ -52,3 +52,7 @@ def make_verdict(
         status = INCONCLUSIVE
         detail = f"{detail} Only {n} request(s): too few to decide (at least {min_n})."
     return Verdict(name, claim, float(est), float(low), float(high), int(n), status, paper, detail.strip())
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["MIN_REQUESTS", "wide"]

@@ -104,4 +104,4 @@ def findings_over_seeds(findings, frame: pd.DataFrame, seeded: dict[int, pd.Data
     return over_seeds(lambda f: [v for v in findings(f) if v.name != "T5"], frames, rules)
 
 
-__all__ = ["TRAIN_SEEDS", "aligned_frames", "draft_seed_runs", "findings_over_seeds", "seed_frames", "seed_pair"]
+__all__ = ["TRAIN_SEEDS", "aligned_frames", "draft_seed_runs", "findings_over_seeds", "seed_frames"]

@@ -183,3 +183,22 @@ def t5_validity(root=None) -> tuple[str, str]:
     if shortest >= T5_MIN_ANSWER and widest < T5_MAX_COVERED:
         return validity("partly", TINY_WHY, measured, "a pair of its own, trained on the full answers")
     return validity("no", measured + f": the check asks for {T5_MIN_ANSWER} tokens and under {T5_MAX_COVERED:.0%}")
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = [
+    "COVER_QUANTITY",
+    "T5_MAX_COVERED",
+    "T5_MIN_ANSWER",
+    "TINY_WHY",
+    "WINDOW_KEY",
+    "WINDOW_PAIR",
+    "WINDOW_SCENARIOS",
+    "WINDOW_SEED_COMMAND",
+    "WINDOW_TABLE",
+    "has_window_pair",
+    "load_pair",
+    "t5_validity",
+    "window_frames",
+    "window_study",
+]

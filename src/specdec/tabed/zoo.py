@@ -124,3 +124,7 @@ def requests(processor, rows) -> list[Request]:
         key = dict(row=r["id"], request=request_digest(r))
         out.append(Request(r["id"], ids, key, target_inputs=inputs, draft_inputs=draft_inputs, data=r))
     return out
+
+
+# The declared API (tests/probe_coverage.py); the other public names are this package's internals.
+__all__ = ["KEY", "REFERENCE", "load_vlm_pair", "store"]
