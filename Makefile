@@ -154,21 +154,23 @@ format: install
 # width (ATEN_CPU_CAPABILITY=default: 8 float lanes, as on AVX2 and aarch64) with MKL on its AVX2 path (the one
 # it takes on AMD), so a machine with AVX-512 also checks what an AVX2 machine computes. Their tolerances are
 # derived from the arithmetic (tests/conftest.py); tests/test_committed_results.py recomputes committed rows at
-# another width in its own subprocesses, and tests/test_float_arithmetic.py starts one per width, so they run once.
-# Tests marked width_independent (χ² tests: N draws resolve ~1/sqrt(N), a width moves a softmax ~1e-6) run once.
+# another width: marked cross_width, they run in the narrow pass only, in its process (already at another width
+# than the CPU's widest; elsewhere they start a subprocess at one). Tests marked width_independent run in the first
+# pass only: χ² tests (N draws resolve ~1/sqrt(N), a width moves a softmax ~1e-6), tests that read committed tables,
+# and tests that start their own process per width (tests/test_float_arithmetic.py).
 FLOAT_TESTS = tests/test_verify.py tests/test_engine.py tests/test_drafters.py \
 	tests/test_cos_combine.py tests/test_cos_decoding.py tests/test_tabed_drafting.py tests/test_tabed_ensemble.py \
-	tests/test_aasd.py tests/test_zoo.py tests/test_decode_call.py tests/test_batched.py
+	tests/test_aasd.py tests/test_zoo.py tests/test_decode_call.py tests/test_batched.py tests/test_committed_results.py
 NARROW_CPU = ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=AVX2
 
 test: lint
-	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal -m "not slow" --durations=10 tests
-	$(NARROW_CPU) MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal -m "not slow and not width_independent" -q $(FLOAT_TESTS)
+	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal -m "not slow and not cross_width" --durations=10 tests
+	$(NARROW_CPU) MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal -m "not slow and not width_independent" --durations=10 $(FLOAT_TESTS)
 	rm -rf .cache/nbval-output
 	$(NBVAL) notebooks
 
 test-all: lint
-	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal --durations=10 tests
+	MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal -m "not cross_width" --durations=10 tests
 	$(NARROW_CPU) MPLBACKEND=agg $(VENV)/bin/python -m pytest -n $(WORKERS) --dist worksteal -m "not width_independent" -q $(FLOAT_TESTS)
 	rm -rf .cache/nbval-output
 	$(NBVAL) notebooks

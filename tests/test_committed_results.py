@@ -3,8 +3,11 @@
 nbval recomputes every *checked* number from an empty output folder, but on this machine's CPU only. A result
 that depends on float rounding (a tie broken by the last bits, as the MT* weights of text-only requests were
 before the policy treated them as ties) then passes here and fails on a machine with another vector width.
-These tests recompute a seeded random sample of committed rows in a subprocess that runs torch's kernels and
-MKL at a *different* vector width than this process, and demand the committed values back.
+These tests recompute a seeded random sample of committed rows at a *different* vector width than this CPU's
+widest, and demand the committed values back: in a subprocess that runs torch's kernels and MKL at another width, or,
+in ``make test``'s narrow pass (``ATEN_CPU_CAPABILITY=default``, already another width), in this process. They are
+marked ``cross_width`` (``make test`` runs them in that pass only); the other tests here read the committed tables
+and are marked ``width_independent`` (the first pass only).
 
 They are also what keeps the committed TABED, CoS and multilingual rows honest: those notebooks stand on them under
 ``make test`` (``tabed.experiments.store``, ``cos.experiments.store`` and ``multilingual.experiments.store`` have the
@@ -16,6 +19,7 @@ with a fixed seed. Walltime columns are not compared (they are measurements).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -36,6 +40,7 @@ from specdec.zoo import ROOT
 DECLARED = [(study.name, table.name) for study in STUDIES.values() for table in study.tables]
 
 
+@pytest.mark.width_independent
 @pytest.mark.parametrize("study,table", DECLARED, ids=[t for _, t in DECLARED])
 def test_a_declared_table_is_committed_keyed_and_has_its_exact_columns(study, table):
     """Every table a study declares (``harness.study.Table``) resolves to its key, exact columns and inverse, and
@@ -51,6 +56,7 @@ def test_a_declared_table_is_committed_keyed_and_has_its_exact_columns(study, ta
         assert "0" not in set(committed.train_seed), table
 
 
+@pytest.mark.width_independent
 def test_an_undeclared_table_is_one_error_naming_the_study_s_tables():
     with pytest.raises(KeyError, match=r"study CoS has no table 'nope'; its tables: \['cos_main'"):
         STUDIES["CoS"].recompute("nope", [])
@@ -74,6 +80,7 @@ def other_vector_width() -> dict:
     return {**os.environ, "ATEN_CPU_CAPABILITY": aten.lower(), "MKL_ENABLE_INSTRUCTIONS": mkl}
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_the_window_pair_runs_recomputes_exactly_at_another_vector_width():
     """Table 3's long-answer pair (``tabed_windows``, training seed 0: the shipped weights): one seeded run of every
     (scenario, window) of MT*, decoded again at another vector width."""
@@ -93,19 +100,37 @@ def test_a_sample_of_the_window_pair_runs_recomputes_exactly_at_another_vector_w
         ), f"{old.row} h={old.window}"
 
 
-def recompute_tables_elsewhere(study: str, keys: dict[str, list[dict]]) -> pd.DataFrame:
+def recompute_tables_elsewhere(study: str, keys: dict[str, list[dict]], new_process: bool = False) -> pd.DataFrame:
     """The one recompute of the registry, ``STUDIES[study].recompute(table, keys[table])`` for each table of
-    ``keys``, in a process at another vector width; the rows in the order of ``keys``."""
+    ``keys``, at another vector width (``run_elsewhere``); the rows in the order of ``keys``."""
     code = (
         "import pandas as pd\n"
         "from specdec.papers import STUDIES\n"
         f"frame = pd.concat([STUDIES[{study!r}].recompute(t, k) for t, k in keys.items()], ignore_index=True)\n"
     )
-    return run_elsewhere(code, keys)
+    return run_elsewhere(code, keys, new_process)
 
 
-def run_elsewhere(code: str, keys) -> pd.DataFrame:
-    """``code`` (which reads ``keys`` and sets ``frame``) in a subprocess at another vector width, one thread."""
+@functools.cache
+def at_another_width_here() -> bool:
+    """This process already runs torch at another vector width than the CPU's widest (``make test``'s narrow pass)."""
+    return torch.backends.cpu.get_cpu_capability() != native_cpu_capability()
+
+
+def run_elsewhere(code: str, keys, new_process: bool = False) -> pd.DataFrame:
+    """``code`` (which reads ``keys`` and sets ``frame``) at another vector width, one thread: in this process where
+    it already runs at one (``at_another_width_here``; no second interpreter to start and import), else, or with
+    ``new_process`` (the code reads an environment variable that modules read at import), in a subprocess. Either
+    way the frame goes through JSON, so both compare the same values."""
+    if at_another_width_here() and not new_process:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            scope: dict = {"keys": json.loads(json.dumps(keys))}
+            exec(code, scope)
+        finally:
+            torch.set_num_threads(threads)
+        return pd.DataFrame(json.loads(scope["frame"].to_json(orient="records")))
     code = (
         "import json, sys, torch\n"
         "torch.set_num_threads(1)\n"
@@ -150,6 +175,7 @@ def tabed_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     return sample.drop_duplicates(STUDIES["TABED"].table("tabed_runs").key)
 
 
+@pytest.mark.width_independent
 def test_the_tabed_sample_covers_every_method_scenario_and_setting():
     committed = pd.read_csv(ROOT / "results" / "tiny" / "tabed_runs.csv", dtype=str)
     sample = tabed_sample(committed)
@@ -159,6 +185,7 @@ def test_the_tabed_sample_covers_every_method_scenario_and_setting():
     assert len(sample) < len(runs) / 20  # a sample, not the table
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_committed_tabed_runs_recomputes_exactly_at_another_vector_width():
     declared = STUDIES["TABED"].table("tabed_runs")
     committed = pd.read_csv(ROOT / "results" / "tiny" / "tabed_runs.csv", dtype=str)
@@ -174,6 +201,7 @@ def test_a_sample_of_committed_tabed_runs_recomputes_exactly_at_another_vector_w
         ), where
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_the_committed_first_answers_recomputes_exactly_at_another_vector_width():
     """The target's greedy first answers the tiny second turns carry (``tabed.data.own_first_answers``): one seeded
     random answer per second-turn scenario decodes again to the same tokens and text, and every committed second
@@ -196,6 +224,7 @@ def aasd_sample(committed: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     return results.stratified_sample(runs, ["table", "target", "draft", "gamma", "task"], n=1, seed=seed)
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_committed_aasd_runs_recomputes_exactly_at_another_vector_width():
     declared = STUDIES["AASD"].table("aasd_runs")
     committed = pd.read_csv(ROOT / "results" / "tiny" / "aasd_runs.csv", dtype=str)
@@ -229,6 +258,7 @@ def aasd_seed_rows() -> pd.DataFrame:
     return committed
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_the_aasd_seed_runs_recomputes_exactly_at_another_vector_width():
     """The modules' seed runs whose weights are committed (all but the budget-matched one): one seeded random run of
     every (seed, table, target, module draft) decodes again to the same tokens."""
@@ -247,6 +277,7 @@ def assert_aasd_seed_rows_recompute(sample: pd.DataFrame) -> None:
     assert results.stale_rows(sample, fresh, declared.key, declared.exact, {"block_efficiency": 1e-6}) == []
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_the_gitignored_aasd_seed_runs_recomputes_where_their_weights_are():
     """The seed runs of the baselines and the budget-matched module: their weights are gitignored
     (``zoo_specs.baseline_seed_dir``, ``zoo_specs.matched_dir``; ``python -m specdec.aasd.train baseline-seeds`` and
@@ -286,6 +317,7 @@ def _committed_cos(table: str) -> pd.DataFrame:
     return pd.read_csv(ROOT / "results" / "tiny" / f"{table}.csv", dtype=str)
 
 
+@pytest.mark.width_independent
 def test_the_cos_sample_covers_every_cell_and_setting():
     for table in COS_TABLES:
         committed = _committed_cos(table)
@@ -295,6 +327,7 @@ def test_the_cos_sample_covers_every_cell_and_setting():
         assert len(sample) < len(committed) / 5, table  # a sample, not the table
 
 
+@pytest.mark.width_independent
 def test_the_committed_cos_cells_have_16_prompts():
     for table in COS_TABLES:
         committed = _committed_cos(table)
@@ -302,6 +335,7 @@ def test_the_committed_cos_cells_have_16_prompts():
         assert per_cell.min() >= 16, (table, per_cell[per_cell < 16].head())
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_committed_cos_rows_recomputes_exactly_at_another_vector_width():
     samples = {t: cos_sample(_committed_cos(t)) for t in COS_TABLES}
     fresh = recompute_tables_elsewhere("CoS", {t: rows[COS_KEY].to_dict("records") for t, rows in samples.items()})
@@ -316,6 +350,7 @@ def cos_seed_rows(table: str, dtype=None) -> pd.DataFrame:
     return pd.read_csv(ROOT / "results" / "tiny" / f"{seeds.TABLES[table]}.csv", dtype=dtype)
 
 
+@pytest.mark.width_independent
 def test_the_cos_seed_runs_are_the_findings_cells_of_seed_0_lossless_and_with_other_weights():
     """Every cell a seeded CoS finding reads (``cos.findings``' selections) has, for seeds 1 and 2, the prompts and
     methods seed 0 has, decoded with other weights; every greedy (T = 0) run's text is standard decoding's."""
@@ -342,6 +377,7 @@ def test_the_cos_seed_runs_are_the_findings_cells_of_seed_0_lossless_and_with_ot
         assert len(standard) and (greedy.set_index(cell).text == standard.reindex(greedy.set_index(cell).index)).all()
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_the_gitignored_cos_seed_runs_recomputes_where_their_weights_are():
     """The seeds' models are gitignored (``python -m specdec.cos.train train --train-seed k``), so on a machine
     without them this skips; where they are, one seeded random row of every (seed, set, method) of each table
@@ -385,6 +421,7 @@ def _committed_ml(table: str) -> pd.DataFrame:
     return pd.read_csv(ROOT / "results" / "tiny" / f"{table}.csv", dtype=str)
 
 
+@pytest.mark.width_independent
 def test_the_committed_multilingual_runs_cover_every_heldout_pair():
     for table in ML_TABLES:
         committed = _committed_ml(table)
@@ -394,6 +431,7 @@ def test_the_committed_multilingual_runs_cover_every_heldout_pair():
             assert all(ids == every for ids in cells), (table, pair)
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_committed_multilingual_rows_recomputes_exactly_at_another_vector_width():
     samples = {t: ml_sample(_committed_ml(t)) for t in ML_TABLES}
     assert all(len(samples[t]) < len(_committed_ml(t)) / 5 for t in ML_TABLES)  # samples, not the tables
@@ -415,6 +453,7 @@ PORTABLE = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OMP_NUM
 CHEAPEST = "ml-draft-f-de-b44"
 
 
+@pytest.mark.width_independent
 def test_the_training_seed_rows_are_greedy_lossless_and_cover_every_prompt_per_seed():
     seeds, seed0 = _committed_ml(ms.SEEDS_TABLE), _committed_ml("ml_tokens")
     assert set(seeds.train_seed) == {"1", "2"} and set(seeds.temperature.astype(float)) == {0.0}
@@ -428,6 +467,7 @@ def test_the_training_seed_rows_are_greedy_lossless_and_cover_every_prompt_per_s
     assert drafted.groupby("method").weights.nunique().eq(2).all()
 
 
+@pytest.mark.width_independent  # it starts its own processes: training at PORTABLE, recomputing at another width
 def test_a_training_seeds_rows_recompute_from_its_drafter_retrained_here(tmp_path, monkeypatch):
     summary = tmp_path / "summary"
     summary.mkdir()
@@ -441,15 +481,15 @@ def test_a_training_seeds_rows_recompute_from_its_drafter_retrained_here(tmp_pat
     cheapest = committed[committed.method == CHEAPEST]
     sample = results.stratified_sample(cheapest, ["train_seed"], n=3, seed=0)
     monkeypatch.setenv("SPECDEC_SEED_MODELS", str(tmp_path))  # the retrained drafters (the weights key must match)
-    fresh = recompute_tables_elsewhere(
-        "Multilingual", {ms.SEEDS_TABLE: sample[ms.SEED_KEYS + ["drafter"]].to_dict("records")}
-    )
+    keys = {ms.SEEDS_TABLE: sample[ms.SEED_KEYS + ["drafter"]].to_dict("records")}
+    fresh = recompute_tables_elsewhere("Multilingual", keys, new_process=True)  # specdec.zoo reads it at import
     # matched without the weights digest: on a CPU whose portable kernels round differently from the one that trained
     # the committed rows, the retrained drafter's bits (so its digest) differ (tests/test_multilingual_recipe.py)
     key = [k for k in ms.SEED_KEYS if k != "weights"]
     assert results.stale_rows(sample, fresh, key, STUDIES["Multilingual"].table(ms.SEEDS_TABLE).exact) == []
 
 
+@pytest.mark.cross_width
 @pytest.mark.parametrize("table", sorted(ms.SEED_TABLES.values()))
 def test_a_sample_of_training_seed_rows_recomputes_where_the_seeds_are_trained(table):
     committed = _committed_ml(table)
@@ -462,6 +502,7 @@ def test_a_sample_of_training_seed_rows_recomputes_where_the_seeds_are_trained(t
     assert results.stale_rows(sample, fresh, declared.key, declared.exact) == []
 
 
+@pytest.mark.width_independent
 @pytest.mark.parametrize("table", ["ml_main", "ml_ood"])
 def test_the_pair_seed_rows_are_lossless_and_cover_seed_0s_runs_of_the_retrained_drafters(table):
     """``ml_main_seeds`` (M1) and ``ml_ood_seeds`` (M3): training seeds 1 and 2 of every retrained drafter (F and P-F
@@ -481,6 +522,7 @@ def test_the_pair_seed_rows_are_lossless_and_cover_seed_0s_runs_of_the_retrained
     assert not set(drafted.weights) & set(seed0.weights)
 
 
+@pytest.mark.width_independent
 def test_the_draft_seed_rows_decode_the_shipped_targets_requests_losslessly():
     """``tabed_runs_seeds`` (the draft's training seeds 1, 2; their weights are not committed, so no recompute): every
     speculative run lossless, the reference (AR) runs token for token the shipped target's in ``tabed_runs`` (same
@@ -508,6 +550,7 @@ def _engine_seeds() -> pd.DataFrame:
     return pd.read_csv(ROOT / "results" / "tiny" / "engine_seeds.csv", dtype=str)
 
 
+@pytest.mark.width_independent
 def test_the_foundation_draft_seed_rows_are_lossless_and_cover_notebook_01s_runs():
     """``engine_seeds`` (``tiny-draft-s`` / ``-xs`` of training seeds 1, 2; weights not committed): every run lossless
     against plain decoding of the shipped target, whose outputs are the same in both seeds (same target, same
@@ -536,6 +579,7 @@ def test_the_foundation_draft_seed_rows_are_lossless_and_cover_notebook_01s_runs
     assert es.NOTEBOOK_SETTINGS["sweep"]["gammas"] == sorted(int(g) for g in sweep.gamma.unique())
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_the_foundation_draft_seed_rows_recomputes_where_the_seeds_are_trained():
     from specdec import zoo
     from specdec.harness import engine_seeds as es
@@ -550,6 +594,7 @@ def test_a_sample_of_the_foundation_draft_seed_rows_recomputes_where_the_seeds_a
     assert results.stale_rows(sample, fresh, declared.key, declared.exact) == []
 
 
+@pytest.mark.cross_width
 def test_a_sample_of_notebook_01s_sweep_recomputes_exactly_at_another_vector_width():
     """Notebook 01 (b)'s τ sweep (``tau_vs_gamma``, the shipped drafts): nbval reads it from the committed rows
     (its store's base layer), so three seeded random runs of every (draft, γ) decode again here at another vector
