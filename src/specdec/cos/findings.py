@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, verdict
-from specdec.cos import seeds
+from specdec.cos import conditions, seeds
 from specdec.cos.speed_verdicts import (
     c1_gpu_verdict,
     c1_verdicts,
@@ -31,6 +31,7 @@ from specdec.results import RESULTS
 from specdec.validate import reads_frame
 from specdec.verdict import PRICED, Verdict, judge_all, sanity, validity
 
+TABLES = ("cos_main", "cos_sweeps", "cos_theory")  # the seeded tables the findings read
 MODELS = ("0", "1", "2")  # calls_0, calls_1, calls_2: model 0 is the smaller (the CD amateur)
 C2_DRAWS = 400  # notebook 22's c2_draws
 
@@ -186,7 +187,10 @@ def board_verdicts(families, frame: pd.DataFrame, profile: str = "tiny", gpu: bo
     machine = machine_label(pd.read_csv(call_costs) if call_costs.exists() else None)
     seeded = seeds.seed_frames(profile) if zoo_for(profile).train_seeds else {}
     strict = Profile.load(profile).strict
-    out, validities = [], dict(VALIDITY)
+    out = []
+    own = {t: pd.read_csv(root / f"{t}.csv") for t in TABLES if (root / f"{t}.csv").exists()}
+    own.update({SEEDED[family][0]: frame for family in families})  # the notebook's rows stand for seed 0's
+    validities = measured_validity({0: own, **seeded}, root, profile)
     for family in families:
         table, cells, make = SEEDED[family]
 
@@ -217,7 +221,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     root = pathlib.Path(root or RESULTS) / profile
     call_costs = root / "cos_call_costs.csv"
     machine = machine_label(pd.read_csv(call_costs) if call_costs.exists() else None)
-    read = {t: pd.read_csv(root / f"{t}.csv") for t in ("cos_main", "cos_sweeps", "cos_theory")}
+    read = {t: pd.read_csv(root / f"{t}.csv") for t in TABLES}
     seeded = {0: read, **seeds.seed_frames(profile, root.parent)}  # {train seed: {table: rows}}
 
     def two(family):  # ``family`` of ``SEEDED`` on its cells of every training seed
@@ -236,8 +240,27 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
         out.append(sanity(c2_verdict(cells[(cells.draws == C2_DRAWS) & (cells.seed == 0)])))
     for family in ("C4-λ", "C4-μ", "C4-γ", "C4-APF"):
         out += two(family)
-    validities = {**VALIDITY, "C4-γ CD": cd_gamma_validity(gamma_cells(read["cos_sweeps"]), *CD_WHY)}
+    validities = {
+        **measured_validity(seeded, root, profile),
+        "C4-γ CD": cd_gamma_validity(gamma_cells(read["cos_sweeps"]), *CD_WHY),
+    }
     return judge_all(out, validities, strict=Profile.load(profile).strict)
+
+
+def measured_validity(tables: dict, root: pathlib.Path, profile: str) -> dict:
+    """``VALIDITY`` (the sanity checks) with every speed finding's validity from its measured condition
+    (``conditions.validities``) on ``tables`` (``{train seed: {table: rows}}``) and ``root``'s call costs and GPU
+    grid: ``partly`` where a condition holds on the tiny proxies, ``yes`` on the paper's own models, ``no`` where it
+    fails."""
+    call_costs, gpu = (root / f"{t}.csv" for t in ("cos_call_costs", "cos_main_gpu"))
+    proxy = zoo_for(profile).proxy
+    why, met = (_PRICED, "partly") if proxy else (("the profile's own models (the paper's ids)",), "yes")
+    cells = {"main": main_cells, "lambda": lambda_cells, "mu": mu_cells, "apf": apf_cells}
+    found = conditions.validities(
+        tables, pd.read_csv(call_costs) if call_costs.exists() else None, pd.read_csv(gpu) if gpu.exists() else None,
+        paper_regimes(), why, met, cells, main_why=(MMLU_NOTE,) if proxy else (),
+    )  # fmt: skip
+    return {**VALIDITY, **found}
 
 
 _TINY = "tiny proxies of the paper's pairs on this project's tasks"
@@ -273,27 +296,11 @@ def mmlu_near_duplicates(n_test: int = 16, n_train: int = 2000, k: int = 8) -> d
 
 _PRICED = (_TINY, "the counts are the proxies', the call costs the paper's pairs' (WE c = 1, CD 68M on 7B)")
 CD_WHY = (*_PRICED, "the paper's Fig. 5/6b pair is Llama-3 1B/8B, whose call cost no source gives")
-VALIDITY = {
-    **{name: validity("partly", *_PRICED) for name in ("C4-λ", "C4-APF")},
-    **{
-        name: validity("partly", *_PRICED, MMLU_NOTE)
-        for name in ("C1", "C1-SD", "C1 cd T=0", "C1 cd T=1", "C1 we T=1", "C1 we3 T=1")
-    },
-    "C1-GPU": validity(
-        "no",
-        "the stored GPU grid holds per-cell aggregates (medians), no per-prompt rows, so there is no interval",
-    ),
+VALIDITY = {  # the sanity checks; the speed findings' validity is measured (``measured_validity``)
     "C3": validity("yes", "α ≥ λ holds for any two models once the sampler is right (a check of the code)"),
     "C2": validity(
         "yes",
         "exactness holds for any models; the prompt is the one whose r is farthest from either model alone, and"
         " the control shows the draws can tell r from a wrong sampler (a check of the code)",
     ),
-    **{
-        name: validity(
-            "partly", *_PRICED, "the paper's Fig. 5/6b pair is Llama-3 1B/8B, whose call cost no source gives"
-        )
-        for name in ("C4-μ", "C4-μ-trend", "C4-γ CD")
-    },
-    "C4-γ WE": validity("partly", *_PRICED, "the claim's condition (models of one size) is met by c = 1"),
 }
