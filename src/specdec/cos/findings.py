@@ -1,6 +1,7 @@
 """The CoS findings on the committed tables (``findings_from_results``, what the scoreboard lists), their proxy
-validity (``VALIDITY``) and the two cost regimes every speed claim is judged in (``paper_regimes``,
-``with_priced_speed``, ``in_two_regimes``: the paper's call costs decide, this machine's walltime beside).
+validity (``measured_validity``: ``cos.conditions``) and the two cost regimes every speed claim is judged in
+(``paper_regimes``, ``with_priced_speed``, ``in_two_regimes``: the paper's call costs decide, this machine's walltime
+beside).
 
 The verdict functions are by claim family: ``speed_verdicts`` (C1, C4) and ``theory_verdicts`` (C2, C3).
 """
@@ -215,7 +216,7 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     """Every CoS verdict on the tables ``results/<profile>/cos_*.csv`` with the defaults of notebooks 20-22
     (C3-sanity needs the models and is left out; C3 is a sanity check). Speed findings in two regimes
     (``in_two_regimes``: the paper's call costs decide, this machine's walltime beside), each with its proxy
-    validity (``VALIDITY``). ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes
+    validity (``measured_validity``). ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes
     ``results.COMMITTED``)."""
     profile = Profile.load(profile).name  # an unknown or path-like name is one clear error before any read
     root = pathlib.Path(root or RESULTS) / profile
