@@ -530,6 +530,35 @@ def cos_condition_rows(root: Path | None = None) -> list[tuple[str, str, str]]:
     return rows
 
 
+def multilingual_condition_rows(root: Path | None = None) -> list[tuple[str, str, str]]:
+    """The multilingual conditions of M1, M1 vs F, Table 3, M4-τ and Table 7 (issue 44, ``multilingual.conditions``)
+    as the board measures them; each cell the check and its numbers."""
+    from specdec import results
+    from specdec.multilingual import findings as mf
+
+    found = {v.name: v for v in mf.findings_from_results("tiny", root or results.COMMITTED)}
+    checks = [
+        ("M1 / M1 vs generic SpS / M1 vs PLD / M1-τ: P-F drafters that specialize", "M1 T=0", "specialized_check"),
+        ("M1 vs F: an F past the onset of learning (T = 0)", "M1 vs F T=0", "trained_f_check"),
+        ("M1 vs F: an F past the onset of learning (T = 1)", "M1 vs F T=1", "trained_f_check"),
+        ("Table 3 zh-en: every stage trained", "Table 3 zh-en T=0", "stages_check"),
+        ("M4-τ: a much larger drafter", "M4-τ T=0", "size_check"),
+        ("Table 7: a held-out set the target translates", "Table 7", "translatable_check"),
+    ]
+    rows = []
+    for label, name, function in checks:
+        v = found[name]
+        measured = v.validity_why.removeprefix(f"{v.validity}: ")
+        for reason in (*mf._SPEED, mf._T7_SOURCE):  # the proxy's reasons; the row keeps the measurement
+            measured = measured.replace(f"{reason}; ", "")
+        measured = measured.split("; lenient")[0].split(": a ")[0].split(": an ")[0].split(": drafters")[0]
+        check = (
+            f"check {'failed' if v.validity == 'no' else 'passed'} (`multilingual.conditions.{function}`): {measured}"
+        )
+        rows.append((label, check, "`docs/papers/multilingual.md`"))
+    return rows
+
+
 def proxy_conditions_block(root: Path | None = None) -> str:
     """The proxy conditions table; the measured cells (A2's ratio, A5's check, T1b's answers and check) from the
     modules' configs and ``results/tiny/`` (``tabed_first_answers.csv``, ``proxy_conditions.csv``)."""
@@ -578,6 +607,7 @@ def proxy_conditions_block(root: Path | None = None) -> str:
          f" the shipped pair unchanged); {t5} (`t5_validity`)", tabed),
         *measured_condition_rows(root),
         *cos_condition_rows(root),
+        *multilingual_condition_rows(root),
     ]  # fmt: skip
     columns = ["condition", "specified proxy (built where the row says so)", "section *Proxy conditions* of"]
     table = md_table([dict(zip(columns, row)) for row in rows], columns)

@@ -244,7 +244,8 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
         **m2_linear_validity(m2_all, grid, *_M2_BASE),
     }
     for t in (0, 1):  # F's finetune tokens beside the paper's, after its measured condition
-        validities[f"M1 vs F T={t}"] = validity(*validities[f"M1 vs F T={t}"], m1_vs_f_validity(m2_all, grid))
+        level, why = validities[f"M1 vs F T={t}"]
+        validities[f"M1 vs F T={t}"] = level, f"{why}; {m1_vs_f_validity(m2_all, grid)}"
     if drafters.proxy:  # M3's condition is measured on the proxy zoo's rows
         validities["M3"] = m3_validity(results_root)
     return judge_all(out, validities, strict=Profile.load(profile).strict)
