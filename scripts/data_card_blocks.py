@@ -559,6 +559,19 @@ def multilingual_condition_rows(root: Path | None = None) -> list[tuple[str, str
     return rows
 
 
+def a3_condition_row() -> tuple[str, str, str]:
+    """AASD A3's condition (``aasd.conditions``): the two modules' training budgets on every training seed."""
+    from specdec.aasd import conditions as c
+    from specdec.aasd.findings import _TINY
+    from specdec.aasd.zoo import zoo_for
+
+    zoo = zoo_for("tiny")
+    level, why = c.a3_validity(c.budgets(zoo.ablation_target(), (0, *zoo.train_seeds)), _TINY)
+    measured = why.removeprefix(f"{level}: {_TINY}; ").split(": a training")[0]
+    check = f"check {'failed' if level == 'no' else 'passed'} (`aasd.conditions.a3_validity`): {measured}"
+    return "A3: modules trained alike", check, "`docs/papers/aasd.md`"
+
+
 def proxy_conditions_block(root: Path | None = None) -> str:
     """The proxy conditions table; the measured cells (A2's ratio, A5's check, T1b's answers and check) from the
     modules' configs and ``results/tiny/`` (``tabed_first_answers.csv``, ``proxy_conditions.csv``)."""
@@ -608,6 +621,7 @@ def proxy_conditions_block(root: Path | None = None) -> str:
         *measured_condition_rows(root),
         *cos_condition_rows(root),
         *multilingual_condition_rows(root),
+        a3_condition_row(),
     ]  # fmt: skip
     columns = ["condition", "specified proxy (built where the row says so)", "section *Proxy conditions* of"]
     table = md_table([dict(zip(columns, row)) for row in rows], columns)
