@@ -277,6 +277,14 @@ def measured_validity(drafters: Drafters, mains: dict, translatable: pd.DataFram
     return out
 
 
+def board_reading(verdicts: list[Verdict], profile: str = "tiny", translatable=None) -> list[Verdict]:
+    """``verdicts`` (notebooks 33 and 34's) judged with the scoreboard's validity (``measured_validity`` on the
+    committed Table 1 rows of every training seed; ``translatable``: Table 7's set, as the notebook built it)."""
+    mains, _ = pair_seed_frames(profile, COMMITTED)
+    validities = measured_validity(Drafters(profile), mains, translatable)
+    return judge_all(verdicts, validities, strict=False)  # a notebook's own findings (M4-speed) keep their reading
+
+
 def _summaries(drafters: Drafters) -> dict:
     """``{train seed: training summary}`` of ``drafters`` and its training seeds; ``{}`` where it has none."""
     try:
