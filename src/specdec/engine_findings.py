@@ -349,7 +349,10 @@ def efficiency_validity(rows, gamma: int) -> tuple[str, str]:
     import pandas as pd
 
     sd = pd.DataFrame(rows)
-    sd = sd[sd.method != "autoregressive"]
+    lacking = {"method", "draft_calls", "target_calls"} - set(sd.columns)
+    if len(sd) and lacking:
+        raise ValueError(f"efficiency_validity reads the speed rows' {sorted(lacking)}, which these rows lack")
+    sd = sd[sd.method != "autoregressive"] if len(sd) else sd
     per_block = float(sd.draft_calls.sum() / sd.target_calls.sum()) if len(sd) else float("nan")
     measured = (
         f"the engine made {per_block:.2f} draft calls per block at γ = {gamma} (the prediction prices {gamma}; needs"

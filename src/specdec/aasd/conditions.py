@@ -21,6 +21,8 @@ PAPER_MODELS_WHY = "the profile's own models (the paper's ids) on its own runs"
 def paper_validities(names) -> dict[str, tuple[str, str]]:
     """Each finding of ``names``' validity on a profile of the paper's own models: AASD's conditions are measured on
     the tiny proxies' rows and files only, so each says it is not measured here (never a proxy's sentence)."""
+    if isinstance(names, str):
+        raise TypeError(f"paper_validities needs finding names, not one string {names!r}")
     return {name: validity("partly", PAPER_MODELS_WHY, f"{NOT_MEASURED}: its condition") for name in names}
 
 
@@ -54,6 +56,8 @@ def budgets(target: str, seeds=(0, 1, 2), root: pathlib.Path | None = None) -> d
 def a3_validity(found: dict, why: str, met: str = "partly") -> tuple[str, str]:
     """A3's validity from ``budgets``' ``found``: ``met`` when on every seed both modules trained on the same rows at
     the same learning rate, else ``no``; unmeasured (``partly``) without both modules' configs."""
+    if not isinstance(found, dict):
+        raise TypeError(f"a3_validity needs budgets()' {{seed: (AASD, own)}}, got {type(found).__name__}")
     if not found:
         return validity("partly", why, f"{NOT_MEASURED}: the A3 modules' training budgets")
     each = "; ".join(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from specdec.validate import reads_frame
 from specdec.verdict import validity
 
 PAPER_MIN_SPEEDUP = {"we": 1.34, "we3": 1.27, "cd": 1.11}  # Sec. 4.2: the smallest CoS speedup of each setting
@@ -39,6 +40,8 @@ NOT_MEASURED = "not measured on this profile"
 def thm36_speedup(alpha: float, gamma: int, c: float) -> float:
     """Thm 3.6 with γ_p = 1: ``(1 − α^γ)(1 + c) / ((1 − α)(1 + cγ − αc))``, the speedup over standard collaborative
     decoding; at α = 1 its limit ``γ(1 + c) / (1 + cγ − c)``."""
+    if not (0 <= alpha <= 1) or int(gamma) < 1 or not c >= 0:
+        raise ValueError(f"thm36_speedup needs 0 ≤ α ≤ 1, γ ≥ 1 and c ≥ 0, got α={alpha!r}, γ={gamma!r}, c={c!r}")
     if alpha >= 1:
         return gamma * (1 + c) / (1 + c * gamma - c)
     return (1 - alpha**gamma) * (1 + c) / ((1 - alpha) * (1 + c * gamma - alpha * c))
@@ -47,6 +50,8 @@ def thm36_speedup(alpha: float, gamma: int, c: float) -> float:
 def paper_acceptance_floor(speedup: float, c: float, gammas=PAPER_GAMMAS) -> float:
     """The smallest α at which ``thm36_speedup`` reaches ``speedup`` at some γ of ``gammas`` (bisection; it rises
     with α); ``inf`` where no γ reaches it."""
+    if not speedup > 0:
+        raise ValueError(f"paper_acceptance_floor needs a positive speedup, got {speedup!r}")
     best = float("inf")
     for gamma in gammas:
         if thm36_speedup(1.0, gamma, c) < speedup:
@@ -63,10 +68,13 @@ def set_floor(set_name: str, regimes) -> float:
     """``paper_acceptance_floor`` of a set (``we``, ``we3``, ``cd``; ``we/proposer0`` reads as ``we``) at the cost
     of its regime's cheaper model (``findings.paper_regimes``)."""
     base = str(set_name).split("/")[0]
+    if base not in PAPER_MIN_SPEEDUP or base not in regimes:
+        raise ValueError(f"set_floor: unknown set {set_name!r} (known: {sorted(PAPER_MIN_SPEEDUP)})")
     c = min(regimes[base].costs.values()) / max(regimes[base].costs.values())
     return paper_acceptance_floor(PAPER_MIN_SPEEDUP[base], c)
 
 
+@reads_frame
 def acceptance(rows: pd.DataFrame) -> tuple[float, int]:
     """``(pooled accepted / proposed over every model, proposed)`` of the ``cos`` rows of ``rows``."""
     cos = rows[rows.method == "cos"]
@@ -76,6 +84,7 @@ def acceptance(rows: pd.DataFrame) -> tuple[float, int]:
     return (accepted / proposed if proposed else float("nan")), int(proposed)
 
 
+@reads_frame
 def acceptance_check(rows: pd.DataFrame, regimes, why: str, met: str, by=("set",), bonus: bool = False):
     """Per group ``by`` of ``rows`` (``set`` always among them), CoS's pooled acceptance against its set's
     ``set_floor``: ``met`` when every group reaches it (and, with ``bonus``, reuses a bonus token), else ``no``."""
@@ -104,6 +113,7 @@ def acceptance_check(rows: pd.DataFrame, regimes, why: str, met: str, by=("set",
     return validity("no", why, measured + ": the proxy's pair agrees less than any pair the paper ran")
 
 
+@reads_frame
 def lambda_check(rows: pd.DataFrame, why: str, met: str):
     """C4-λ: CoS's pooled acceptance at every λ of ``rows`` (WE, γ = 1) at least Cor. 3.3's 0.5."""
     if rows.empty or not (rows.method == "cos").any():
@@ -154,6 +164,8 @@ def validities(tables: dict, call_costs, gpu, regimes, why: tuple[str, ...], met
     """Each CoS speed finding's ``(validity, why)`` from its condition on ``tables`` (``{train seed: {table: rows}}``,
     every training seed), ``call_costs`` and ``gpu``; ``cells``: the findings module's selections
     (``main_cells``, ``lambda_cells``, ``mu_cells``, ``apf_cells``); ``main_why``: C1's further reasons."""
+    if not isinstance(tables, dict) or not isinstance(cells, dict):
+        raise TypeError(f"validities needs {{train seed: {{table: rows}}}} and the cell selections, got {tables!r}")
     why_text, c1_why = "; ".join(why), "; ".join((*why, *main_why))
 
     def rows(table: str, pick) -> pd.DataFrame:

@@ -104,6 +104,7 @@ SEED_RULES = {
 
 # ------------------------------------------------------------------------------------------------ the cells read
 # What each finding reads of a table, at the defaults of notebooks 20-22: the same selection on every training seed.
+@reads_frame
 def main_cells(main: pd.DataFrame) -> pd.DataFrame:
     """C1: ``cos_main`` at 40 new tokens, λ 0.5, μ 0.1, sampling seed 0; standard, SD and CoS at γ 0, 1, 5."""
     main = main[(main.max_new_tokens == 40) & (main.lam == 0.5) & (main.mu == 0.1) & (main.seed == 0)]
@@ -118,12 +119,14 @@ def _sweeps(sw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     ]
 
 
+@reads_frame
 def lambda_cells(sw: pd.DataFrame) -> pd.DataFrame:
     """C4-λ: WE at γ 0 and 1, λ 0.1-0.9."""
     we, _ = _sweeps(sw)
     return we[we.gamma.isin([0, 1]) & we.lam.isin([0.1, 0.3, 0.5, 0.7, 0.9])]
 
 
+@reads_frame
 def mu_cells(sw: pd.DataFrame) -> pd.DataFrame:
     """C4-μ: CD at γ 0, 1, 5, μ 0.1-0.5."""
     _, cd = _sweeps(sw)
@@ -142,6 +145,7 @@ def theory_cells(theory: pd.DataFrame) -> pd.DataFrame:
     return theory[(theory.max_new_tokens == 32) & theory.task.isin(["humaneval", "gsm8k"])]
 
 
+@reads_frame
 def apf_cells(theory: pd.DataFrame) -> pd.DataFrame:
     """C4-APF: WE and CD at λ 0.5, γ 0, 1, 3, 5."""
     apf = theory_cells(theory)
@@ -253,6 +257,8 @@ def measured_validity(tables: dict, root: pathlib.Path, profile: str) -> dict:
     (``conditions.validities``) on ``tables`` (``{train seed: {table: rows}}``) and ``root``'s call costs and GPU
     grid: ``partly`` where a condition holds on the tiny proxies, ``yes`` on the paper's own models, ``no`` where it
     fails."""
+    if not isinstance(tables, dict):
+        raise TypeError(f"measured_validity needs {{train seed: {{table: rows}}}}, got {type(tables).__name__}")
     call_costs, gpu = (root / f"{t}.csv" for t in ("cos_call_costs", "cos_main_gpu"))
     proxy = zoo_for(profile).proxy
     why, met = (_PRICED, "partly") if proxy else (("the profile's own models (the paper's ids)",), "yes")

@@ -27,6 +27,7 @@ import math
 
 import pandas as pd
 
+from specdec.validate import reads_frame
 from specdec.verdict import validity
 
 F_ONSET = 1.10  # = scaling_verdicts.M2_ONSET_F: an untrained drafter accepts almost nothing (τ ≈ 1.0)
@@ -35,6 +36,12 @@ M4_MIN_RATIO = M4_PAPER_RATIO / 2
 T7_MIN_TRANSLATABLE = 0.5  # share of Table 7's held-out prompts the target translates
 VOCAB = 4096  # the tiny zoo's tokenizer: a uniform guess scores ln 4096
 NOT_MEASURED = "not measured on this profile"
+
+
+def _dict_of_frames(name: str, value) -> None:
+    """One ``TypeError`` for anything but ``{train seed: DataFrame}``."""
+    if not isinstance(value, dict) or not all(isinstance(f, pd.DataFrame) for f in value.values()):
+        raise TypeError(f"{name} needs {{train seed: DataFrame}}, got {type(value).__name__}")
 
 
 def _agreement(row: pd.Series, lang: str) -> float:
@@ -46,6 +53,7 @@ def _agreement(row: pd.Series, lang: str) -> float:
 def specialized_check(summaries: dict, langs, why: str, met: str) -> tuple[str, str]:
     """M1's condition on ``summaries`` (``{train seed: training summary frame}``, ``Drafters.training_summary``;
     P, ``ml-draft-generic``, read from seed 0's): per seed and language, agreement(P-F) − agreement(P) > 0."""
+    _dict_of_frames("specialized_check", summaries)
     if not summaries:
         return validity("partly", why, f"{NOT_MEASURED}: no drafter training summary")
     base = summaries[min(summaries)].set_index("model")
@@ -71,6 +79,7 @@ def specialized_check(summaries: dict, langs, why: str, met: str) -> tuple[str, 
     return validity("no", why, measured + ": a finetune that did not specialize the drafter is not the paper's P-F")
 
 
+@reads_frame
 def pooled_tau(rows: pd.DataFrame, method: str) -> tuple[float, int]:
     """``(new tokens / target calls, rows)`` of ``method``'s rows."""
     g = rows[rows.method == method]
@@ -81,6 +90,9 @@ def pooled_tau(rows: pd.DataFrame, method: str) -> tuple[float, int]:
 def trained_f_check(frames: dict, temperature: float, why: str, met: str) -> tuple[str, str]:
     """M1 vs F's condition: F's pooled τ over the ``ml_main`` rows of every training seed (``frames``) at
     ``temperature`` at least ``F_ONSET``."""
+    _dict_of_frames("trained_f_check", frames)
+    if not frames:
+        return validity("partly", why, f"{NOT_MEASURED}: no Table 1 rows")
     rows = pd.concat([f[f.temperature == temperature] for f in frames.values()], ignore_index=True)
     tau, n = pooled_tau(rows, "sps-f")
     if not n:
@@ -97,6 +109,10 @@ def trained_f_check(frames: dict, temperature: float, why: str, met: str) -> tup
 def stages_check(frames: dict, summaries: dict, why: str, met: str, pair: str = "zh-en") -> tuple[str, str]:
     """Table 3's condition: P's held-out prose loss (seed 0's summary) below ln ``VOCAB`` and F's pooled τ on
     ``pair`` at T = 0 over every training seed's ``ml_main`` rows at least ``F_ONSET``."""
+    _dict_of_frames("stages_check", frames)
+    _dict_of_frames("stages_check", summaries)
+    if not frames:
+        return validity("partly", why, f"{NOT_MEASURED}: no Table 1 rows")
     rows = pd.concat([f[(f.temperature == 0) & (f.pair == pair)] for f in frames.values()], ignore_index=True)
     tau, n = pooled_tau(rows, "sps-f")
     base = summaries[min(summaries)].set_index("model") if summaries else pd.DataFrame()
@@ -114,6 +130,8 @@ def stages_check(frames: dict, summaries: dict, why: str, met: str, pair: str = 
 
 def size_check(small: int, large: int, why: str, met: str) -> tuple[str, str]:
     """M4-τ's condition: the large drafter has at least ``M4_MIN_RATIO`` times the small one's parameters."""
+    if not all(isinstance(n, int | float) and n >= 0 for n in (small, large)):
+        raise ValueError(f"size_check needs two parameter counts ≥ 0, got {small!r} and {large!r}")
     if not small or not large:
         return validity("partly", why, f"{NOT_MEASURED}: the drafters' parameter counts")
     ratio = large / small
@@ -129,6 +147,8 @@ def size_check(small: int, large: int, why: str, met: str) -> tuple[str, str]:
 def translatable_check(translatable: pd.DataFrame | None, why: str, met: str) -> tuple[str, str]:
     """Table 7's condition: the share of held-out prompts the target translates (``translatable_set``) at least
     ``T7_MIN_TRANSLATABLE``."""
+    if translatable is not None and not isinstance(translatable, pd.DataFrame):
+        raise TypeError(f"translatable_check needs translatable_set's frame or None, got {type(translatable).__name__}")
     if translatable is None or not len(translatable):
         return validity("partly", why, f"{NOT_MEASURED}: no plain-decoding rows of the held-out set")
     share = float(translatable.translatable.astype(bool).mean())

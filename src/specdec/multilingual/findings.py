@@ -258,6 +258,8 @@ def measured_validity(drafters: Drafters, mains: dict, translatable: pd.DataFram
     """``VALIDITY`` (sanity checks, M2, M3's default) with M1's four rows, M1-τ's, M4-τ, Table 3 and Table 7 from
     their measured conditions (``conditions``) on ``mains`` (Table 1's rows per training seed), the drafters'
     training summaries (every training seed) and ``translatable`` (Table 7's set; None: not measured)."""
+    if not isinstance(mains, dict):
+        raise TypeError(f"measured_validity needs Table 1's rows per train seed, got {type(mains).__name__}")
     why, met = (_SPEED, "partly") if drafters.proxy else (("the profile's own models (the paper's ids)",), "yes")
     summaries = _summaries(drafters)
     langs = sorted({str(p).split("-")[0] for f in mains.values() for p in f.pair.unique()} - {"en"})
@@ -280,6 +282,7 @@ def measured_validity(drafters: Drafters, mains: dict, translatable: pd.DataFram
 def board_reading(verdicts: list[Verdict], profile: str = "tiny", translatable=None) -> list[Verdict]:
     """``verdicts`` (notebooks 33 and 34's) judged with the scoreboard's validity (``measured_validity`` on the
     committed Table 1 rows of every training seed; ``translatable``: Table 7's set, as the notebook built it)."""
+    profile = Profile.load(profile).name  # an unknown profile is one clear error before any read
     mains, _ = pair_seed_frames(profile, COMMITTED)
     validities = measured_validity(Drafters(profile), mains, translatable)
     return judge_all(verdicts, validities, strict=False)  # a notebook's own findings (M4-speed) keep their reading
