@@ -263,10 +263,10 @@ def measured_validity(tables: dict, root: pathlib.Path, profile: str) -> dict:
     proxy = zoo_for(profile).proxy
     why, met = (_PRICED, "partly") if proxy else (("the profile's own models (the paper's ids)",), "yes")
     cells = {"main": main_cells, "lambda": lambda_cells, "mu": mu_cells, "apf": apf_cells}
-    found = conditions.validities(
-        tables, pd.read_csv(call_costs) if call_costs.exists() else None, pd.read_csv(gpu) if gpu.exists() else None,
-        paper_regimes(), why, met, cells, main_why=(MMLU_NOTE,) if proxy else (),
-    )  # fmt: skip
+    costs_frame = pd.read_csv(call_costs) if call_costs.exists() else None
+    gpu_frame = pd.read_csv(gpu) if gpu.exists() else None
+    main_why = (MMLU_NOTE,) if proxy else ()
+    found = conditions.validities(tables, costs_frame, gpu_frame, paper_regimes(), why, met, cells, main_why=main_why)
     return {**VALIDITY, **found}
 
 

@@ -68,7 +68,7 @@ def specialized_check(summaries: dict, langs, why: str, met: str) -> tuple[str, 
                 gaps[(k, lang)] = _agreement(rows.loc[name], lang) - _agreement(base.loc["ml-draft-generic"], lang)
     if not gaps:
         return validity("partly", why, f"{NOT_MEASURED}: no P-F drafter in the training summary")
-    worst = min(gaps, key=gaps.get)
+    worst = min(gaps, key=lambda k: gaps[k])
     measured = (
         f"the P-F drafters' held-out top-1 agreement on their own X→En pages exceeds P's by {min(gaps.values()):+.2f}"
         f" to {max(gaps.values()):+.2f} over {len(gaps)} (seed, language) pairs (smallest: seed {worst[0]}"

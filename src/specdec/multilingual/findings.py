@@ -265,14 +265,14 @@ def measured_validity(drafters: Drafters, mains: dict, translatable: pd.DataFram
     langs = sorted({str(p).split("-")[0] for f in mains.values() for p in f.pair.unique()} - {"en"})
     m1 = conditions.specialized_check(summaries, langs, "; ".join(why), met)
     base = summaries[min(summaries)].set_index("model") if summaries else pd.DataFrame()
-    params = [
+    small, large = (
         int(base.loc[m, "parameters"]) if m in base.index else 0 for m in ("ml-draft-pf-de", "ml-draft-large-pf-de")
-    ]
+    )
     out = dict(VALIDITY)
     for t in (0, 1):
         out.update(dict.fromkeys((f"M1 T={t}", f"M1 vs generic SpS T={t}", f"M1 vs PLD T={t}", f"M1-τ T={t}"), m1))
         out[f"M1 vs F T={t}"] = conditions.trained_f_check(mains, float(t), "; ".join(why), met)
-        out[f"M4-τ T={t}"] = conditions.size_check(*params, why[0], met)
+        out[f"M4-τ T={t}"] = conditions.size_check(small, large, why[0], met)
     out["Table 3 zh-en T=0"] = conditions.stages_check(mains, summaries, why[0], met)
     t7 = conditions.translatable_check(translatable, f"{why[0]}; {_T7_SOURCE}" if drafters.proxy else why[0], met)
     out.update(dict.fromkeys(("Table 7", "Table 7 all prompts", "Table 7-τ"), t7))
@@ -291,8 +291,8 @@ def board_reading(verdicts: list[Verdict], profile: str = "tiny", translatable=N
 def _summaries(drafters: Drafters) -> dict:
     """``{train seed: training summary}`` of ``drafters`` and its training seeds; ``{}`` where it has none."""
     try:
-        return {k: drafters.at_seed(k).training_summary() if k else drafters.training_summary()
-                for k in (0, *drafters.train_seeds)}  # fmt: skip
+        seeded = {k: drafters.at_seed(k) for k in drafters.train_seeds}
+        return {0: drafters.training_summary(), **{k: d.training_summary() for k, d in seeded.items()}}
     except (FileNotFoundError, ModelNotAvailableError):  # the paper profile before its drafters are trained
         return {}
 
