@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specdec.bench import iid_acceptance, summarize_speedup
+from specdec.validate import reads_frame
 from specdec.verdict import INCONCLUSIVE, Verdict, bootstrap_ci, decide, judge_all, over_seeds, validity
 
 IID_TOLERANCE = 0.1
@@ -327,6 +328,7 @@ IID_MIN_GAMMAS = 3
 EFFICIENCY_MIN_CALLS = 0.9
 
 
+@reads_frame
 def iid_validity(frame, tolerance: float = IID_TOLERANCE) -> tuple[str, str]:
     """The i.i.d. check's condition on ``frame`` (``acceptance_rows`` of every training seed stacked)."""
     gammas = sorted(int(g) for g in frame.gamma.unique())
