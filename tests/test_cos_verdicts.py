@@ -310,5 +310,6 @@ def test_c1_validity_names_the_mmlu_overlap_only_while_it_is_measured():
     C1's validity says so exactly while ``mmlu_near_duplicates`` measures it (a rebuilt set must drop the note)."""
     found = cf.mmlu_near_duplicates()
     overlapping = found["raw"] > 1  # GSM8K's rebuilt set: 0 of 16
-    assert overlapping == ("near-duplicates" in cf.VALIDITY["C1"][1])
+    c1 = {v.name: v for v in cf.findings_from_results("tiny")}["C1"]
+    assert overlapping == ("near-duplicates" in c1.validity_why)
     assert found["n"] == 16 and found["masked"] >= found["raw"]

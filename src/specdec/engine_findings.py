@@ -318,10 +318,55 @@ def speed_frames(timed, rows, draft: str) -> dict:
     return frames
 
 
-ENGINE_VALIDITY = {
+ENGINE_VALIDITY = {  # the reasons; each row's level comes from its measured condition below
     "i.i.d. acceptance": validity("partly", "tiny proxy pairs on this project's prompts; a check of Eq. (1)'s model"),
     "engine efficiency": validity("yes", "a claim about this engine's decode loop on the machine that ran it"),
 }
+# The conditions (issue 44), fixed before the rows were recomputed (docs/reference/engine.md is the reference):
+# i.i.d. acceptance can only fail where a non-i.i.d. acceptance moves the implied β: at least IID_MIN_GAMMAS γ values
+# swept and every draft's β (at the smallest γ, every training seed pooled) inside [tolerance, 1 − tolerance]; near 0
+# or 1 every pattern implies the same β. Engine efficiency's prediction prices γ draft calls per block: the run's
+# counted draft calls per block must be at least EFFICIENCY_MIN_CALLS of γ, else it prices calls the engine never made.
+IID_MIN_GAMMAS = 3
+EFFICIENCY_MIN_CALLS = 0.9
+
+
+@reads_frame
+def iid_validity(frame, tolerance: float = IID_TOLERANCE) -> tuple[str, str]:
+    """The i.i.d. check's condition on ``frame`` (``acceptance_rows`` of every training seed stacked)."""
+    gammas = sorted(int(g) for g in frame.gamma.unique())
+    first = frame[frame.gamma == gammas[0]].groupby("draft")[["new_tokens", "target_calls"]].sum()
+    betas = {d: iid_acceptance(r.new_tokens / r.target_calls, gammas[0]) for d, r in first.iterrows()}
+    measured = (
+        f"{len(gammas)} γ values swept (needs ≥ {IID_MIN_GAMMAS}); implied β at γ = {gammas[0]}: "
+        + ", ".join(f"{d} {b:.2f}" for d, b in betas.items())
+        + f" (needs each in [{tolerance:g}, {1 - tolerance:g}], where a non-i.i.d. acceptance can move it)"
+    )
+    reason = ENGINE_VALIDITY["i.i.d. acceptance"][1].removeprefix("partly: ")
+    if len(gammas) >= IID_MIN_GAMMAS and all(tolerance <= b <= 1 - tolerance for b in betas.values()):
+        return validity("partly", reason, measured)
+    return validity("no", reason, measured + ": the check cannot fail on these drafts")
+
+
+def efficiency_validity(rows, gamma: int) -> tuple[str, str]:
+    """Engine efficiency's condition: the SD rows' counted draft calls per block (``draft_calls / target_calls``) at
+    least ``EFFICIENCY_MIN_CALLS`` × ``gamma``, the draft calls per block the prediction prices."""
+    import pandas as pd
+
+    sd = pd.DataFrame(rows)
+    lacking = {"method", "draft_calls", "target_calls"} - set(sd.columns)
+    if len(sd) and lacking:
+        raise ValueError(f"efficiency_validity reads the speed rows' {sorted(lacking)}, which these rows lack")
+    sd = sd[sd.method != "autoregressive"] if len(sd) else sd
+    per_block = float(sd.draft_calls.sum() / sd.target_calls.sum()) if len(sd) else float("nan")
+    measured = (
+        f"the engine made {per_block:.2f} draft calls per block at γ = {gamma} (the prediction prices {gamma}; needs"
+        f" ≥ {EFFICIENCY_MIN_CALLS:.0%} of it)"
+    )
+    reason = ENGINE_VALIDITY["engine efficiency"][1].removeprefix("yes: ")
+    if per_block >= EFFICIENCY_MIN_CALLS * gamma:
+        return validity("yes", reason, measured)
+    return validity("no", reason, measured + ": the prediction prices draft calls the engine never made")
 
 
 def findings_from_results(
@@ -370,7 +415,11 @@ def findings_from_results(
     predicted = float(last.expected_speedup_refined)
     speed = engine_speed_verdict(units, cpu, predicted, projected)
     iid = iid_over_seeds(sweep_frames(sweep, seeded))
-    validities = {**ENGINE_VALIDITY, "engine speed": speed_validity(units, predicted)}
+    validities = {
+        "i.i.d. acceptance": iid_validity(pd.concat(list(sweep_frames(sweep, seeded).values()), ignore_index=True)),
+        "engine efficiency": efficiency_validity(timed.to_dict("records"), int(last.gamma)),
+        "engine speed": speed_validity(units, predicted),
+    }
     found = judge_all([iid, engine, speed], validities, strict=strict)
     # ``projection``: also the labelled projection, per training seed (the docs' seeds table; never a board row)
     return found + [replace(projected, name="engine speed, projection")] if projection else found

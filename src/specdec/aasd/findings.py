@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, results
+from specdec.aasd import conditions as a3_conditions
 from specdec.aasd import seeds
 from specdec.aasd.experiments import KEY, ablation_target
 from specdec.aasd.tables import MATCHED_DRAFT, PAPER_TARGET, paper_table1, runs
@@ -249,16 +250,23 @@ def findings_from_results(profile: str | Profile = "tiny", root=None) -> list[Ve
 def board_reading(verdicts: list[Verdict], profile="tiny", root=None, stored=None) -> list[Verdict]:
     """``verdicts`` (a notebook's or the board's) judged as the scoreboard judges them: each finding's validity,
     measured where the profile is the tiny one (A2 and A5 from ``<root>/tiny/proxy_conditions.csv``, A1 and A5's
-    ``struggle_validity`` from the Table 1 runs of ``stored``, default the ``aasd_runs`` of ``root``), and the seeds
-    a pooled "holds" rests on (``with_seed_note``)."""
+    ``struggle_validity`` from the Table 1 runs of ``stored``, default the ``aasd_runs`` of ``root``; A3 from its
+    modules' budgets, ``conditions.a3_validity``), and the seeds a pooled "holds" rests on (``with_seed_note``). On
+    a profile of the paper's own models each condition says it is not measured there (``paper_validities``)."""
     profile = Profile.load(profile)
-    validities = dict(VALIDITY)
-    if zoo_for(profile).proxy:  # measured on the tiny rows (<root>/tiny/proxy_conditions.csv): another profile has none
+    proxy = zoo_for(profile).proxy
+    validities = dict(VALIDITY) if proxy else a3_conditions.paper_validities((*VALIDITY, "A2", "A5"))
+    target = ablation_target(profile)
+    found = a3_conditions.budgets(target, (0, *zoo_for(profile).train_seeds)) if proxy else {}
+    validities["A3"] = a3_conditions.a3_validity(
+        found, TINY_WHY if proxy else a3_conditions.PAPER_MODELS_WHY, "partly" if proxy else "yes"
+    )
+    if proxy:  # measured on the tiny rows (<root>/tiny/proxy_conditions.csv): another profile has none
         if stored is None:
             stored = results.ResultStore(profile.name, "aasd_runs", KEY, root=root, base=results.COMMITTED).frame()
         ablated = runs(stored, "ablations")
         validities.update(A2=a2_validity(root), A5=a5_validity(root))
-        validities["A4"] = a4_validity(ablated[ablated.target == ablation_target(profile)])
+        validities["A4"] = a4_validity(ablated[ablated.target == target])
         struggles = struggle_validity(runs(stored, "table1"))
         validities.update({k: both(v, struggles) for k, v in validities.items() if k.startswith(("A1-", "A5"))})
     return [with_seed_note(v) for v in judge_all(verdicts, validities, strict=profile.strict)]
@@ -462,7 +470,7 @@ VALIDITY = {
         TINY_WHY,
         "the counts are the proxies', the call costs implied by the paper's own Table 1; " + _A1_BUDGETS,
     ),
-    "A3": validity("partly", TINY_WHY),
+    "A3": validity("partly", TINY_WHY),  # measured in ``board_reading`` (``conditions.a3_validity``)
     "A4": validity("partly", TINY_WHY, A4_HIDDEN),
 }
 

@@ -1,6 +1,7 @@
 """The CoS findings on the committed tables (``findings_from_results``, what the scoreboard lists), their proxy
-validity (``VALIDITY``) and the two cost regimes every speed claim is judged in (``paper_regimes``,
-``with_priced_speed``, ``in_two_regimes``: the paper's call costs decide, this machine's walltime beside).
+validity (``measured_validity``: ``cos.conditions``) and the two cost regimes every speed claim is judged in
+(``paper_regimes``, ``with_priced_speed``, ``in_two_regimes``: the paper's call costs decide, this machine's walltime
+beside).
 
 The verdict functions are by claim family: ``speed_verdicts`` (C1, C4) and ``theory_verdicts`` (C2, C3).
 """
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from specdec import costs, verdict
-from specdec.cos import seeds
+from specdec.cos import conditions, seeds
 from specdec.cos.speed_verdicts import (
     c1_gpu_verdict,
     c1_verdicts,
@@ -31,6 +32,7 @@ from specdec.results import RESULTS
 from specdec.validate import reads_frame
 from specdec.verdict import PRICED, Verdict, judge_all, sanity, validity
 
+TABLES = ("cos_main", "cos_sweeps", "cos_theory")  # the seeded tables the findings read
 MODELS = ("0", "1", "2")  # calls_0, calls_1, calls_2: model 0 is the smaller (the CD amateur)
 C2_DRAWS = 400  # notebook 22's c2_draws
 
@@ -102,6 +104,7 @@ SEED_RULES = {
 
 # ------------------------------------------------------------------------------------------------ the cells read
 # What each finding reads of a table, at the defaults of notebooks 20-22: the same selection on every training seed.
+@reads_frame
 def main_cells(main: pd.DataFrame) -> pd.DataFrame:
     """C1: ``cos_main`` at 40 new tokens, λ 0.5, μ 0.1, sampling seed 0; standard, SD and CoS at γ 0, 1, 5."""
     main = main[(main.max_new_tokens == 40) & (main.lam == 0.5) & (main.mu == 0.1) & (main.seed == 0)]
@@ -116,12 +119,14 @@ def _sweeps(sw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     ]
 
 
+@reads_frame
 def lambda_cells(sw: pd.DataFrame) -> pd.DataFrame:
     """C4-λ: WE at γ 0 and 1, λ 0.1-0.9."""
     we, _ = _sweeps(sw)
     return we[we.gamma.isin([0, 1]) & we.lam.isin([0.1, 0.3, 0.5, 0.7, 0.9])]
 
 
+@reads_frame
 def mu_cells(sw: pd.DataFrame) -> pd.DataFrame:
     """C4-μ: CD at γ 0, 1, 5, μ 0.1-0.5."""
     _, cd = _sweeps(sw)
@@ -140,6 +145,7 @@ def theory_cells(theory: pd.DataFrame) -> pd.DataFrame:
     return theory[(theory.max_new_tokens == 32) & theory.task.isin(["humaneval", "gsm8k"])]
 
 
+@reads_frame
 def apf_cells(theory: pd.DataFrame) -> pd.DataFrame:
     """C4-APF: WE and CD at λ 0.5, γ 0, 1, 3, 5."""
     apf = theory_cells(theory)
@@ -186,7 +192,10 @@ def board_verdicts(families, frame: pd.DataFrame, profile: str = "tiny", gpu: bo
     machine = machine_label(pd.read_csv(call_costs) if call_costs.exists() else None)
     seeded = seeds.seed_frames(profile) if zoo_for(profile).train_seeds else {}
     strict = Profile.load(profile).strict
-    out, validities = [], dict(VALIDITY)
+    out = []
+    own = {t: pd.read_csv(root / f"{t}.csv") for t in TABLES if (root / f"{t}.csv").exists()}
+    own.update({SEEDED[family][0]: frame for family in families})  # the notebook's rows stand for seed 0's
+    validities = measured_validity({0: own, **seeded}, root, profile)
     for family in families:
         table, cells, make = SEEDED[family]
 
@@ -211,13 +220,13 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     """Every CoS verdict on the tables ``results/<profile>/cos_*.csv`` with the defaults of notebooks 20-22
     (C3-sanity needs the models and is left out; C3 is a sanity check). Speed findings in two regimes
     (``in_two_regimes``: the paper's call costs decide, this machine's walltime beside), each with its proxy
-    validity (``VALIDITY``). ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes
+    validity (``measured_validity``). ``root``: the results folder (default ``results.RESULTS``; the scoreboard passes
     ``results.COMMITTED``)."""
     profile = Profile.load(profile).name  # an unknown or path-like name is one clear error before any read
     root = pathlib.Path(root or RESULTS) / profile
     call_costs = root / "cos_call_costs.csv"
     machine = machine_label(pd.read_csv(call_costs) if call_costs.exists() else None)
-    read = {t: pd.read_csv(root / f"{t}.csv") for t in ("cos_main", "cos_sweeps", "cos_theory")}
+    read = {t: pd.read_csv(root / f"{t}.csv") for t in TABLES}
     seeded = {0: read, **seeds.seed_frames(profile, root.parent)}  # {train seed: {table: rows}}
 
     def two(family):  # ``family`` of ``SEEDED`` on its cells of every training seed
@@ -236,8 +245,29 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
         out.append(sanity(c2_verdict(cells[(cells.draws == C2_DRAWS) & (cells.seed == 0)])))
     for family in ("C4-λ", "C4-μ", "C4-γ", "C4-APF"):
         out += two(family)
-    validities = {**VALIDITY, "C4-γ CD": cd_gamma_validity(gamma_cells(read["cos_sweeps"]), *CD_WHY)}
+    validities = {
+        **measured_validity(seeded, root, profile),
+        "C4-γ CD": cd_gamma_validity(gamma_cells(read["cos_sweeps"]), *CD_WHY),
+    }
     return judge_all(out, validities, strict=Profile.load(profile).strict)
+
+
+def measured_validity(tables: dict, root: pathlib.Path, profile: str) -> dict:
+    """``VALIDITY`` (the sanity checks) with every speed finding's validity from its measured condition
+    (``conditions.validities``) on ``tables`` (``{train seed: {table: rows}}``) and ``root``'s call costs and GPU
+    grid: ``partly`` where a condition holds on the tiny proxies, ``yes`` on the paper's own models, ``no`` where it
+    fails."""
+    if not isinstance(tables, dict):
+        raise TypeError(f"measured_validity needs {{train seed: {{table: rows}}}}, got {type(tables).__name__}")
+    call_costs, gpu = (root / f"{t}.csv" for t in ("cos_call_costs", "cos_main_gpu"))
+    proxy = zoo_for(profile).proxy
+    why, met = (_PRICED, "partly") if proxy else (("the profile's own models (the paper's ids)",), "yes")
+    cells = {"main": main_cells, "lambda": lambda_cells, "mu": mu_cells, "apf": apf_cells}
+    costs_frame = pd.read_csv(call_costs) if call_costs.exists() else None
+    gpu_frame = pd.read_csv(gpu) if gpu.exists() else None
+    main_why = (MMLU_NOTE,) if proxy else ()
+    found = conditions.validities(tables, costs_frame, gpu_frame, paper_regimes(), why, met, cells, main_why=main_why)
+    return {**VALIDITY, **found}
 
 
 _TINY = "tiny proxies of the paper's pairs on this project's tasks"
@@ -273,29 +303,13 @@ def mmlu_near_duplicates(n_test: int = 16, n_train: int = 2000, k: int = 8) -> d
 
 _PRICED = (_TINY, "the counts are the proxies', the call costs the paper's pairs' (WE c = 1, CD 68M on 7B)")
 CD_WHY = (*_PRICED, "the paper's Fig. 5/6b pair is Llama-3 1B/8B, whose call cost no source gives")
-VALIDITY = {
-    **{name: validity("partly", *_PRICED) for name in ("C4-λ", "C4-APF")},
-    **{
-        name: validity("partly", *_PRICED, MMLU_NOTE)
-        for name in ("C1", "C1-SD", "C1 cd T=0", "C1 cd T=1", "C1 we T=1", "C1 we3 T=1")
-    },
-    "C1-GPU": validity(
-        "no",
-        "the stored GPU grid holds per-cell aggregates (medians), no per-prompt rows, so there is no interval",
-    ),
+VALIDITY = {  # the sanity checks; the speed findings' validity is measured (``measured_validity``)
     "C3": validity("yes", "α ≥ λ holds for any two models once the sampler is right (a check of the code)"),
     "C2": validity(
         "yes",
         "exactness holds for any models; the prompt is the one whose r is farthest from either model alone, and"
         " the control shows the draws can tell r from a wrong sampler (a check of the code)",
     ),
-    **{
-        name: validity(
-            "partly", *_PRICED, "the paper's Fig. 5/6b pair is Llama-3 1B/8B, whose call cost no source gives"
-        )
-        for name in ("C4-μ", "C4-μ-trend", "C4-γ CD")
-    },
-    "C4-γ WE": validity("partly", *_PRICED, "the claim's condition (models of one size) is met by c = 1"),
 }
 
 # The declared API (tests/probe_coverage.py); the other public names are this package's internals.

@@ -1,6 +1,6 @@
 """The multilingual findings (Yi et al.) on the committed tables (``findings_from_results``, what the scoreboard
-lists), their proxy validity (``VALIDITY``) and the two cost regimes every speed claim is judged in
-(``paper_regimes``, ``with_priced_speed``, ``in_two_regimes``: the paper's call costs decide, this machine's
+lists), their proxy validity (``measured_validity``: ``conditions``) and the two cost regimes every speed claim is
+judged in (``paper_regimes``, ``with_priced_speed``, ``in_two_regimes``: the paper's call costs decide, this machine's
 walltime beside).
 
 The verdict functions are by claim family: ``drafter_verdicts`` (M1, Tables 3 and 7, quality: P-F against its
@@ -19,6 +19,8 @@ import pandas as pd
 from specdec import costs, verdict
 from specdec.harness.findings_cache import cached
 from specdec.harness.profile import Profile
+from specdec.hub import ModelNotAvailableError
+from specdec.multilingual import conditions
 from specdec.multilingual.drafter_verdicts import (
     m1_rules,
     m1_tau_verdict,
@@ -180,7 +182,7 @@ def board_main_verdicts(frames: dict, temperatures, profile: str = "tiny") -> li
         out += in_two_regimes(m1_verdicts, frames[0], t, machine=machine, frames=frames, rules=m1_rules(t))
         out += verdict.over_seeds(lambda f, t=t: [m1_tau_verdict(f, t)], frames)
     out.append(table3_verdict(frames[0]))
-    return judge_all(out, VALIDITY, strict=Profile.load(profile).strict)
+    return judge_all(out, measured_validity(Drafters(profile), frames), strict=Profile.load(profile).strict)
 
 
 def board_scaling_verdicts(frames: dict, grid: pd.DataFrame | None = None, profile: str = "tiny") -> list[Verdict]:
@@ -232,19 +234,69 @@ def findings_from_results(profile: str = "tiny", root=None) -> list[Verdict]:
     out += in_two_regimes(
         table7_verdicts,
         general,
-        translatable=translatable_set(general, drafters),
+        translatable=translatable_set(general, drafters),  # one set, judged by ``measured_validity`` too
         machine=machine_label(general, {"68M-proxy drafters": ratios["small"]}, device),
         speed_only=2,
     )
     tokens = read("ml_tokens")  # P's own τ on the grid's prompts: P-F's starting point
     m2_all = pd.concat([*m2.values(), tokens[tokens.method == "sps-generic"]], ignore_index=True)
-    validities = {**VALIDITY, **m2_linear_validity(m2_all, grid, *_M2_BASE), **m1_vs_f_validity(m2_all, grid)}
+    validities = {
+        **measured_validity(drafters, mains, translatable_set(general, drafters)),
+        **m2_linear_validity(m2_all, grid, *_M2_BASE),
+    }
+    for t in (0, 1):  # F's finetune tokens beside the paper's, after its measured condition
+        level, why = validities[f"M1 vs F T={t}"]
+        validities[f"M1 vs F T={t}"] = level, f"{why}; {m1_vs_f_validity(m2_all, grid)}"
     if drafters.proxy:  # M3's condition is measured on the proxy zoo's rows
         validities["M3"] = m3_validity(results_root)
     return judge_all(out, validities, strict=Profile.load(profile).strict)
 
 
 _TINY = "4-layer proxies trained on this project's corpus stand in for Vicuna 7B and its 68M drafters"
+
+
+def measured_validity(drafters: Drafters, mains: dict, translatable: pd.DataFrame | None = None) -> dict:
+    """``VALIDITY`` (sanity checks, M2, M3's default) with M1's four rows, M1-τ's, M4-τ, Table 3 and Table 7 from
+    their measured conditions (``conditions``) on ``mains`` (Table 1's rows per training seed), the drafters'
+    training summaries (every training seed) and ``translatable`` (Table 7's set; None: not measured)."""
+    if not isinstance(mains, dict):
+        raise TypeError(f"measured_validity needs Table 1's rows per train seed, got {type(mains).__name__}")
+    why, met = (_SPEED, "partly") if drafters.proxy else (("the profile's own models (the paper's ids)",), "yes")
+    summaries = _summaries(drafters)
+    langs = sorted({str(p).split("-")[0] for f in mains.values() for p in f.pair.unique()} - {"en"})
+    m1 = conditions.specialized_check(summaries, langs, "; ".join(why), met)
+    base = summaries[min(summaries)].set_index("model") if summaries else pd.DataFrame()
+    small, large = (
+        int(base.loc[m, "parameters"]) if m in base.index else 0 for m in ("ml-draft-pf-de", "ml-draft-large-pf-de")
+    )
+    out = dict(VALIDITY)
+    for t in (0, 1):
+        out.update(dict.fromkeys((f"M1 T={t}", f"M1 vs generic SpS T={t}", f"M1 vs PLD T={t}", f"M1-τ T={t}"), m1))
+        out[f"M1 vs F T={t}"] = conditions.trained_f_check(mains, float(t), "; ".join(why), met)
+        out[f"M4-τ T={t}"] = conditions.size_check(small, large, why[0], met)
+    out["Table 3 zh-en T=0"] = conditions.stages_check(mains, summaries, why[0], met)
+    t7 = conditions.translatable_check(translatable, f"{why[0]}; {_T7_SOURCE}" if drafters.proxy else why[0], met)
+    out.update(dict.fromkeys(("Table 7", "Table 7 all prompts", "Table 7-τ"), t7))
+    return out
+
+
+def board_reading(verdicts: list[Verdict], profile: str = "tiny", translatable=None) -> list[Verdict]:
+    """``verdicts`` (notebooks 33 and 34's) judged with the scoreboard's validity (``measured_validity`` on the
+    committed Table 1 rows of every training seed; ``translatable``: Table 7's set, as the notebook built it)."""
+    profile = Profile.load(profile).name  # an unknown profile is one clear error before any read
+    mains, _ = pair_seed_frames(profile, COMMITTED)
+    validities = measured_validity(Drafters(profile), mains, translatable)
+    return judge_all(verdicts, validities, strict=False)  # a notebook's own findings (M4-speed) keep their reading
+
+
+def _summaries(drafters: Drafters) -> dict:
+    """``{train seed: training summary}`` of ``drafters`` and its training seeds; ``{}`` where it has none."""
+    try:
+        seeded = {k: drafters.at_seed(k) for k in drafters.train_seeds}
+        return {0: drafters.training_summary(), **{k: d.training_summary() for k, d in seeded.items()}}
+    except (FileNotFoundError, ModelNotAvailableError):  # the paper profile before its drafters are trained
+        return {}
+
 
 # M3's condition (docs/papers/multilingual.md, Proxy conditions, M3): P can write the phrasebook pages' languages (its
 # held-out loss there below a uniform guess, ln 4096), and the P-F drafters' τ on "in other -> out drafter's" directions
@@ -307,9 +359,10 @@ def m3_validity(root=None) -> tuple[str, str]:
     return validity("no", f"{measured}: {why}, so output-language match cannot be told from input-language match")
 
 
-def m1_vs_f_validity(tokens: pd.DataFrame, grid: pd.DataFrame) -> dict:
-    """ "M1 vs F" (T = 0, 1): ``partly``, lenient, with the F drafter's finetune tokens (its largest grid budget, the
-    Table 1 drafter) and its pooled τ on the grid's prompts (``tokens``: ``ml_tokens`` rows) beside the paper's F."""
+def m1_vs_f_validity(tokens: pd.DataFrame, grid: pd.DataFrame) -> str:
+    """ "M1 vs F"'s further reason (its condition is ``conditions.trained_f_check``): the F drafter's finetune tokens
+    (its largest grid budget, the Table 1 drafter) and its pooled τ on the grid's prompts (``tokens``: ``ml_tokens``
+    rows) beside the paper's F."""
     f = grid[grid.recipe == "F"].sort_values("finetune_tokens").iloc[-1]
     rows = tokens[tokens.method == f.model]
     tau = rows.new_tokens.sum() / rows.target_calls.sum() if len(rows) else float("nan")
@@ -318,18 +371,14 @@ def m1_vs_f_validity(tokens: pd.DataFrame, grid: pd.DataFrame) -> dict:
         f" 5 epochs) and drafts at τ {tau:.2f} De→En, barely above an untrained drafter's 1.0, so P-F's lead over it"
         " is expected here"
     )
-    return {f"M1 vs F T={t}": validity("partly", *_SPEED, why) for t in (0, 1)}
+    return why
 
 
 _SPEED = (_TINY, "the counts are the proxies', the per-call costs the paper setting's (68M on 7B)")
 _M2_BASE = (_TINY, "the finetune budgets are a scaled-down grid of the paper's")
+_T7_SOURCE = "the held-out source is synthetic and only prompts the tiny target translates count"
+# The sanity checks, M2's defaults and M4-speed; every other finding's validity is measured (``measured_validity``).
 VALIDITY = {
-    **{
-        f"{name} T={t}": validity("partly", *_SPEED)
-        for t in (0, 1)
-        for name in ("M1", "M1 vs generic SpS", "M1 vs F", "M1 vs PLD")
-    },
-    **{f"M1-τ T={t}": validity("partly", _TINY, "the training stages are the paper's") for t in (0, 1)},
     **{
         f"{name} {r}": validity("partly", _TINY, "the finetune budgets are a scaled-down grid of the paper's")
         for name in ("M2", "M2-linear")
@@ -343,23 +392,10 @@ VALIDITY = {
         )
         for t in (0, 1)
     },
-    **{
-        f"M4-τ T={t}": validity("partly", "our large drafter has 1.6x the small one's parameters (the paper: 16x)")
-        for t in (0, 1)
-    },
     "Quality T=0": validity("yes", "greedy SD must reproduce plain decoding token for token on any models"),
     **{
         f"Quality {m} T=1": validity("yes", "SD samples the target's distribution on any models")
         for m in ("sps-generic", "sps-f", "sps-pf", "pld")
-    },
-    "Table 3 zh-en T=0": validity("partly", _TINY),
-    **{
-        name: validity(
-            "partly",
-            _TINY,
-            "the held-out source is synthetic and only prompts the tiny target translates count",
-        )
-        for name in ("Table 7", "Table 7 all prompts", "Table 7-τ")
     },
 }
 
@@ -372,6 +408,7 @@ __all__ = [
     "PRICED",
     "VALIDITY",
     "board_main_verdicts",
+    "board_reading",
     "board_scaling_verdicts",
     "findings_from_results",
     "m1_paper_regime",
