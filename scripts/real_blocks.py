@@ -61,7 +61,7 @@ def real_speed_block() -> str:
     frame = real_speed.latest(pd.read_csv(path, dtype=results.DIGEST_DTYPES))
     s = real_speed.summary(frame)
     first = frame.iloc[0]
-    device, note_of_run = real_speed.run_note(tabledb.provenance_path(path))
+    device, note_of_run = real_speed.run_note(tabledb.provenance_path(path), first.run)
     rows = [
         dict(comparison="SD / plain decoding", measured=f"{s['sd_over_plain']:.2f}x", target="≥ 1.5x",
              detail=f"{s['sd_tokens_per_s']:.1f} vs {s['plain_tokens_per_s']:.1f} tok/s; same greedy text: "
@@ -82,7 +82,7 @@ def real_speed_block() -> str:
         f"γ = {first.gamma} (chosen before the timed rounds: the largest expected speedup τ / (γ c + v(γ + 1)) at "
         f"the draft's held-out α and the c and v measured then), {int(first.max_new_tokens)} new tokens, greedy, "
         f"{int(first.threads)} thread, medians over {frame.repeat.nunique()} interleaved rounds after a warm-up; "
-        f"weights `{first.weights}`; {note_of_run} (device {device}; provenance: "
+        f"weights `{first.weights}`, run {first.run}; {note_of_run} (device {device}; provenance: "
         "`results/real/real_speed.provenance.jsonl`)."
     )
     return md_table(rows, ["comparison", "measured", "target", "detail"]) + "\n\n" + note
