@@ -209,8 +209,14 @@ for _name in ("papermill", "papermill.translators"):
     logging.getLogger(_name).addFilter(_PapermillNoise())
 
 
-def select_notebooks(nb_dir: Path, only: str | None) -> list[Path]:
+def select_notebooks(nb_dir: Path, only: str | None, profile: str | None = None) -> list[Path]:
+    """The numbered notebooks of ``nb_dir`` whose names contain ``only``, and of those only the ones ``profile``'s
+    yaml lists where it lists them (``notebooks:``, file-name prefixes: the real profile runs a few)."""
     notebooks = sorted(nb_dir.glob("[0-9]*.ipynb"))
+    path = ROOT / "data" / "profiles" / f"{profile}.yaml"
+    runs = (yaml.safe_load(path.read_text()) or {}).get("notebooks") if profile and path.exists() else None
+    if runs is not None:
+        notebooks = [nb for nb in notebooks if nb.name.startswith(tuple(runs))]
     if only:
         notebooks = [nb for nb in notebooks if fnmatch.fnmatch(nb.name, f"*{only}*")]
     return notebooks
@@ -470,7 +476,7 @@ def main(argv=None) -> int:
     params = build_parameters(args)
     profile = params["profile"]  # -f / -p may override --profile; outputs follow the effective one
 
-    notebooks = select_notebooks(args.notebooks_dir, args.only)
+    notebooks = select_notebooks(args.notebooks_dir, args.only, str(profile))
     if not notebooks:
         print(f"no notebooks matching {args.only or '[0-9]*.ipynb'!r} in {args.notebooks_dir}", file=sys.stderr)
         return 2
