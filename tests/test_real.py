@@ -244,3 +244,26 @@ def test_rows_before_the_run_column_get_the_id_of_the_run_that_wrote_them(tmp_pa
     assert [line["keys"][0][0] for line in lines] == ids
     store.append([_speed_row("2099-01-01T00:00:00Z", "plain", 4.0)])  # the same settings, a new run: stored
     assert len(store.frame()) == 3
+
+
+def test_the_first_impression_puts_each_profiles_committed_decode_side_by_side(tmp_path):
+    """``first_impression.beside``: per committed profile the quickstart row of the prompt, pair and temperature at
+    the pair's current weights (a row of older weights is not shown), its walltime speedup plain / SD; a profile
+    without rows is left out."""
+    import pandas as pd
+
+    from specdec.harness import first_impression
+    from specdec.zoo.models import pair_weights
+
+    row = dict(pair="default", prompt_id="prose-003", prompts="p", gamma=5, temperature=0, seed=0, max_new_tokens=64,
+               device="cpu (x86_64, 2 threads)", new_tokens=64, target_calls=32, block_efficiency=2.0,
+               acceptance_rate=0.25, lossless=True, draft_seconds=0.1, verify_seconds=0.1, total_seconds=0.25,
+               autoregressive_seconds=0.5)  # fmt: skip
+    (tmp_path / "tiny").mkdir()
+    rows = [dict(row, weights="0ld0ld0ld0ld", total_seconds=1.0), dict(row, weights=pair_weights("tiny", "default"))]
+    pd.DataFrame(rows).to_csv(tmp_path / "tiny" / "quickstart.csv", index=False)
+    shown = first_impression.beside(root=tmp_path)
+    assert list(shown.profile) == ["tiny"]  # no real rows under this root
+    assert shown.iloc[0]["walltime speedup"] == 2.0 and shown.iloc[0]["τ"] == 2.0
+    assert first_impression.beside("prose-004", root=tmp_path).empty
+    assert "not measured yet" in first_impression.real_speed_text(root=tmp_path)
