@@ -257,7 +257,8 @@ def declared_parameters(nb) -> dict:
 
 def merged_streams(outputs) -> list:
     """``outputs`` with each run of consecutive stream outputs of one name (stdout, stderr) merged into one: how the
-    kernel's messages were split depends on timing, so the same prints came back as one output or as two."""
+    kernel's messages were split depends on timing, so the same prints came back as one output or as two. A path
+    ``/tmp/ipykernel_<pid>/`` in a stream (a warning's source line) becomes ``/tmp/ipykernel/``."""
     merged = []
     for output in outputs:
         last = merged[-1] if merged else None
@@ -265,7 +266,13 @@ def merged_streams(outputs) -> list:
             last.text += output.text
         else:
             merged.append(output)
+    for output in merged:  # a warning names the cell's file under the kernel's process id: a new one every run
+        if output.output_type == "stream":
+            output.text = KERNEL_FILE.sub("/tmp/ipykernel/", output.text)
     return merged
+
+
+KERNEL_FILE = re.compile(r"/tmp/ipykernel_\d+/")
 
 
 STANDIN_BANNER = (

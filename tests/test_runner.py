@@ -197,3 +197,15 @@ def test_a_profile_that_lists_its_notebooks_runs_only_those():
     assert real and all(name.startswith(listed) for name in real)
     every = module.select_notebooks(zoo.ROOT / "notebooks", None, "tiny")
     assert len(every) == len(list((zoo.ROOT / "notebooks").glob("[0-9]*.ipynb"))) > len(real)
+
+
+def test_a_warnings_kernel_process_id_is_not_kept_in_the_notebook():
+    """``merged_streams``: a warning's source path names the kernel's process id, a new one every run; it is kept
+    without it, so a rerun on the committed rows leaves the executed notebook as it was."""
+    import nbformat
+
+    module = runner()
+    out = nbformat.v4.new_output("stream", name="stderr", text="/tmp/ipykernel_30632/1434.py:12: UserWarning: x\n")
+    other = nbformat.v4.new_output("stream", name="stderr", text="/tmp/ipykernel_10179/1434.py:12: UserWarning: x\n")
+    assert module.merged_streams([out])[0].text == module.merged_streams([other])[0].text
+    assert module.merged_streams([out])[0].text == "/tmp/ipykernel/1434.py:12: UserWarning: x\n"
