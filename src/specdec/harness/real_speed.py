@@ -310,8 +310,9 @@ def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int | None = No
 
 
 # the measured columns of every row (blank where its measure has none)
-COLUMNS = "seconds new_tokens tokens_per_second block_efficiency acceptance_rate draft_step_s target_step_s same_text c"
-COLUMNS = COLUMNS.split()
+COLUMNS = (
+    "seconds new_tokens tokens_per_second block_efficiency acceptance_rate draft_step_s target_step_s same_text c"
+).split()
 
 
 def store_rows(rows: list[dict], common: dict, provenance: dict) -> None:
