@@ -75,7 +75,7 @@ help:
 	@echo "  docs           build the static site in site/ from docs/ and the executed notebooks (offline; open site/index.html)"
 	@echo "  docs-serve     docs, then serve site/ on http://127.0.0.1:\$$DOCS_PORT (8000): search needs a served site"
 	@echo "  browser        install headless Chromium for the docs test (Debian's chromium, as root; nothing if present)"
-	@echo "  clean-results  rm -rf results/\$$PROFILE (tiny: only its untracked files, results/tiny/ is committed)"
+	@echo "  clean-results  rm -rf results/\$$PROFILE (tiny, real: only their untracked files, their rows are committed)"
 	@echo "Variables: PY=$(PY) PROFILE=$(PROFILE)"
 
 # torch first, on its own and without dependencies (the lock holds them), then the lock with --require-hashes: every
@@ -215,10 +215,12 @@ LAB_ARGS  = --notebook-dir=notebooks $(if $(LAB_PORT),--port=$(LAB_PORT)) $(if $
 lab: install
 	$(VENV)/bin/jupyter lab $(LAB_ARGS) $(ARGS)
 
-# results/tiny/ is committed: only what git does not track goes (the result databases, a run's own folders);
-# any other profile's folder is removed whole.
+# results/tiny/ and results/real/ are committed: only what git does not track goes (the result databases, a run's
+# own folders); any other profile's folder is removed whole.
 clean-results:
-	if [ "$(PROFILE)" = tiny ]; then git clean -fdX results/tiny results/runs; else rm -rf results/$(PROFILE); fi
+	if [ "$(PROFILE)" = tiny ]; then git clean -fdX results/tiny results/runs; \
+	elif [ -n "$$(git ls-files results/$(PROFILE))" ]; then git clean -fdX results/$(PROFILE); \
+	else rm -rf results/$(PROFILE); fi
 
 # The docs site: docs/ + the executed notebooks (as committed; nothing is executed), MkDocs with mkdocs-jupyter, offline
 # and deterministic (scripts/build_docs.py).

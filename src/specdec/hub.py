@@ -123,13 +123,14 @@ def load_dataset(dataset_id: str, config: str | None, split: str, n: int | None 
 
 # ------------------------------------------------------------------------------------------ the ids of a profile
 def profile_models(spec: dict) -> list[str]:
-    """Every model id a profile names (pairs, collaborative sets, pinned revisions), sorted, each once."""
+    """Every model id a profile names (pairs, collaborative sets, pinned revisions), sorted, each once; the names of
+    its ``models`` table are no hub ids (an installed package's file, this project's drafts: ``realmodel``)."""
     spec = _spec(spec)
     ids = {m for p in (spec.get("pairs") or {}).values() for m in (p["target"], p["draft"])}
     ids |= {m for c in (spec.get("collab") or {}).values() for m in c["models"]}
     datasets = set(profile_dataset_ids(spec))
     ids |= {k for k in (spec.get("revisions") or {}) if k not in datasets}
-    return sorted(ids)
+    return sorted(ids - set(spec.get("models") or {}))
 
 
 def profile_datasets(spec: dict) -> list[dict]:

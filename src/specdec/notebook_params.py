@@ -109,7 +109,7 @@ def check(params: dict, spec: dict[str, str], notebook: str = "the notebook") ->
 
 def runs_on(profile: str, notebook: str) -> None:
     """Refuse ``notebook`` (a file name such as ``00_quickstart.ipynb``) on a profile whose yaml lists the notebooks
-    it runs (``notebooks:``, file-name prefixes; the real profile's lists none yet) and not this one; a notebook
+    it runs (``notebooks:``, file-name prefixes, as the real profile does) and not this one; a notebook
     named otherwise ("this notebook", inside its kernel) cannot be told apart and passes."""
     import yaml
 

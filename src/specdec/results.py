@@ -297,7 +297,9 @@ def model_fingerprint(model) -> str:
 @functools.cache
 def environment() -> dict:
     """Where a result was computed: git commit (``+dirty`` if the tree had changes), package versions, host,
-    and the CPU vector width torch used (float rounding, hence tie-breaks, can depend on it)."""
+    the CPU vector width torch used (float rounding, hence tie-breaks, can depend on it), and how busy the machine
+    was when the rows were written (the 1-minute load average over its core count: walltime rows of a shared
+    machine mix in other jobs)."""
     import torch
     import transformers
 
@@ -318,6 +320,8 @@ def environment() -> dict:
         "transformers": transformers.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "host": platform.node(),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "cpu_cores": os.cpu_count(),
     }
 
 

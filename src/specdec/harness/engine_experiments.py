@@ -148,6 +148,7 @@ def quickstart(
     text = prompt_text or next(p["prompt"] for p in tasks.heldout_prompts() if p["id"] == prompt_id)
     key = f"custom-{hashlib.sha256(prompt_text.encode()).hexdigest()[:12]}" if prompt_text else prompt_id
     setting = Setting(max_new_tokens, SamplingConfig(temperature=temperature), seed)
+    profile.pin_threads()  # before the device label of its row is taken
     return Quickstart(profile, pair, text, key, gamma, setting)
 
 
@@ -168,6 +169,7 @@ class Engine:
 
     @classmethod
     def load(cls, profile: Profile, pairs: list[str]) -> Engine:
+        profile.pin_threads()  # before the device label is taken
         loaded = {name: profile.load_pair(name) for name in pairs}
         target, _, tokenizer = loaded[pairs[0]]
         drafts = {name: loaded[name][1] for name in pairs}
@@ -243,16 +245,20 @@ def tau_vs_gamma(eng: Engine, *, n_per_kind: int = 20, gammas=(1, 2, 3, 4, 6, 8)
 
 # notebook 01's settings of (b), those of the committed sweep (``engine_seeds`` runs every training seed at them)
 NOTEBOOK_SWEEP: dict[str, Any] = dict(n_per_kind=20, gammas=[1, 2, 3, 4, 6, 8], max_new_tokens=48)
+NOTEBOOK_PAIRS = ["default", "xs"]
 
 
 TAU_EXACT = ["new_tokens", "target_calls", "accepted", "drafted"]  # what a recompute gives back (``papers.ENGINE``)
 
 
 def recompute_sweep(keys, *, profile: str = "tiny") -> pd.DataFrame:
-    """Decode the runs of stored ``tau_vs_gamma`` ``keys`` again on ``profile``'s CPU at notebook 01's settings
-    (the committed-results test, through ``papers.ENGINE``'s table); fresh rows in the order of ``keys``."""
-    eng = Engine.load(Profile.load(profile, "cpu"), ["default", "xs"])
-    return tau_vs_gamma(eng, **NOTEBOOK_SWEEP).recompute(keys)
+    """Decode the runs of stored ``tau_vs_gamma`` ``keys`` of ``profile`` again at notebook 01's settings there (its
+    defaults under the profile's ``notebook_params``) for the committed-results test, through ``papers.ENGINE``'s
+    table; fresh rows in the order of ``keys``."""
+    loaded = Profile.load(profile, "cpu")
+    own = loaded.notebook_params("01_")
+    eng = Engine.load(loaded, own.get("pairs", NOTEBOOK_PAIRS))
+    return tau_vs_gamma(eng, **{k: own.get(k, v) for k, v in NOTEBOOK_SWEEP.items()}).recompute(keys)
 
 
 def pooled_tau(frame: pd.DataFrame) -> pd.DataFrame:

@@ -169,6 +169,12 @@ class Profile:
         """What a store records with its rows about the profile."""
         return dict(profile=self.name, device=self.device, dtype=str(self.dtype).removeprefix("torch."))
 
+    def pin_threads(self) -> None:
+        """torch's thread count as the yaml's ``threads`` names it (the real profile: 1, so that its walltime rows
+        are one thread's, as measured, whatever the machine); a profile that names none leaves torch as it is."""
+        if self.spec.get("threads") is not None and self.device_type == "cpu":
+            torch.set_num_threads(int(self.spec["threads"]))
+
     def use_threads(self) -> None:
         """On a CPU the tiny models run single-threaded: for models this small threads cost more than they give,
         and one thread keeps a row's walltime comparable with the committed ones'."""

@@ -11,6 +11,10 @@ trained for it), greedy, on held-out chat prompts of the draft's data (``zoo.rea
 ``c``: the draft's forward time over the target's (one new token after a 128-token context, ``bench.latency_ratio``)
 and the engine's own (the SD run's draft seconds per draft call over plain decoding's seconds per target call).
 Rows go to ``results/real/real_speed.csv`` (``ResultStore``, with provenance); ``summary`` reads them back.
+Every row carries its run's id (column ``run``, a key column: the UTC time the run started, also on its provenance
+line), so a re-measurement with the same settings (on a quieter machine, say) is stored beside the earlier one
+instead of being skipped as done; ``latest`` reads one run. Rows stored before the column existed get the id of the
+provenance line that wrote them (``migrate``, done on opening the table).
 
 γ (``--gamma auto``, the default) is chosen before the timed rounds: the γ in 1..8 that maximises the expected
 speedup ``τ(α, γ) / (γ c + v(γ + 1))`` at the draft's held-out top-1 agreement with the target's greedy tokens (α,
@@ -22,6 +26,9 @@ they go to the provenance, and ``v(k)`` to the rows (``measure = verify``).
 from __future__ import annotations
 
 import argparse
+import csv
+import datetime
+import io
 import json
 import os
 import pathlib
@@ -34,7 +41,7 @@ from specdec import bench, costs, engine, peer, speed
 from specdec.harness.profile import Profile
 from specdec.zoo import models
 
-KEY = ["weights", "measure", "method", "batch_size", "gamma", "n_prompts", "max_new_tokens", "threads", "repeat"]
+KEY = ["run", "weights", "measure", "method", "batch_size", "gamma", "n_prompts", "max_new_tokens", "threads", "repeat"]
 TABLE = "real_speed"
 SHARED_NOTE = "the machine's 2 CPU cores were shared with other engineers' jobs while this ran"  # runs before loads
 
@@ -46,13 +53,67 @@ def load_note(before: float, after: float) -> str:
     return f"1-minute load average {before:.2f} before and {after:.2f} after the run on {cores} CPU cores"
 
 
-def run_note(path) -> tuple[str, str]:
-    """``(device_name, note)`` of the latest run in the provenance file ``path`` (``SHARED_NOTE`` where it has
-    none: the runs before the load was recorded)."""
+def provenance_lines(path) -> list[dict]:
+    """The lines of the provenance file ``path``, parsed, in file order (none where it does not exist)."""
     path = pathlib.Path(path)
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def run_note(path, run: str | None = None) -> tuple[str, str]:
+    """``(device_name, note)`` of run ``run`` (None: the latest) in the provenance file ``path`` (``SHARED_NOTE``
+    where it has none: the runs before the load was recorded)."""
+    lines = [p for p in provenance_lines(path) if run is None or p.get("run") == run]
     last = lines[-1] if lines else {}
     return last.get("device_name", bench.describe_device("cpu")), last.get("note", SHARED_NOTE)
+
+
+def run_id(when: datetime.datetime | None = None) -> str:
+    """A run's id: the UTC time it started, to the second (ISO 8601, so ids sort as times)."""
+    when = when or datetime.datetime.now(datetime.UTC)
+    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def migrate(csv_path) -> bool:
+    """Give the rows of a table written before the ``run`` column (``csv_path``, with its provenance sidecar) the
+    id of the run that wrote them: the time of the provenance line naming their key (``run_id``), written into the
+    CSV as the first column and onto each provenance line (``run``, and ``run`` first in its keys). True where it
+    changed the files; a table that has the column, or none, is left alone."""
+    from specdec import csvtext, tabledb
+
+    csv_path = pathlib.Path(csv_path)
+    if not csv_path.exists():
+        return False
+    header, records = csvtext.parse_csv(csv_path.read_bytes())
+    if not header or "run" in header:
+        return False
+    prov_path = tabledb.provenance_path(csv_path)
+    lines = provenance_lines(prov_path)
+    run_of: dict[tuple, str] = {}
+    for line in lines:
+        line["run"] = run_id(datetime.datetime.fromisoformat(line["written"]))
+        run_of.update({tuple(k): line["run"] for k in line["keys"]})
+        line["keys"] = [[line["run"], *k] for k in line["keys"]]
+        line["key_columns"] = ["run", *line["key_columns"]]
+    old_key = [k for k in KEY if k != "run"]
+    rows = [dict(zip(header, r)) for r in records]
+    missing = [r for r in rows if tuple(r[k] for k in old_key) not in run_of]
+    if missing:
+        raise ValueError(f"{csv_path}: {len(missing)} rows have no provenance line naming their key, e.g. {missing[0]}")
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=["run", *header], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({"run": run_of[tuple(r[k] for k in old_key)], **r} for r in rows)
+    csv_path.write_text(text.getvalue())
+    prov_path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return True
+
+
+def store():
+    """The real profile's ``real_speed`` table (no base layer: every run is measured, none is taken as done from
+    the committed rows), migrated to the ``run`` column first where it predates it."""
+    profile = Profile.load("real")
+    migrate(profile.results_dir / f"{TABLE}.csv")  # before opening: a table is never opened with another key
+    return profile.store(TABLE, KEY, base=None)
 
 
 def prompts(tokenizer, n: int) -> list[torch.Tensor]:
@@ -159,6 +220,7 @@ def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int | None = No
     (``gamma`` None: ``choose_gamma`` at the draft's α and the forward ``c`` measured first)."""
     profile = Profile.load("real")
     profile.use_threads()
+    run = run_id()
     load_before = os.getloadavg()[0]
     target, draft, tokenizer = profile.load_pair()
     choice = {}
@@ -178,7 +240,11 @@ def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int | None = No
     eos = tokenizer.eos_token_id
     ids = prompts(tokenizer, max(n_prompts, batch))
     common: dict[str, Any] = dict(
-        weights=models.pair_weights("real"), gamma=gamma, max_new_tokens=max_new_tokens, threads=torch.get_num_threads()
+        run=run,
+        weights=models.pair_weights("real"),
+        gamma=gamma,
+        max_new_tokens=max_new_tokens,
+        threads=torch.get_num_threads(),
     )
     singles = single_rounds(
         target, draft, ids[:n_prompts], gamma=gamma, max_new_tokens=max_new_tokens, eos=eos, repeats=repeats
@@ -232,27 +298,29 @@ def measure(n_prompts: int = 4, max_new_tokens: int = 64, gamma: int | None = No
         )
     for k, v in verify.items():
         rows.append(dict(measure="verify", method=f"target_k{k}", batch_size=1, repeat=0, n_prompts=0, c=v))
-    columns = [
-        "seconds",
-        "new_tokens",
-        "tokens_per_second",
-        "block_efficiency",
-        "acceptance_rate",
-        "draft_step_s",
-        "target_step_s",
-        "same_text",
-        "c",
-    ]
-    rows = [{**common, **{c: r.get(c, "") for c in columns}, **r} for r in rows]
-    store = profile.store(TABLE, KEY, base=None)
-    store.provenance = dict(
+    provenance = dict(
         profile.provenance(),
+        run=run,
         device_name=bench.describe_device("cpu"),
         note=load_note(load_before, os.getloadavg()[0]),
         pair=f"{profile.spec['pairs']['default']}",
         **choice,
     )
-    store.append(rows)
+    store_rows(rows, common, provenance)
+
+
+# the measured columns of every row (blank where its measure has none)
+COLUMNS = (
+    "seconds new_tokens tokens_per_second block_efficiency acceptance_rate draft_step_s target_step_s same_text c"
+).split()
+
+
+def store_rows(rows: list[dict], common: dict, provenance: dict) -> None:
+    """Append one run's ``rows`` (each with the run's ``common`` key cells and every column of ``COLUMNS``, blank
+    where a measure has none) to the table, with ``provenance`` on its line."""
+    table = store()
+    table.provenance = provenance
+    table.append([{**common, **{c: r.get(c, "") for c in COLUMNS}, **r} for r in rows])
 
 
 def summary(frame) -> dict:
@@ -320,11 +388,9 @@ def verify_cost(frame) -> float:
     return float(rows.c.median())
 
 
-def latest(frame):
-    """The rows of the last measured ``weights`` and settings (the table keeps older runs' rows)."""
-    last = frame.iloc[-1]
-    cols = ["weights", "gamma", "max_new_tokens", "threads"]
-    return frame[(frame[cols] == last[cols]).all(axis=1)]
+def latest(frame, run: str | None = None):
+    """The rows of run ``run`` (None: the last one; the table keeps every run's rows)."""
+    return frame[frame.run == (run or frame.run.max())]
 
 
 def report(frame, device: str, note: str) -> str:
@@ -355,8 +421,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if not args.report_only:
         measure(args.n_prompts, args.max_new_tokens, args.gamma, args.repeats)
-    store = Profile.load("real").store(TABLE, KEY, base=None)
-    print(report(store.frame(), *run_note(store.provenance_path)))
+    table = store()
+    frame = table.frame()
+    print(report(frame, *run_note(table.provenance_path, frame.run.max())))
 
 
 if __name__ == "__main__":
