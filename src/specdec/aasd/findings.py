@@ -324,12 +324,9 @@ def both(first: tuple[str, str], second: tuple[str, str]) -> tuple[str, str]:
     """Two validity conditions, each ``(level, "level: <tiny why>; reasons")``: ``no`` if either is ``no``, else
     ``first``'s level; the reasons of both, the one that fails first."""
     level = "no" if "no" in (first[0], second[0]) else first[0]
-
-    def reasons(v):
-        return [r for r in v[1].removeprefix(f"{v[0]}: ").split("; ") if r and r != TINY_WHY]
-
     order = (second, first) if second[0] == "no" else (first, second)
-    return validity(level, TINY_WHY, *(r for v in order for r in reasons(v)))
+    parts = [r for v in order for r in v[1].removeprefix(f"{v[0]}: ").split("; ")]
+    return validity(level, TINY_WHY, *(r for r in parts if r and r != TINY_WHY))
 
 
 # A5's condition (docs/papers/aasd.md, Proxy conditions, A5), fixed before the rebuilt baselines ran: every small
