@@ -46,7 +46,7 @@ def test_python_is_the_locks():
 def test_make_install_into_a_conda_prefix(tmp_path):
     """``make install VENV=$CONDA_PREFIX``, the file's second step: the same three pip installs (torch apart, the
     lock hash-checked, the no-deps lock hash-checked without dependencies), the editable package and the kernel,
-    all with that prefix's pip and python, and no venv made over an existing interpreter."""
+    the bytecode pass, all with that prefix's pip and python, and no venv made over an existing interpreter."""
     prefix = tmp_path / "env"
     out = subprocess.run(
         ["make", "--no-print-directory", "-n", "-B", "install", f"VENV={prefix}"],
@@ -55,12 +55,13 @@ def test_make_install_into_a_conda_prefix(tmp_path):
         text=True,
         check=True,
     ).stdout
-    pip = f"{prefix}/bin/pip install"
+    pip = f"{prefix}/bin/pip install --no-compile"  # bytecode in one parallel pass after the installs
     assert f"[ -x {prefix}/bin/python ] || " in out
     assert f"{pip} --no-deps torch==" in out
     assert f"{pip} --require-hashes -r requirements.lock" in out
     assert f"{pip} --no-deps --require-hashes -r requirements-nodeps.lock" in out
     assert f"{pip} --no-deps -e ." in out
+    assert f"{prefix}/bin/python -m compileall -qq -j 0 {prefix}/lib src" in out
     assert f"{prefix}/bin/python -m ipykernel install --sys-prefix --name specdec" in out
     assert ".venv" not in out
     assert "make install VENV=$CONDA_PREFIX" in (ROOT / "environment.yml").read_text()
