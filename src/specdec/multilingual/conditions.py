@@ -116,7 +116,7 @@ def stages_check(frames: dict, summaries: dict, why: str, met: str, pair: str = 
     rows = pd.concat([f[(f.temperature == 0) & (f.pair == pair)] for f in frames.values()], ignore_index=True)
     tau, n = pooled_tau(rows, "sps-f")
     base = summaries[min(summaries)].set_index("model") if summaries else pd.DataFrame()
-    if not n or "ml-draft-generic" not in base.index:
+    if not n or "ml-draft-generic" not in base.index or "loss_prose" not in base.columns:
         return validity("partly", why, f"{NOT_MEASURED}: no F rows on {pair} or no training summary of P")
     loss, uniform = float(base.loc["ml-draft-generic", "loss_prose"]), math.log(VOCAB)
     measured = (

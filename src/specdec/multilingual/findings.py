@@ -284,7 +284,8 @@ def board_reading(verdicts: list[Verdict], profile: str = "tiny", translatable=N
     """``verdicts`` (notebooks 33 and 34's) judged with the scoreboard's validity (``measured_validity`` on the
     committed Table 1 rows of every training seed; ``translatable``: Table 7's set, as the notebook built it)."""
     profile = Profile.load(profile).name  # an unknown profile is one clear error before any read
-    mains, _ = pair_seed_frames(profile, COMMITTED)
+    committed = (pathlib.Path(COMMITTED) / profile / "ml_main.csv").exists()  # the paper profile commits none
+    mains = pair_seed_frames(profile, COMMITTED)[0] if committed else {}
     validities = measured_validity(Drafters(profile), mains, translatable)
     return judge_all(verdicts, validities, strict=False)  # a notebook's own findings (M4-speed) keep their reading
 
